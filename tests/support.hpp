@@ -1,0 +1,40 @@
+// tests/support.hpp - helpers shared by the test executables.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace yolo12::test {
+
+// Project root (the source tree) and build tree.
+std::string source_dir();
+std::string binary_dir();
+// ../shared/data from the project root (or $YOLO12_SHARED_DATA); "" if absent.
+std::string shared_data_dir();
+// The committed fixtures folder, tests/data.
+std::string test_data_dir();
+bool file_exists(const std::string& path);
+
+// A float32 / uint8 .npy file (C order). Throws std::runtime_error on anything else.
+struct NpyArray {
+  std::vector<long long> shape;
+  std::vector<float> data;
+};
+NpyArray load_npy(const std::string& path);
+// Reads a .npy, or a gzip-compressed .npy.gz (through `gzip -dc`).
+NpyArray load_npy_any(const std::string& path);
+void save_npy(const std::string& path, const std::vector<long long>& shape, const float* data);
+
+// Relative L2 error ||a - b|| / ||b||, in double.
+double rel_l2(const float* a, const float* b, std::size_t n);
+
+}  // namespace yolo12::test
+
+// Skip the current test case with a message (Catch2 v2 has no SKIP): prints and returns.
+#define YOLO12_SKIP_IF(cond, msg)                         \
+  do {                                                    \
+    if (cond) {                                           \
+      WARN("SKIPPED: " << msg);                           \
+      return;                                             \
+    }                                                     \
+  } while (0)

@@ -1,0 +1,26 @@
+// tests/test_main.cpp - the one main() of every test executable.
+// Executables built with YOLO12_TEST_NEEDS_GPU exit with 77 (CTest: skipped) when no CUDA device
+// is visible, after saying so.
+#include <cstdio>
+
+#if __has_include(<catch2/catch_all.hpp>)
+#include <catch2/catch_all.hpp>
+#else
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#endif
+
+#ifdef YOLO12_TEST_NEEDS_GPU
+#include <cuda_runtime_api.h>
+#endif
+
+int main(int argc, char** argv) {
+#ifdef YOLO12_TEST_NEEDS_GPU
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::printf("SKIPPED: no CUDA device visible; GPU tests run on the GPU machine (tools/gpu_check.sh)\n");
+    return 77;
+  }
+#endif
+  return Catch::Session().run(argc, argv);
+}

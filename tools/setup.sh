@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# tools/setup.sh - the README's two commands.
+#   bash tools/setup.sh demo   install what is missing, build, run yolo12-infer on a sample image
+#   bash tools/setup.sh test   install what is missing, build, run every test (CI runs this)
+# Works as root on a fresh Debian 12 machine with the CUDA toolkit (or without it: the CUDA backend
+# is then left out). BUILD_DIR (default build) and JOBS (default nproc) can be set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-test}
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-$(nproc)}
+
+need_pkgs=()
+for p in cmake g++ make pkg-config libopencv-dev nlohmann-json3-dev libspdlog-dev catch2 libcli11-dev gzip ffmpeg; do
+  dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
+done
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "setup: installing ${need_pkgs[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+if ! python3 -c "import numpy" 2>/dev/null; then
+  echo "setup: installing numpy for the exporter"
+  python3 -m pip install -q numpy
+fi
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH=/usr/local/cuda/bin:$PATH
+
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD_DIR" -j "$JOBS"
+
+case "$mode" in
+  test)
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+    ;;
+  demo)
+    bash tools/demo.sh "$BUILD_DIR"
+    ;;
+  *) echo "usage: $0 demo|test" >&2; exit 2 ;;
+esac
