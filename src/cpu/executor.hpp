@@ -1,0 +1,47 @@
+// cpu/executor.hpp - runs a graph::Graph on the CPU (NCHW float32), multi-threaded.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/graph.hpp"
+
+namespace yolo12::model {
+class ModelFile;
+}
+
+namespace yolo12::cpu {
+
+// Every tensor of the model as float32, converted once and shared (read-only) by all executors.
+struct CpuWeights {
+  std::unordered_map<std::string, std::vector<float>> tensors;
+  const std::vector<float>& get(const std::string& name) const;  // throws ModelError if absent
+};
+std::shared_ptr<const CpuWeights> load_weights(const model::ModelFile& file);
+
+class CpuExecutor {
+ public:
+  // Builds the graph for input_h x input_w and plans buffers for up to max_batch images.
+  // threads = 0: hardware concurrency.
+  CpuExecutor(std::shared_ptr<const CpuWeights> weights, const nlohmann::json& header, int input_h,
+              int input_w, int max_batch, int threads);
+  ~CpuExecutor();
+  // x:   (batch, 3, input_h, input_w) float32, RGB in [0, 1]
+  // out: (batch, 4 + nc, anchors) float32
+  void forward(const float* x, int batch, float* out);
+  int channels() const;  // 4 + nc
+  int anchors() const;   // A
+  int input_h() const;
+  int input_w() const;
+  const graph::Graph& graph() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace yolo12::cpu
