@@ -47,5 +47,9 @@ bool conv_can_implement(const ConvShape& s);
 // Launches on `stream`; no allocation, no synchronisation (safe inside CUDA graph capture).
 template <typename T>
 void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream);
+// The simple direct kernel (one thread per output element), same contract: the oracle of the tests
+// and a fallback. Slow: not for inference.
+template <typename T>
+void conv2d_forward_naive(const ConvParams<T>& p, cudaStream_t stream);
 
 }  // namespace yolo12::cuda

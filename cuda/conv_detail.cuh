@@ -1,0 +1,68 @@
+// cuda/conv_detail.cuh - what the conv kernel files share: the packed-weight layout, the fused
+// epilogue, and the launchers conv.cu dispatches to. Not part of the executor's interface.
+//
+// Packed weights (conv_pack_weights), T = float or __half, zero where padded:
+//   depthwise (groups == c_in == c_out > 1):  (k*k, c_pad)                     c_pad = round_up(c, 8)
+//   every other conv:                          (groups, n_g, k_pad)            n_g = c_out / groups
+//     the GEMM's K index is tap * cin_pad + ci, tap = ky * k + kx, cin_pad = round_up(c_in / groups, 8),
+//     so an 8-channel chunk never straddles two taps; k_pad = round_up(k*k*cin_pad, 32) (one K tile).
+#pragma once
+
+#include <cstdint>
+
+#include "common.cuh"
+#include "conv.cuh"
+
+namespace yolo12::cuda::conv_detail {
+
+constexpr int kChunk = 8;   // channels per 16-byte fp16 chunk
+constexpr int kTileK = 32;  // K tile of the implicit-GEMM kernels; packed K is padded to it
+
+inline int round_up(int a, int b) { return (a + b - 1) / b * b; }
+
+inline bool is_depthwise(const ConvShape& s) {
+  return s.groups > 1 && s.groups == s.c_in && s.groups == s.c_out;
+}
+
+struct GemmLayout {
+  int n_g;      // output channels per group
+  int cin_g;    // input channels per group
+  int cin_pad;  // cin_g rounded up to kChunk
+  int k_real;   // k * k * cin_pad
+  int k_pad;    // k_real rounded up to kTileK: the packed row length
+};
+
+inline GemmLayout gemm_layout(const ConvShape& s) {
+  GemmLayout l;
+  l.n_g = s.c_out / s.groups;
+  l.cin_g = s.c_in / s.groups;
+  l.cin_pad = round_up(l.cin_g, kChunk);
+  l.k_real = s.k * s.k * l.cin_pad;
+  l.k_pad = round_up(l.k_real, kTileK);
+  return l;
+}
+
+template <typename T> __device__ __forceinline__ float to_float(T v);
+template <> __device__ __forceinline__ float to_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+
+// The fused epilogue for output channel c of a value whose conv sum is acc; `res` is the residual
+// element (read by the caller only when p.residual is set).
+__device__ __forceinline__ float epilogue(float acc, const float* bias, const float* gamma, bool silu,
+                                          int c) {
+  float v = acc + (bias ? __ldg(bias + c) : 0.f);
+  if (silu) v = v / (1.f + __expf(-v));
+  if (gamma) v *= __ldg(gamma + c);
+  return v;
+}
+
+// Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p.s).
+template <typename T> void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream);
+template <typename T> void launch_dwconv_direct(const ConvParams<T>& p, cudaStream_t stream);
+void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t stream);
+void launch_conv2d_implicit_gemm_f32(const ConvParams<float>& p, cudaStream_t stream);
+
+}  // namespace yolo12::cuda::conv_detail
