@@ -43,6 +43,7 @@ class ModelFile {
 
  private:
   ModelFile() = default;
+  ModelInfo make_info() const;
   std::string path_;
   nlohmann::json header_;
   std::vector<TensorInfo> tensors_;

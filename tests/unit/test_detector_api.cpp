@@ -1,0 +1,148 @@
+// Detector facade: options are validated before any work, bad image views are refused with
+// InputError and leave the detector usable, a bad model path is a ModelError naming it.
+#include <cstdint>
+#include <random>
+#include <sys/stat.h>
+
+#include "catch.hpp"
+#include "model_writer.hpp"
+#include "support.hpp"
+#include "yolo12/yolo12.hpp"
+
+using namespace yolo12;
+using namespace yolo12::test;
+
+namespace {
+
+std::string tiny_model_path() {
+  const std::string dir = binary_dir() + "/test_tmp";
+  ::mkdir(dir.c_str(), 0755);
+  const std::string path = dir + "/api_tiny.y12";
+  write_file(path, serialize(tiny_model(3, 11)));
+  return path;
+}
+
+DetectorOptions cpu_options() {
+  DetectorOptions o;
+  o.device = Device::Cpu;
+  o.cpu_threads = 1;
+  return o;
+}
+
+bool message_has(const std::exception& e, const std::string& what) {
+  const std::string msg = e.what();
+  if (msg.find(what) != std::string::npos) return true;
+  UNSCOPED_INFO("message: " << msg << "\nexpected to contain: " << what);
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a bad model path is a ModelError naming the path", "[api]") {
+  try {
+    Detector d("/nonexistent/dir/model.y12", cpu_options());
+    FAIL("no error");
+  } catch (const ModelError& e) {
+    CHECK(message_has(e, "/nonexistent/dir/model.y12"));
+  }
+  REQUIRE_THROWS_AS(read_model_info("/nonexistent/dir/model.y12"), ModelError);
+}
+
+TEST_CASE("impossible options are refused when the detector is created", "[api]") {
+  const std::string path = tiny_model_path();
+  struct Case {
+    const char* what;
+    void (*edit)(DetectorOptions&);
+  };
+  const Case cases[] = {
+      {"input size", [](DetectorOptions& o) { o.input_height = o.input_width = 100; }},
+      {"input size", [](DetectorOptions& o) { o.input_height = -32; o.input_width = 64; }},
+      {"max_batch", [](DetectorOptions& o) { o.max_batch = 0; }},
+      {"conf", [](DetectorOptions& o) { o.conf = 1.5f; }},
+      {"conf", [](DetectorOptions& o) { o.conf = -0.1f; }},
+      {"iou", [](DetectorOptions& o) { o.iou = 2.f; }},
+      {"max_det", [](DetectorOptions& o) { o.max_det = 0; }},
+      {"class id 3", [](DetectorOptions& o) { o.classes = {0, 3}; }},
+      {"class id -1", [](DetectorOptions& o) { o.classes = {-1}; }},
+      {"device index", [](DetectorOptions& o) { o.device_index = -1; }},
+  };
+  for (const Case& c : cases) {
+    DetectorOptions o = cpu_options();
+    c.edit(o);
+    INFO("case " << c.what);
+    try {
+      Detector d(path, o);
+      FAIL("no error");
+    } catch (const OptionError& e) {
+      CHECK(message_has(e, c.what));
+    }
+  }
+}
+
+TEST_CASE("model info", "[api]") {
+  const ModelInfo info = read_model_info(tiny_model_path());
+  CHECK(info.num_classes == 3);
+  CHECK(info.family == "yolo12");
+  CHECK(info.strides == std::vector<int>{8, 16, 32});
+  const std::string s = info.summary();
+  CHECK(s.find("classes:    3 (class0, class1, class2)") != std::string::npos);
+  CHECK(s.find("64x64") != std::string::npos);
+}
+
+TEST_CASE("detect on the CPU: bad views are refused, good ones work, clone shares the model", "[api]") {
+  Detector det(tiny_model_path(), cpu_options());
+  CHECK(det.device_name() == "cpu");
+  std::vector<std::uint8_t> pixels(50 * 70 * 3);
+  std::mt19937 rng(3);
+  for (auto& p : pixels) p = static_cast<std::uint8_t>(rng() & 0xff);
+  ImageView good{pixels.data(), 70, 50, 70 * 3, PixelFormat::BGR8};
+
+  ImageView v = good;
+  v.data = nullptr;
+  REQUIRE_THROWS_AS(det.detect(v), InputError);
+  v = good;
+  v.width = 0;
+  REQUIRE_THROWS_AS(det.detect(v), InputError);
+  v = good;
+  v.pitch = 10;
+  REQUIRE_THROWS_AS(det.detect(v), InputError);
+  REQUIRE_THROWS_AS(det.detect(std::vector<ImageView>{good, good}), InputError);  // max_batch 1
+
+  const Result r = det.detect(good);  // still usable after the errors
+  CHECK(r.image_width == 70);
+  CHECK(r.image_height == 50);
+  CHECK(r.input_width == 64);
+  CHECK(r.input_height == 64);
+  for (const Detection& d : r.detections) {
+    CHECK(d.box.x1 >= 0.f);
+    CHECK(d.box.x2 <= 70.f);
+    CHECK(d.score > 0.25f);
+  }
+  Detector twin = det.clone();
+  const Result r2 = twin.detect(good);
+  REQUIRE(r2.detections.size() == r.detections.size());
+  for (std::size_t i = 0; i < r.detections.size(); ++i) CHECK(r2.detections[i].box.x1 == r.detections[i].box.x1);
+
+  // The raw head: (1, 4 + nc, A) with A = 8*8 + 4*4 + 2*2 at 64x64.
+  std::vector<float> x(3 * 64 * 64);
+  for (auto& e : x) e = static_cast<float>(rng() % 256) / 255.f;
+  int channels = 0, anchors = 0;
+  const auto raw = det.forward_raw(x.data(), 1, 64, 64, &channels, &anchors);
+  CHECK(channels == 7);
+  CHECK(anchors == 84);
+  CHECK(raw.size() == static_cast<std::size_t>(channels * anchors));
+  REQUIRE_THROWS_AS(det.forward_raw(x.data(), 1, 60, 64, &channels, &anchors), InputError);
+}
+
+TEST_CASE("asking for CUDA where there is none is an OptionError", "[api]") {
+  DetectorOptions o = cpu_options();
+  o.device = Device::Cuda;
+  int count = 0;
+  (void)count;
+  try {
+    Detector d(tiny_model_path(), o);
+    SUCCEED("a CUDA device is present");
+  } catch (const OptionError& e) {
+    CHECK(message_has(e, "cuda"));
+  }
+}
