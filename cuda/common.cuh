@@ -2,12 +2,16 @@
 //
 // YOLO12_CUDA_CHECK(call) turns a failing CUDA runtime call into a yolo12::CudaError carrying the
 // call, file:line, device and cudaGetErrorString. YOLO12_CUDA_CHECK_LAUNCH() checks the last launch.
+// DeviceBuffer / PinnedBuffer own one cudaMalloc / cudaMallocHost allocation (moved, never copied);
+// they are only ever created while a model is loaded or a plan is made, never inside an inference.
 #pragma once
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <string>
+#include <utility>
 
 #include "yolo12/errors.hpp"
 
@@ -22,6 +26,77 @@ namespace yolo12::cuda {
 }
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+inline std::size_t align_up(std::size_t a, std::size_t b) { return (a + b - 1) / b * b; }
+
+// One device allocation. Freed in the destructor (errors there are ignored: nothing to report to).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) {
+      cudaError_t err = cudaMalloc(&ptr_, bytes_);
+      if (err != cudaSuccess) throw_cuda_error(err, "cudaMalloc", __FILE__, __LINE__);
+    }
+  }
+  ~DeviceBuffer() { if (ptr_) cudaFree(ptr_); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+  template <typename T> T* as(std::size_t byte_offset = 0) const {
+    return reinterpret_cast<T*>(static_cast<char*>(ptr_) + byte_offset);
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// One page-locked host allocation (staging for asynchronous copies that a CUDA graph can replay).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) {
+      cudaError_t err = cudaMallocHost(&ptr_, bytes_);
+      if (err != cudaSuccess) throw_cuda_error(err, "cudaMallocHost", __FILE__, __LINE__);
+    }
+  }
+  ~PinnedBuffer() { if (ptr_) cudaFreeHost(ptr_); }
+  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void* get() const { return ptr_; }
+  template <typename T> T* as(std::size_t byte_offset = 0) const {
+    return reinterpret_cast<T*>(static_cast<char*>(ptr_) + byte_offset);
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+#ifdef __CUDACC__
+// fp32 <-> storage type conversions usable in templated kernels.
+template <typename T> __device__ __forceinline__ float to_f32(T v);
+template <> __device__ __forceinline__ float to_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ float to_f32<__half>(__half v) { return __half2float(v); }
+template <typename T> __device__ __forceinline__ T from_f32(float v);
+template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
+#endif
 
 }  // namespace yolo12::cuda
 

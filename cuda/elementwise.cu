@@ -1,0 +1,132 @@
+// cuda/elementwise.cu - upsample, max-pool, channel copy and the input cast (see elementwise.cuh).
+//
+// All four are memory-bound and tiny next to the convolutions (an upsample at 640 moves ~1 MB), so
+// each is one thread per output element, channel fastest, so a warp reads and writes consecutive
+// channels of one pixel (coalesced for the NHWC views the executor hands in). A grid-stride loop
+// keeps the grid size bounded whatever the batch.
+#include "elementwise.cuh"
+
+#include "common.cuh"
+
+namespace yolo12::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+inline unsigned grid_for(long long n) {
+  long long blocks = (n + kThreads - 1) / kThreads;
+  if (blocks > 65535LL * 8) blocks = 65535LL * 8;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+template <typename T>
+__global__ void upsample_nearest_kernel(UpsampleNearestParams<T> p) {
+  const int ho = p.h * p.factor, wo = p.w * p.factor;
+  const long long total = static_cast<long long>(p.batch) * ho * wo * p.c;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int c = static_cast<int>(i % p.c);
+    long long pix = i / p.c;  // (n, oy, ox)
+    const int ox = static_cast<int>(pix % wo);
+    pix /= wo;
+    const int oy = static_cast<int>(pix % ho);
+    const int n = static_cast<int>(pix / ho);
+    const long long src = ((static_cast<long long>(n) * p.h + oy / p.factor) * p.w + ox / p.factor) * p.ldx + c;
+    const long long dst = ((static_cast<long long>(n) * ho + oy) * wo + ox) * p.ldy + c;
+    p.y[dst] = p.x[src];
+  }
+}
+
+template <typename T>
+__global__ void max_pool_same_kernel(MaxPoolParams<T> p) {
+  const int r = p.k / 2;
+  const long long total = static_cast<long long>(p.batch) * p.h * p.w * p.c;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int c = static_cast<int>(i % p.c);
+    long long pix = i / p.c;
+    const int x = static_cast<int>(pix % p.w);
+    pix /= p.w;
+    const int y = static_cast<int>(pix % p.h);
+    const int n = static_cast<int>(pix / p.h);
+    const int y0 = max(y - r, 0), y1 = min(y + r, p.h - 1);
+    const int x0 = max(x - r, 0), x1 = min(x + r, p.w - 1);
+    const T* base = p.x + static_cast<long long>(n) * p.h * p.w * p.ldx + c;
+    // The window always holds the centre pixel, so start from it: padding never takes part.
+    float best = to_f32(base[(static_cast<long long>(y) * p.w + x) * p.ldx]);
+    for (int yy = y0; yy <= y1; ++yy)
+      for (int xx = x0; xx <= x1; ++xx) best = fmaxf(best, to_f32(base[(static_cast<long long>(yy) * p.w + xx) * p.ldx]));
+    p.y[((static_cast<long long>(n) * p.h + y) * p.w + x) * p.ldy + c] = from_f32<T>(best);
+  }
+}
+
+template <typename T>
+__global__ void channel_copy_kernel(ChannelCopyParams<T> p) {
+  const long long total = static_cast<long long>(p.batch) * p.pixels * p.c;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int c = static_cast<int>(i % p.c);
+    const long long pix = i / p.c;  // n * pixels + p
+    p.y[pix * p.ldy + c] = p.x[pix * p.ldx + c];
+  }
+}
+
+template <typename T>
+__global__ void nchw_to_nhwc_kernel(NchwToNhwcParams<T> p) {
+  const long long total = static_cast<long long>(p.batch) * p.h * p.w * p.c;
+  const long long plane = static_cast<long long>(p.h) * p.w;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int c = static_cast<int>(i % p.c);
+    const long long pix = i / p.c;  // n * plane + yx
+    const long long n = pix / plane, yx = pix % plane;
+    p.y[pix * p.ldy + c] = from_f32<T>(p.x[(n * p.c + c) * plane + yx]);
+  }
+}
+
+}  // namespace
+
+bool max_pool_can_implement(int k) { return k >= 1 && k % 2 == 1; }
+
+template <typename T>
+void upsample_nearest(const UpsampleNearestParams<T>& p, cudaStream_t stream) {
+  const long long n = static_cast<long long>(p.batch) * p.h * p.factor * p.w * p.factor * p.c;
+  if (n == 0) return;
+  upsample_nearest_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
+  YOLO12_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void max_pool_same(const MaxPoolParams<T>& p, cudaStream_t stream) {
+  const long long n = static_cast<long long>(p.batch) * p.h * p.w * p.c;
+  if (n == 0) return;
+  max_pool_same_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
+  YOLO12_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void channel_copy(const ChannelCopyParams<T>& p, cudaStream_t stream) {
+  const long long n = static_cast<long long>(p.batch) * p.pixels * p.c;
+  if (n == 0) return;
+  channel_copy_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
+  YOLO12_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void nchw_to_nhwc(const NchwToNhwcParams<T>& p, cudaStream_t stream) {
+  const long long n = static_cast<long long>(p.batch) * p.h * p.w * p.c;
+  if (n == 0) return;
+  nchw_to_nhwc_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
+  YOLO12_CUDA_CHECK_LAUNCH();
+}
+
+#define YOLO12_INSTANTIATE(T)                                                        \
+  template void upsample_nearest<T>(const UpsampleNearestParams<T>&, cudaStream_t); \
+  template void max_pool_same<T>(const MaxPoolParams<T>&, cudaStream_t);            \
+  template void channel_copy<T>(const ChannelCopyParams<T>&, cudaStream_t);         \
+  template void nchw_to_nhwc<T>(const NchwToNhwcParams<T>&, cudaStream_t);
+YOLO12_INSTANTIATE(float)
+YOLO12_INSTANTIATE(__half)
+#undef YOLO12_INSTANTIATE
+
+}  // namespace yolo12::cuda
