@@ -6,6 +6,15 @@
 // The score matrix never reaches global memory (online softmax over key tiles).
 // Query channel for (head h, dim d) of token t: q[t * ldq + h * q_head_stride + d]; likewise k, v.
 // Optionally v is also written back as an image: v_image[t * ldvi + h * dv + d] (input of the pe conv).
+//
+// The three layouts, as views of the 1x1 conv outputs (NHWC, C = heads * 32):
+//   YOLO12 AAttn:  qkv (B, N, 3C): q = qkv, k = qkv + 32, v = qkv + 64, head strides 96, dqk = dv = 32
+//   turbo AAttn:   qk (B, N, 2C) and v (B, N, C): q = qk, k = qk + 32, head strides 64; v stride 32
+//   YOLO11 PSA:    qkv (B, N, 2C): q = qkv, k = qkv + 32, v = qkv + 64, head strides 128, dqk 32, dv 64
+//
+// Kernels (cuda/attention.cu): area_attention_flash_f16 (tensor cores, fp16 with 16-byte aligned
+// views) and area_attention_rowwise (one thread per query, fp32 or fp16, any alignment; the oracle).
+// area_attention_forward picks the first that applies. Launches never allocate or synchronise.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -29,8 +38,20 @@ struct AreaAttentionParams {
   float scale = 0.f;
 };
 
+// Shape check for graph-build time: tokens % area == 0, dqk == 32, dv 32 or 64.
 bool area_attention_can_implement(int tokens, int area, int heads, int dqk, int dv);
+// Throws yolo12::InputError for parameters area_attention_can_implement rejects or inconsistent
+// views (null pointers, ld smaller than the channels used, batch * area > 65535).
 template <typename T>
 void area_attention_forward(const AreaAttentionParams<T>& p, cudaStream_t stream);
+
+// Which kernel area_attention_forward runs for these parameters (for tests, logs and benchmarks).
+enum class AreaAttentionKernel { rowwise, flash_f16 };
+template <typename T>
+AreaAttentionKernel area_attention_select(const AreaAttentionParams<T>& p);
+const char* area_attention_kernel_name(AreaAttentionKernel k);
+// The simple kernel, whatever the alignment: the oracle the tests compare the tensor-core path with.
+template <typename T>
+void area_attention_forward_rowwise(const AreaAttentionParams<T>& p, cudaStream_t stream);
 
 }  // namespace yolo12::cuda
