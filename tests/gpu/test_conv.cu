@@ -1,0 +1,585 @@
+// tests/gpu/test_conv.cu - conv2d_forward (and the naive oracle kernel) against a CPU reference in
+// double, over many shapes: odd H/W, stride 2, dilation, groups, depthwise 3/5/7, channel counts that
+// are not multiples of 8, c_in = 3, residual/gamma/SiLU on and off, and channel-slice reads and writes
+// (ldx > c_in, ldy > c_out, pointers offset into the buffer) with guard values around the slice.
+//
+// Bounds: fp32 rel L2 < 1e-5 against double. fp16: rel L2 against double (computed on the same
+// half-rounded inputs) at most twice that of a naive fp16 CPU implementation (fp32 accumulation,
+// output rounded to half). Every output element is poisoned with NaN first and must be written; every
+// element outside the slice must keep its guard value bit for bit.
+//
+// [.bench] (not run by default): the yolo12n-at-640 conv shapes at batch 1 and 32, fp16 and fp32,
+// timed with CUDA events over graph replays (median), in TFLOP/s and GB/s against the H200 ceilings.
+#include "catch.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "conv.cuh"
+
+using yolo12::cuda::ConvParams;
+using yolo12::cuda::ConvShape;
+
+namespace {
+
+#define TEST_CUDA(call)                                                                  \
+  do {                                                                                   \
+    cudaError_t e_ = (call);                                                             \
+    if (e_ != cudaSuccess) FAIL(#call << " failed: " << cudaGetErrorString(e_));         \
+  } while (0)
+
+// A conv case: the shape plus how the views sit inside their buffers and what is fused.
+struct Case {
+  ConvShape s;
+  int x_c0 = 0, x_extra = 0;  // x view = channels [x_c0, x_c0 + c_in) of a buffer of x_c0 + c_in + x_extra
+  int y_c0 = 0, y_extra = 0;
+  int r_c0 = 0, r_extra = 0;
+  bool bias = true, gamma = false, residual = false, silu = true;
+};
+
+std::string describe(const Case& c) {
+  const ConvShape& s = c.s;
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "B%d %dx%dx%d -> %dx%dx%d k%d s%d p%d g%d d%d | ldx=%d+%d+%d ldy=%d+%d+%d ldr=%d+%d+%d | "
+                "bias%d gamma%d res%d silu%d",
+                s.batch, s.h, s.w, s.c_in, s.ho, s.wo, s.c_out, s.k, s.stride, s.pad, s.groups, s.dilation,
+                c.x_c0, s.c_in, c.x_extra, c.y_c0, s.c_out, c.y_extra, c.r_c0, s.c_out, c.r_extra, c.bias,
+                c.gamma, c.residual, c.silu);
+  return buf;
+}
+
+void finish_shape(ConvShape& s) {
+  const int span = s.dilation * (s.k - 1) + 1;
+  s.ho = (s.h + 2 * s.pad - span) / s.stride + 1;
+  s.wo = (s.w + 2 * s.pad - span) / s.stride + 1;
+}
+
+Case make_case(int b, int h, int w, int ci, int co, int k, int stride, int groups, int dil = 1) {
+  Case c;
+  c.s.batch = b;
+  c.s.h = h;
+  c.s.w = w;
+  c.s.c_in = ci;
+  c.s.c_out = co;
+  c.s.k = k;
+  c.s.stride = stride;
+  c.s.pad = dil * (k / 2);
+  c.s.groups = groups;
+  c.s.dilation = dil;
+  finish_shape(c.s);
+  return c;
+}
+
+float round_half(float v) { return __half2float(__float2half_rn(v)); }
+
+// Host data of one case: inputs (already rounded to the precision under test), weights in PyTorch
+// layout, and the double reference.
+struct HostCase {
+  std::vector<float> x;     // (B, H, W, ldx) whole buffer
+  std::vector<float> w;     // (c_out, c_in / groups, k, k)
+  std::vector<float> bias, gamma;
+  std::vector<float> res;   // (B, Ho, Wo, ldr) whole buffer
+  int ldx, ldy, ldr;
+};
+
+// out[n, oy, ox, c] over the slice only, (B, Ho, Wo, c_out) dense. Acc is double or float; inputs
+// are taken as given (the caller rounds them), `round_out` rounds the result to half.
+template <typename Acc>
+std::vector<double> reference(const Case& c, const HostCase& h, bool round_out) {
+  const ConvShape& s = c.s;
+  const int cin_g = s.c_in / s.groups, n_g = s.c_out / s.groups;
+  std::vector<double> out(static_cast<std::size_t>(s.batch) * s.ho * s.wo * s.c_out);
+  for (int n = 0; n < s.batch; ++n)
+    for (int oy = 0; oy < s.ho; ++oy)
+      for (int ox = 0; ox < s.wo; ++ox)
+        for (int co = 0; co < s.c_out; ++co) {
+          const int g = co / n_g;
+          Acc acc = 0;
+          for (int ky = 0; ky < s.k; ++ky) {
+            const int iy = oy * s.stride - s.pad + ky * s.dilation;
+            if (iy < 0 || iy >= s.h) continue;
+            for (int kx = 0; kx < s.k; ++kx) {
+              const int ix = ox * s.stride - s.pad + kx * s.dilation;
+              if (ix < 0 || ix >= s.w) continue;
+              const float* xp = &h.x[((static_cast<std::size_t>(n) * s.h + iy) * s.w + ix) * h.ldx + c.x_c0 + g * cin_g];
+              for (int ci = 0; ci < cin_g; ++ci)
+                acc += static_cast<Acc>(xp[ci]) *
+                       static_cast<Acc>(h.w[((static_cast<std::size_t>(co) * cin_g + ci) * s.k + ky) * s.k + kx]);
+            }
+          }
+          Acc v = acc + (c.bias ? static_cast<Acc>(h.bias[co]) : Acc(0));
+          if (c.silu) v = v / (Acc(1) + std::exp(-v));
+          if (c.gamma) v *= static_cast<Acc>(h.gamma[co]);
+          const std::size_t pix = (static_cast<std::size_t>(n) * s.ho + oy) * s.wo + ox;
+          if (c.residual) v += static_cast<Acc>(h.res[pix * h.ldr + c.r_c0 + co]);
+          double r = static_cast<double>(v);
+          if (round_out) r = round_half(static_cast<float>(r));
+          out[pix * s.c_out + co] = r;
+        }
+  return out;
+}
+
+double rel_l2(const std::vector<double>& a, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += (a[i] - ref[i]) * (a[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-300);
+}
+
+template <typename T> T to_t(float v);
+template <> float to_t<float>(float v) { return v; }
+template <> __half to_t<__half>(float v) { return __float2half_rn(v); }
+float from_t(float v) { return v; }
+float from_t(__half v) { return __half2float(v); }
+std::uint32_t bits_of(float v) { std::uint32_t b; std::memcpy(&b, &v, 4); return b; }
+std::uint32_t bits_of(__half v) { std::uint16_t b; std::memcpy(&b, &v, 2); return b; }
+
+constexpr int kGuard = 64;        // guard elements before and after every device buffer
+constexpr float kGuardValue = 7.25f;
+
+template <typename T>
+struct DeviceBuf {
+  T* base = nullptr;
+  std::size_t n = 0;  // usable elements (between the guards)
+  explicit DeviceBuf(std::size_t elems) : n(elems) {
+    if (cudaMalloc(&base, (elems + 2 * kGuard) * sizeof(T)) != cudaSuccess) base = nullptr;
+  }
+  ~DeviceBuf() { cudaFree(base); }
+  DeviceBuf(const DeviceBuf&) = delete;
+  DeviceBuf& operator=(const DeviceBuf&) = delete;
+  T* data() { return base + kGuard; }
+};
+
+enum class Kernel { Forward, Naive };
+
+struct Result {
+  double err = 0;          // rel L2 of the GPU against double
+  double err_naive = 0;    // fp16 only: rel L2 of the naive fp16 CPU implementation against double
+  std::size_t unwritten = 0, guard_changed = 0, nonfinite_ref = 0;
+  double ref_norm = 0;
+};
+
+template <typename T>
+Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
+  constexpr bool kHalf = std::is_same<T, __half>::value;
+  const ConvShape& s = c.s;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  auto q = [&](float v) { return kHalf ? round_half(v) : v; };
+
+  HostCase h;
+  h.ldx = c.x_c0 + s.c_in + c.x_extra;
+  h.ldy = c.y_c0 + s.c_out + c.y_extra;
+  h.ldr = c.r_c0 + s.c_out + c.r_extra;
+  const std::size_t nx = static_cast<std::size_t>(s.batch) * s.h * s.w * h.ldx;
+  const std::size_t npix_out = static_cast<std::size_t>(s.batch) * s.ho * s.wo;
+  const std::size_t ny = npix_out * h.ldy, nr = npix_out * h.ldr;
+  const int cin_g = s.c_in / s.groups;
+  const float wscale = 1.7f / std::sqrt(static_cast<float>(cin_g * s.k * s.k));
+  h.x.resize(nx);
+  for (auto& v : h.x) v = q(uni(rng));
+  h.w.resize(static_cast<std::size_t>(s.c_out) * cin_g * s.k * s.k);
+  for (auto& v : h.w) v = q(uni(rng) * wscale);
+  h.bias.resize(s.c_out);
+  for (auto& v : h.bias) v = 0.5f * uni(rng);
+  h.gamma.resize(s.c_out);
+  for (auto& v : h.gamma) v = uni(rng) < 0 ? -0.5f + 0.3f * uni(rng) : 1.0f + 0.3f * uni(rng);
+  h.res.resize(nr);
+  for (auto& v : h.res) v = q(uni(rng));
+
+  std::vector<T> xt(nx), rt(nr), packed(yolo12::cuda::conv_packed_weight_elems(s));
+  for (std::size_t i = 0; i < nx; ++i) xt[i] = to_t<T>(h.x[i]);
+  for (std::size_t i = 0; i < nr; ++i) rt[i] = to_t<T>(h.res[i]);
+  yolo12::cuda::conv_pack_weights<T>(s, h.w.data(), packed.data());
+  // Output buffer: guard value everywhere, NaN inside the slice.
+  std::vector<T> yt(ny + 2 * kGuard, to_t<T>(kGuardValue));
+  for (std::size_t p = 0; p < npix_out; ++p)
+    for (int co = 0; co < s.c_out; ++co) yt[kGuard + p * h.ldy + c.y_c0 + co] = to_t<T>(NAN);
+
+  Result r;
+  DeviceBuf<T> dx(nx), dw(packed.size()), dr(nr), dy(ny);
+  DeviceBuf<float> db(s.c_out), dg(s.c_out);
+  if (!dx.base || !dw.base || !dr.base || !dy.base || !db.base || !dg.base) {
+    r.unwritten = ~std::size_t(0);
+    return r;
+  }
+  cudaMemcpy(dx.data(), xt.data(), nx * sizeof(T), cudaMemcpyHostToDevice);
+  cudaMemcpy(dw.data(), packed.data(), packed.size() * sizeof(T), cudaMemcpyHostToDevice);
+  cudaMemcpy(dr.data(), rt.data(), nr * sizeof(T), cudaMemcpyHostToDevice);
+  cudaMemcpy(dy.base, yt.data(), yt.size() * sizeof(T), cudaMemcpyHostToDevice);
+  cudaMemcpy(db.data(), h.bias.data(), s.c_out * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(dg.data(), h.gamma.data(), s.c_out * sizeof(float), cudaMemcpyHostToDevice);
+
+  ConvParams<T> p;
+  p.s = s;
+  p.x = dx.data() + c.x_c0;
+  p.ldx = h.ldx;
+  p.w = dw.data();
+  p.bias = c.bias ? db.data() : nullptr;
+  p.gamma = c.gamma ? dg.data() : nullptr;
+  p.residual = c.residual ? dr.data() + c.r_c0 : nullptr;
+  p.ldr = h.ldr;
+  p.y = dy.data() + c.y_c0;
+  p.ldy = h.ldy;
+  p.silu = c.silu;
+  if (kernel == Kernel::Forward) yolo12::cuda::conv2d_forward<T>(p, nullptr);
+  else yolo12::cuda::conv2d_forward_naive<T>(p, nullptr);
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    r.unwritten = ~std::size_t(0);
+    return r;
+  }
+  cudaMemcpy(yt.data(), dy.base, yt.size() * sizeof(T), cudaMemcpyDeviceToHost);
+
+  std::vector<double> got(npix_out * s.c_out);
+  std::vector<char> in_slice(ny, 0);
+  for (std::size_t p2 = 0; p2 < npix_out; ++p2)
+    for (int co = 0; co < s.c_out; ++co) {
+      const std::size_t i = p2 * h.ldy + c.y_c0 + co;
+      in_slice[i] = 1;
+      const float v = from_t(yt[kGuard + i]);
+      if (!std::isfinite(v)) ++r.unwritten;
+      got[p2 * s.c_out + co] = v;
+    }
+  const std::uint32_t guard_bits = bits_of(to_t<T>(kGuardValue));
+  for (std::size_t i = 0; i < yt.size(); ++i) {
+    const bool outside = i < kGuard || i >= kGuard + ny || !in_slice[i - kGuard];
+    if (outside && bits_of(yt[i]) != guard_bits) ++r.guard_changed;
+  }
+  const std::vector<double> ref = reference<double>(c, h, false);
+  for (double v : ref) {
+    if (!std::isfinite(v)) ++r.nonfinite_ref;
+    r.ref_norm += v * v;
+  }
+  r.ref_norm = std::sqrt(r.ref_norm);
+  r.err = rel_l2(got, ref);
+  if (kHalf) r.err_naive = rel_l2(reference<float>(c, h, true), ref);
+  return r;
+}
+
+template <typename T>
+void check_case(const Case& c, std::uint64_t seed, Kernel kernel) {
+  constexpr bool kHalf = std::is_same<T, __half>::value;
+  INFO((kHalf ? "fp16 " : "fp32 ") << (kernel == Kernel::Forward ? "conv2d_forward " : "conv2d_forward_naive ")
+                                    << describe(c) << " seed " << seed);
+  REQUIRE(yolo12::cuda::conv_can_implement(c.s));
+  const Result r = run_case<T>(c, seed, kernel);
+  INFO("err " << r.err << " naive fp16 err " << r.err_naive << " |ref| " << r.ref_norm);
+  REQUIRE(r.unwritten == 0);
+  REQUIRE(r.guard_changed == 0);
+  REQUIRE(r.nonfinite_ref == 0);
+  REQUIRE(r.ref_norm > 0.1);
+  if (kHalf) {
+    REQUIRE(r.err_naive > 0);  // the naive fp16 result really was rounded
+    REQUIRE(r.err <= 2.0 * r.err_naive);
+  } else {
+    REQUIRE(r.err < 1e-5);
+  }
+}
+
+// The fixed cases: every kernel path and its edges.
+std::vector<Case> fixed_cases() {
+  std::vector<Case> v;
+  auto add = [&](Case c, bool gamma, bool res, bool silu, int x_c0 = 0, int x_extra = 0, int y_c0 = 0,
+                 int y_extra = 0, int r_c0 = 0, int r_extra = 0) {
+    c.gamma = gamma;
+    c.residual = res;
+    c.silu = silu;
+    c.x_c0 = x_c0;
+    c.x_extra = x_extra;
+    c.y_c0 = y_c0;
+    c.y_extra = y_extra;
+    c.r_c0 = r_c0;
+    c.r_extra = r_extra;
+    v.push_back(c);
+  };
+  // 1x1 GEMMs: several M, N, K tiles; aligned and unaligned slices.
+  add(make_case(2, 20, 20, 96, 160, 1, 1, 1), false, false, true);
+  add(make_case(1, 13, 11, 64, 32, 1, 1, 1), true, true, true, 0, 0, 32, 64, 64, 0);
+  add(make_case(3, 9, 17, 40, 72, 1, 1, 1), false, true, false, 8, 16, 8, 8, 0, 8);
+  add(make_case(1, 7, 5, 21, 19, 1, 1, 1), true, false, true, 3, 5, 1, 2);       // odd channels and offsets
+  add(make_case(2, 16, 16, 256, 136, 1, 1, 1), false, false, true);             // several K tiles
+  add(make_case(1, 33, 35, 8, 8, 1, 1, 1), false, true, true);
+  add(make_case(1, 4, 4, 768, 24, 1, 1, 1), false, false, false);
+  // 3x3 stride 1 and 2, the stem (c_in 3), odd sizes.
+  add(make_case(1, 17, 19, 32, 48, 3, 1, 1), false, true, true, 0, 32, 16, 0, 0, 0);
+  add(make_case(2, 21, 15, 3, 16, 3, 2, 1), false, false, true);
+  add(make_case(1, 24, 24, 64, 64, 3, 2, 1), false, false, true, 64, 0, 0, 64);
+  add(make_case(1, 10, 11, 13, 29, 3, 2, 1), true, true, true, 5, 0, 7, 3, 3, 1);
+  add(make_case(1, 9, 9, 16, 8, 5, 1, 1), false, false, true);
+  add(make_case(1, 12, 10, 24, 16, 3, 1, 1, 2), false, false, true);             // dilation 2
+  add(make_case(1, 6, 6, 8, 8, 3, 1, 1), false, false, true);
+  { Case c = make_case(1, 8, 9, 16, 24, 4, 2, 1); c.s.pad = 1; finish_shape(c.s); add(c, false, true, true); }
+  { Case c = make_case(1, 7, 7, 16, 16, 3, 1, 1); c.s.pad = 0; finish_shape(c.s); add(c, false, false, true); }
+  // Grouped (turbo's Conv 3x3 groups 2 and 4) and a grouped 1x1.
+  add(make_case(1, 16, 16, 64, 128, 3, 2, 2), false, false, true);
+  add(make_case(2, 11, 13, 48, 32, 3, 1, 4), true, false, true, 16, 0, 0, 16);
+  add(make_case(1, 9, 9, 36, 60, 1, 1, 3), false, true, false);
+  add(make_case(1, 8, 8, 20, 20, 3, 1, 5), false, false, true);
+  // Depthwise 3/5/7, stride 1 and 2, channels not multiples of 8, slices.
+  add(make_case(2, 20, 20, 64, 64, 7, 1, 64), false, true, false);
+  add(make_case(1, 13, 11, 40, 40, 5, 1, 40), false, false, true);
+  add(make_case(1, 17, 15, 37, 37, 3, 1, 37), true, true, true, 3, 0, 5, 2, 1, 0);
+  add(make_case(2, 16, 17, 24, 24, 3, 2, 24), false, false, true, 0, 0, 24, 8);
+  add(make_case(1, 9, 9, 128, 128, 7, 1, 128), false, false, false, 128, 128, 128, 0);
+  add(make_case(1, 5, 6, 8, 8, 5, 2, 8), false, false, true);
+  return v;
+}
+
+std::vector<Case> random_cases(int count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<Case> v;
+  while (static_cast<int>(v.size()) < count) {
+    const int kind = pick(0, 3);  // 0: 1x1, 1: kxk, 2: grouped, 3: depthwise
+    const int k = kind == 0 ? 1 : (kind == 3 ? 3 + 2 * pick(0, 2) : (pick(0, 4) == 0 ? 5 : 3));
+    const int stride = pick(0, 2) == 0 ? 2 : 1;
+    int groups = 1, ci = pick(1, 80), co = pick(1, 80);
+    if (kind == 2) {
+      groups = pick(2, 4);
+      ci = groups * pick(1, 20);
+      co = groups * pick(1, 20);
+    } else if (kind == 3) {
+      ci = co = groups = pick(2, 90);
+    }
+    Case c = make_case(pick(1, 2), pick(1, 19), pick(1, 19), ci, co, k, stride, groups);
+    if (!yolo12::cuda::conv_can_implement(c.s)) continue;
+    c.gamma = pick(0, 1);
+    c.residual = pick(0, 1);
+    c.silu = pick(0, 1);
+    c.bias = pick(0, 5) != 0;
+    const int offs[] = {0, 0, 8, 3, 16};
+    c.x_c0 = offs[pick(0, 4)];
+    c.x_extra = offs[pick(0, 4)];
+    c.y_c0 = offs[pick(0, 4)];
+    c.y_extra = offs[pick(0, 4)];
+    c.r_c0 = offs[pick(0, 4)];
+    c.r_extra = offs[pick(0, 4)];
+    v.push_back(c);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("conv_can_implement accepts valid shapes and rejects inconsistent ones", "[conv]") {
+  Case ok = make_case(1, 16, 16, 32, 64, 3, 2, 1);
+  REQUIRE(yolo12::cuda::conv_can_implement(ok.s));
+  ConvShape bad = ok.s;
+  bad.ho += 1;
+  REQUIRE_FALSE(yolo12::cuda::conv_can_implement(bad));
+  bad = ok.s;
+  bad.groups = 3;  // 32 % 3 != 0
+  REQUIRE_FALSE(yolo12::cuda::conv_can_implement(bad));
+  bad = ok.s;
+  bad.k = 0;
+  REQUIRE_FALSE(yolo12::cuda::conv_can_implement(bad));
+  bad = ok.s;
+  bad.batch = 0;
+  REQUIRE_FALSE(yolo12::cuda::conv_can_implement(bad));
+}
+
+TEST_CASE("conv2d_forward fp32 matches the double reference on fixed shapes", "[conv][gpu]") {
+  const auto cases = fixed_cases();
+  for (std::size_t i = 0; i < cases.size(); ++i) check_case<float>(cases[i], 100 + i, Kernel::Forward);
+}
+
+TEST_CASE("conv2d_forward fp16 is within twice a naive fp16 conv's error on fixed shapes", "[conv][gpu]") {
+  const auto cases = fixed_cases();
+  for (std::size_t i = 0; i < cases.size(); ++i) check_case<__half>(cases[i], 200 + i, Kernel::Forward);
+}
+
+TEST_CASE("conv2d_forward matches the reference on random shapes", "[conv][gpu]") {
+  const auto cases = random_cases(120, 12345);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    check_case<float>(cases[i], 1000 + i, Kernel::Forward);
+    check_case<__half>(cases[i], 2000 + i, Kernel::Forward);
+  }
+}
+
+TEST_CASE("conv2d_forward_naive (the oracle kernel) matches the reference", "[conv][gpu]") {
+  const auto cases = fixed_cases();
+  for (std::size_t i = 0; i < cases.size(); i += 3) {
+    check_case<float>(cases[i], 300 + i, Kernel::Naive);
+    check_case<__half>(cases[i], 400 + i, Kernel::Naive);
+  }
+}
+
+TEST_CASE("conv2d_forward is capturable in a CUDA graph and replays to the same result", "[conv][gpu]") {
+  Case c = make_case(2, 20, 20, 64, 64, 3, 1, 1);
+  const ConvShape& s = c.s;
+  const std::size_t nx = 1ull * s.batch * s.h * s.w * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
+  std::vector<float> w(1ull * s.c_out * s.c_in * 9), hx(nx);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  for (auto& v : w) v = 0.05f * uni(rng);
+  for (auto& v : hx) v = uni(rng);
+  std::vector<__half> packed(yolo12::cuda::conv_packed_weight_elems(s)), xh(nx);
+  yolo12::cuda::conv_pack_weights<__half>(s, w.data(), packed.data());
+  for (std::size_t i = 0; i < nx; ++i) xh[i] = __float2half_rn(hx[i]);
+  DeviceBuf<__half> dx(nx), dw(packed.size()), dy1(ny), dy2(ny);
+  REQUIRE((dx.base && dw.base && dy1.base && dy2.base));
+  TEST_CUDA(cudaMemcpy(dx.data(), xh.data(), nx * 2, cudaMemcpyHostToDevice));
+  TEST_CUDA(cudaMemcpy(dw.data(), packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
+  TEST_CUDA(cudaMemset(dy1.data(), 0xff, ny * 2));  // NaN
+  TEST_CUDA(cudaMemset(dy2.data(), 0xff, ny * 2));
+  ConvParams<__half> p;
+  p.s = s;
+  p.x = dx.data();
+  p.ldx = s.c_in;
+  p.w = dw.data();
+  p.residual = dx.data();  // same shape as the output here (stride 1, c_in == c_out)
+  p.ldr = s.c_in;
+  p.ldy = s.c_out;
+  p.y = dy1.data();
+  cudaStream_t stream;
+  TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  yolo12::cuda::conv2d_forward<__half>(p, stream);
+  TEST_CUDA(cudaStreamSynchronize(stream));
+  p.y = dy2.data();
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  yolo12::cuda::conv2d_forward<__half>(p, stream);
+  TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+  TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  TEST_CUDA(cudaGraphLaunch(exec, stream));
+  TEST_CUDA(cudaStreamSynchronize(stream));
+  std::vector<__half> a(ny), b(ny);
+  TEST_CUDA(cudaMemcpy(a.data(), dy1.data(), ny * 2, cudaMemcpyDeviceToHost));
+  TEST_CUDA(cudaMemcpy(b.data(), dy2.data(), ny * 2, cudaMemcpyDeviceToHost));
+  std::size_t differ = 0, nonfinite = 0, nonzero = 0;
+  for (std::size_t i = 0; i < ny; ++i) {
+    if (bits_of(a[i]) != bits_of(b[i])) ++differ;
+    if (!std::isfinite(__half2float(a[i]))) ++nonfinite;
+    if (__half2float(a[i]) != 0.f) ++nonzero;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  REQUIRE(differ == 0);
+  REQUIRE(nonfinite == 0);
+  REQUIRE(nonzero > ny / 2);
+}
+
+// ---- benchmark -----------------------------------------------------------------------------------
+
+namespace {
+
+struct BenchShape {
+  const char* name;
+  int h, ci, co, k, stride, groups;
+};
+
+// The conv shapes of yolo12n at 640 (one of each kind; per image, input side h).
+const BenchShape kYolo12nShapes[] = {
+    {"stem 3x3 s2 3->16", 640, 3, 16, 3, 2, 1},
+    {"3x3 s2 16->32", 320, 16, 32, 3, 2, 1},
+    {"1x1 32->32 @160", 160, 32, 32, 1, 1, 1},
+    {"3x3 16->8 @160", 160, 16, 8, 3, 1, 1},
+    {"1x1 48->64 @160", 160, 48, 64, 1, 1, 1},
+    {"3x3 s2 64->64", 160, 64, 64, 3, 2, 1},
+    {"1x1 64->64 @80", 80, 64, 64, 1, 1, 1},
+    {"3x3 32->32 @80", 80, 32, 32, 3, 1, 1},
+    {"1x1 96->128 @80", 80, 96, 128, 1, 1, 1},
+    {"3x3 s2 128->128", 80, 128, 128, 3, 2, 1},
+    {"1x1 64->192 qkv @40", 40, 64, 192, 1, 1, 1},
+    {"dw7x7 64 @40", 40, 64, 64, 7, 1, 64},
+    {"1x1 192->128 @40", 40, 192, 128, 1, 1, 1},
+    {"3x3 s2 128->256", 40, 128, 256, 3, 2, 1},
+    {"1x1 128->384 qkv @20", 20, 128, 384, 1, 1, 1},
+    {"dw7x7 128 @20", 20, 128, 128, 7, 1, 128},
+    {"1x1 384->256 @20", 20, 384, 256, 1, 1, 1},
+    {"head 3x3 64->64 @80", 80, 64, 64, 3, 1, 1},
+    {"head dw3x3 64 @80", 80, 64, 64, 3, 1, 64},
+    {"head 1x1 64->80 @80", 80, 64, 80, 1, 1, 1},
+    {"yolo12x-like 1x1 768->768 @40", 40, 768, 768, 1, 1, 1},
+    {"yolo12x-like 3x3 384->384 @80", 80, 384, 384, 3, 1, 1},
+};
+
+template <typename T>
+void bench_shape(const BenchShape& b, int batch) {
+  Case c = make_case(batch, b.h, b.h, b.ci, b.co, b.k, b.stride, b.groups);
+  const ConvShape& s = c.s;
+  const std::size_t nx = 1ull * s.batch * s.h * s.w * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
+  std::vector<float> w(1ull * s.c_out * (s.c_in / s.groups) * s.k * s.k), bias(s.c_out);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  for (auto& v : w) v = uni(rng) / std::sqrt(static_cast<float>(s.c_in / s.groups * s.k * s.k));
+  for (auto& v : bias) v = 0.1f * uni(rng);
+  std::vector<T> packed(yolo12::cuda::conv_packed_weight_elems(s)), xh(nx);
+  yolo12::cuda::conv_pack_weights<T>(s, w.data(), packed.data());
+  for (auto& v : xh) v = to_t<T>(uni(rng));
+  DeviceBuf<T> dx(nx), dw(packed.size()), dy(ny);
+  DeviceBuf<float> db(s.c_out);
+  REQUIRE((dx.base && dw.base && dy.base && db.base));
+  TEST_CUDA(cudaMemcpy(dx.data(), xh.data(), nx * sizeof(T), cudaMemcpyHostToDevice));
+  TEST_CUDA(cudaMemcpy(dw.data(), packed.data(), packed.size() * sizeof(T), cudaMemcpyHostToDevice));
+  TEST_CUDA(cudaMemcpy(db.data(), bias.data(), s.c_out * 4, cudaMemcpyHostToDevice));
+  ConvParams<T> p;
+  p.s = s;
+  p.x = dx.data();
+  p.ldx = s.c_in;
+  p.w = dw.data();
+  p.bias = db.data();
+  p.y = dy.data();
+  p.ldy = s.c_out;
+  cudaStream_t stream;
+  TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  constexpr int kPerGraph = 20;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < kPerGraph; ++i) yolo12::cuda::conv2d_forward<T>(p, stream);
+  TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+  TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  TEST_CUDA(cudaGraphLaunch(exec, stream));  // warm-up
+  std::vector<float> ms;
+  for (int r = 0; r < 9; ++r) {
+    cudaEventRecord(e0, stream);
+    cudaGraphLaunch(exec, stream);
+    cudaEventRecord(e1, stream);
+    TEST_CUDA(cudaEventSynchronize(e1));
+    float t = 0;
+    cudaEventElapsedTime(&t, e0, e1);
+    ms.push_back(t / kPerGraph);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double t_us = ms[ms.size() / 2] * 1e3;
+  const double flops = 2.0 * s.batch * s.ho * s.wo * s.c_out * (s.c_in / s.groups) * s.k * s.k;
+  const double bytes = (nx + ny + packed.size()) * sizeof(T);
+  const double t_flop_us = flops / 790e12 * 1e6, t_byte_us = bytes / 4.3e12 * 1e6;
+  std::printf("BENCH %-5s b%-2d %-32s %9.2f us  %7.1f TFLOP/s  %7.0f GB/s  floor %7.2f us (%s)  %5.1fx floor\n",
+              sizeof(T) == 2 ? "fp16" : "fp32", batch, b.name, t_us, flops / t_us * 1e-6, bytes / t_us * 1e-3,
+              std::max(t_flop_us, t_byte_us), t_flop_us > t_byte_us ? "flops" : "bytes",
+              t_us / std::max(t_flop_us, t_byte_us));
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_forward timings on the yolo12n-at-640 shapes", "[.bench]") {
+  for (int batch : {1, 32})
+    for (const auto& b : kYolo12nShapes) {
+      bench_shape<__half>(b, batch);
+      bench_shape<float>(b, batch);
+    }
+}
