@@ -71,6 +71,12 @@ def main(argv=None):
     except RecursionError:
         print(f"export.py: error: {args.input}: structure nested too deeply", file=sys.stderr)
         return 1
+    except Exception as e:  # a bug or an input we failed to anticipate: still one line
+        if os.environ.get("Y12EXPORT_DEBUG"):
+            raise
+        print(f"export.py: error: {args.input}: cannot convert ({type(e).__name__}: {e}); "
+              "set Y12EXPORT_DEBUG=1 for a traceback", file=sys.stderr)
+        return 1
     print(f"{h['family']} scale {h['scale'] or '-'}: {len(h['layers'])} layers, {h['parameters']:,} parameters, "
           f"{h['nc']} classes, {h['dtype']} -> {args.output}")
     return 0

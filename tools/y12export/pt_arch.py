@@ -293,7 +293,9 @@ class ModelTree:
         kids = pr.children(rec)
         _require(set(kids) == {"cv1", "cv2", "m"}, f"{path}: unexpected SPPF sub-modules {sorted(kids)}")
         c_ = c1 // 2
-        self.conv_shape(kids["cv1"], path + ".cv1", c1, c_, 1, act="silu")
+        _require(rec.state.get("n", 3) == 3, f"{path}: SPPF with {rec.state.get('n')} pooling steps (only 3)")
+        _require(not rec.state.get("add", False), f"{path}: SPPF with a shortcut is not supported")
+        act1 = self.conv_shape(kids["cv1"], path + ".cv1", c1, c_, 1)["act"]  # silu (v8/11) or none (newer)
         c2 = self.conv_shape(kids["cv2"], path + ".cv2", 4 * c_, None, 1, act="silu")["c2"]
         mp = kids["m"]
         _require(mp.name == "MaxPool2d", f"{path}.m: unsupported module {mp.name} (expected MaxPool2d)")
@@ -302,7 +304,7 @@ class ModelTree:
         p = _pair(mp.state.get("padding", 0), "padding", path + ".m")
         _require(s == 1 and p == k // 2 and _pair(mp.state.get("dilation", 1), "dilation", path) == 1
                  and not mp.state.get("ceil_mode", False), f"{path}.m: max-pool stride {s} pad {p} (expected 1, {k // 2})")
-        return dict(type="SPPF", c1=c1, c2=c2, k=k), c2
+        return dict(type="SPPF", c1=c1, c2=c2, k=k, cv1_act=act1), c2
 
     def layer_c2psa(self, rec, path, c1):
         kids = pr.children(rec)

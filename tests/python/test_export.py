@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""Tests of tools/export.py (plain python3 + numpy).
+
+Runs the exporter as a user would (a subprocess), then reads the produced .y12 back with the small,
+independent reader below and checks the layout rules of docs/model-format.md, the tensor names and
+shapes, and BatchNorm folding recomputed from the raw checkpoint tensors. Also checks that hostile or
+broken inputs are refused with one line and exit status 1, without running their payload.
+
+    python3 tests/python/test_export.py        # exit 0 pass, 1 fail, 77 an input is missing
+"""
+
+import glob
+import io
+import json
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+import zipfile
+
+import numpy as np
+
+REPO = os.environ.get("YOLO12_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED = os.path.join(REPO, "..", "shared", "data")
+EXPORT = os.path.join(REPO, "tools", "export.py")
+TURBO = os.path.join(SHARED, "fixtures", "yolov12n-turbo_rand.pt")
+ONNX11 = os.path.join(SHARED, "weights", "yolo11n_coco_int8dyn_320.onnx")
+ONNX8 = os.path.join(SHARED, "weights", "yolov8n_coco_int8dyn_320.onnx")
+
+
+def run_export(src, dst, *extra):
+    p = subprocess.run([sys.executable, EXPORT, src, "-o", dst, *extra], capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+def need(path):
+    if not os.path.exists(path):
+        raise unittest.SkipTest(f"missing input {os.path.normpath(path)} (../shared/data not present)")
+
+
+# --- an independent reader of the .y12 layout ----------------------------------------------------
+
+def read_y12(path):
+    """Parses a .y12 file, asserting every layout rule; returns (header, {name: ndarray})."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    assert blob[:8] == b"Y12MODEL", "magic"
+    version, reserved, n = struct.unpack("<IIQ", blob[8:24])
+    assert version == 1 and reserved == 0, (version, reserved)
+    assert 1 <= n <= 64 << 20 and 24 + n <= len(blob), n
+    header = json.loads(blob[24:24 + n].decode("utf-8"))
+    data_start = (24 + n + 255) // 256 * 256
+    assert blob[24 + n:data_start] == b"\0" * (data_start - 24 - n), "header padding must be zeros"
+    assert len(blob) == data_start + header["data_size"], "file must end at data_start + data_size"
+    tensors, spans = {}, []
+    for t in header["tensors"]:
+        assert t["name"] not in tensors, f"duplicate {t['name']}"
+        assert t["offset"] % 256 == 0, f"{t['name']} offset not aligned"
+        item = {"f32": 4, "f16": 2}[t["dtype"]]
+        count = int(np.prod(t["shape"])) if t["shape"] else 1
+        assert t["size"] == count * item, f"{t['name']} size"
+        assert t["offset"] + t["size"] <= header["data_size"], f"{t['name']} out of bounds"
+        spans.append((t["offset"], t["offset"] + t["size"], t["name"]))
+        raw = blob[data_start + t["offset"]:data_start + t["offset"] + t["size"]]
+        tensors[t["name"]] = np.frombuffer(raw, dtype="<f4" if item == 4 else "<f2").reshape(t["shape"])
+    spans.sort()
+    for a, b in zip(spans, spans[1:]):
+        assert a[1] <= b[0], f"{a[2]} overlaps {b[2]}"
+    assert header["parameters"] == sum(v.size for v in tensors.values())
+    return header, tensors
+
+
+# --- an independent, minimal reader of raw checkpoint tensors (trusted test inputs only) ----------
+
+class _Obj:
+    def __init__(self, *a, **k):
+        self.__dict__["_args"] = a
+
+    def __setstate__(self, s):
+        self.__dict__["_state"] = s
+
+
+def raw_state_dict(pt_path):
+    """{'model.0.conv.weight': ndarray, 'model.0.bn.eps': float, ...} of the checkpoint's model."""
+    z = zipfile.ZipFile(pt_path)
+    pkl = [n for n in z.namelist() if n.endswith("data.pkl")][0]
+    prefix = pkl[:-len("data.pkl")]
+    dtypes = {"HalfStorage": "<f2", "FloatStorage": "<f4", "DoubleStorage": "<f8", "LongStorage": "<i8"}
+
+    class U(pickle.Unpickler):
+        def find_class(self, mod, name):
+            if name == "_rebuild_tensor_v2":
+                return lambda st, off, size, stride, *a: np.lib.stride_tricks.as_strided(
+                    st[off:], size, [s * st.itemsize for s in stride]).copy()
+            if name == "_rebuild_parameter":
+                return lambda d, *a: d
+            if mod in ("collections", "builtins", "__builtin__") and name in ("OrderedDict", "set"):
+                return {"OrderedDict": dict, "set": set}[name]
+            if mod == "torch" and name in dtypes:
+                return dtypes[name]
+            return type(name, (_Obj,), {})
+
+        def persistent_load(self, pid):
+            return np.frombuffer(z.read(prefix + "data/" + pid[2]), dtype=pid[1])
+
+    root = U(io.BytesIO(z.read(pkl))).load()
+    out = {}
+
+    def walk(o, path):
+        st = o._state
+        for k in ("_parameters", "_buffers"):
+            for n, v in (st.get(k) or {}).items():
+                if v is not None:
+                    out[f"{path}.{n}"] = v
+        if "eps" in st:
+            out[f"{path}.eps"] = st["eps"]
+        for n, c in (st.get("_modules") or {}).items():
+            if c is not None:
+                walk(c, f"{path}.{n}")
+    walk(root["model"]._state["_modules"]["model"], "model")
+    return out
+
+
+def fold(raw, p):
+    """BN folding of the Conv module at path p, recomputed here in float64."""
+    w = raw[p + ".conv.weight"].astype(np.float64)
+    s = raw[p + ".bn.weight"].astype(np.float64) / np.sqrt(raw[p + ".bn.running_var"].astype(np.float64) + raw[p + ".bn.eps"])
+    return w * s[:, None, None, None], raw[p + ".bn.bias"] - raw[p + ".bn.running_mean"].astype(np.float64) * s
+
+
+def rel_err(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
+
+
+class Tmp(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def out(self, name):
+        return os.path.join(self.tmp, name)
+
+    def assert_refused(self, src, needle):
+        code, out, err = run_export(src, self.out("refused.y12"))
+        self.assertEqual(code, 1, f"expected exit 1, got {code}: {out} {err}")
+        lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning:")]
+        self.assertEqual(len(lines), 1, f"expected one error line, got:\n{err}")
+        self.assertNotIn("Traceback", err)
+        self.assertIn(needle, lines[0])
+        self.assertFalse(os.path.exists(self.out("refused.y12")), "no output file on failure")
+        return lines[0]
+
+
+# --- .pt checkpoints --------------------------------------------------------------------------------
+
+class TurboFixture(Tmp):
+    def test_export_and_read_back(self):
+        need(TURBO)
+        dst = self.out("turbo.y12")
+        code, out, err = run_export(TURBO, dst)
+        self.assertEqual(code, 0, err)
+        self.assertIn("yolo12-turbo", out)
+        h, t = read_y12(dst)
+        self.assertEqual((h["family"], h["scale"], h["nc"], h["dtype"], h["reg_max"]), ("yolo12-turbo", "n", 80, "f32", 16))
+        self.assertEqual(h["strides"], [8, 16, 32])
+        self.assertEqual(len(h["names"]), 80)
+        self.assertEqual(h["source"]["format"], "ultralytics-pt")
+        self.assertEqual(h["source"]["producer"], "ultralytics 8.3.63")
+        self.assertEqual(len(h["source"]["sha256"]), 64)
+        L = h["layers"]
+        self.assertEqual(len(L), 22)
+        self.assertEqual(L[0]["from"], [-1])
+        self.assertEqual((L[1]["type"], L[1]["g"], L[3]["g"], L[5]["g"]), ("Conv", 2, 4, 1))
+        a = L[6]
+        self.assertEqual((a["type"], a["a2"], a["attn"], a["pe_k"], a["area"], a["n"], a["residual"]),
+                         ("A2C2f", True, "qk_v", 5, 4, 2, False))
+        self.assertEqual(L[8]["area"], 1)
+        self.assertEqual(L[12]["from"], [11])
+        self.assertEqual(L[13]["from"], [12, 4])
+        d = L[21]
+        self.assertEqual((d["type"], d["from"], d["ch"], d["legacy"], d["c2"], d["c3"]),
+                         ("Detect", [14, 17, 20], [64, 128, 256], False, 64, 80))
+        self.assertEqual(list(t["model.6.m.0.0.attn.qk.conv.weight"].shape), [128, 64, 1, 1])
+        self.assertEqual(list(t["model.6.m.0.0.attn.v.conv.weight"].shape), [64, 64, 1, 1])
+        self.assertEqual(list(t["model.6.m.0.0.attn.pe.conv.weight"].shape), [64, 1, 5, 5])
+        self.assertEqual(list(t["model.1.conv.weight"].shape), [32, 8, 3, 3])
+        self.assertFalse(any("dfl" in n or ".bn." in n for n in t), "no DFL or BN tensors")
+        self.assertTrue(all(v.dtype == np.float32 for v in t.values()))
+        # BN folding, recomputed from the raw checkpoint tensors
+        raw = raw_state_dict(TURBO)
+        for p in ("model.0", "model.6.m.0.0.attn.pe", "model.21.cv3.2.1.1", "model.8.m.1.1.mlp.0"):
+            w, b = fold(raw, p)
+            self.assertLess(rel_err(t[p + ".conv.weight"], w), 1e-6, p)
+            self.assertLess(rel_err(t[p + ".conv.bias"], b), 1e-6, p)
+            self.assertGreater(np.abs(t[p + ".conv.weight"] - raw[p + ".conv.weight"]).max(), 1e-3,
+                               f"{p}: folding must change the weights")
+        self.assertTrue(np.array_equal(t["model.21.cv2.1.2.weight"], raw["model.21.cv2.1.2.weight"].astype(np.float32)))
+
+    def test_fp16(self):
+        need(TURBO)
+        code, _, err = run_export(TURBO, self.out("a.y12"))
+        self.assertEqual(code, 0, err)
+        code, out, err = run_export(TURBO, self.out("h.y12"), "--fp16")
+        self.assertEqual(code, 0, err)
+        h32, t32 = read_y12(self.out("a.y12"))
+        h16, t16 = read_y12(self.out("h.y12"))
+        self.assertEqual(h16["dtype"], "f16")
+        self.assertIn("f16", out)
+        self.assertEqual(set(t16), set(t32))
+        for n, v in t16.items():
+            self.assertEqual(v.dtype, np.float16, n)
+            self.assertLess(rel_err(v, t32[n]), 1e-3, n)
+        self.assertEqual(h16["layers"], h32["layers"])
+        self.assertLess(os.path.getsize(self.out("h.y12")), 0.6 * os.path.getsize(self.out("a.y12")))
+
+
+class CommittedFixtures(Tmp):
+    """Every tests/data/*.pt exports, reads back, and folds BN exactly."""
+
+    def test_all(self):
+        pts = sorted(glob.glob(os.path.join(REPO, "tests", "data", "*.pt")))
+        if not pts:
+            raise unittest.SkipTest("no tests/data/*.pt yet")
+        for pt in pts:
+            with self.subTest(pt=os.path.basename(pt)):
+                for dt in ("--fp32", "--fp16"):
+                    dst = self.out(os.path.basename(pt) + dt + ".y12")
+                    code, out, err = run_export(pt, dst, dt)
+                    self.assertEqual(code, 0, err)
+                    h, t = read_y12(dst)
+                    self.assertIn(h["family"], ("yolo12", "yolo12-turbo", "yolo11", "yolov8"))
+                    self.assertEqual(h["layers"][-1]["type"], "Detect")
+                    self.assertEqual(len(h["names"]), h["nc"])
+                    raw = raw_state_dict(pt)
+                    w, b = fold(raw, "model.0")
+                    tol = 1e-6 if dt == "--fp32" else 1e-3
+                    self.assertLess(rel_err(t["model.0.conv.weight"], w), tol)
+                    self.assertLess(rel_err(t["model.0.conv.bias"], b), tol)
+                    for L in h["layers"]:
+                        if L["type"] == "A2C2f" and L["residual"]:
+                            g = t[f"model.{L['index']}.gamma"]
+                            self.assertEqual(g.dtype, np.float32)
+                            self.assertTrue(np.array_equal(g, raw[f"model.{L['index']}.gamma"].astype(np.float32)))
+
+
+# --- hostile and broken inputs -------------------------------------------------------------------
+
+def zip_with_pickle(path, payload, extra=None):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", payload)
+        z.writestr("archive/byteorder", "little")
+        for k, v in (extra or {}).items():
+            z.writestr(k, v)
+
+
+class Hostile(Tmp):
+    def _marker_payload(self, kind):
+        marker = self.out("pwned")
+
+        class Evil:
+            def __reduce__(self):
+                if kind == "system":
+                    return (os.system, (f"touch {marker}",))
+                if kind == "exec":
+                    return (exec, (f"open({marker!r}, 'w').close()",))
+                if kind == "eval":
+                    return (eval, (f"open({marker!r}, 'w')",))
+                raise AssertionError(kind)
+        return marker, pickle.dumps({"model": Evil(), "version": "8.3.0"}, protocol=2)
+
+    def test_payloads_are_not_executed(self):
+        for kind in ("system", "exec", "eval"):
+            with self.subTest(kind=kind):
+                marker, payload = self._marker_payload(kind)
+                src = self.out(f"evil_{kind}.pt")
+                zip_with_pickle(src, payload)
+                line = self.assert_refused(src, "refusing")
+                self.assertFalse(os.path.exists(marker), f"the {kind} payload ran")
+                self.assertTrue("system" in line or "exec" in line or "eval" in line, line)
+
+    def test_getattr_trick(self):
+        # builtins.getattr(builtins, "eval") written by hand with GLOBAL + REDUCE
+        payload = (b"\x80\x02cbuiltins\ngetattr\ncbuiltins\n__dict__\n\x85R.")
+        src = self.out("getattr.pt")
+        zip_with_pickle(src, payload)
+        self.assert_refused(src, "getattr")
+
+    def test_reduce_on_unknown_class(self):
+        # a REDUCE call on a class that is not on the allow-list (here ultralytics Conv) is refused
+        payload = b"\x80\x02cultralytics.nn.modules.conv\nConv\n)R."
+        src = self.out("reduce.pt")
+        zip_with_pickle(src, payload)
+        self.assert_refused(src, "refusing to call ultralytics.nn.modules.conv.Conv")
+
+    def test_not_a_zip_and_truncated(self):
+        src = self.out("junk.pt")
+        with open(src, "wb") as f:
+            f.write(b"PK\x03\x04" + b"\x00" * 100)
+        self.assert_refused(src, "junk.pt")
+        need(TURBO)
+        data = open(TURBO, "rb").read()
+        src = self.out("truncated.pt")
+        with open(src, "wb") as f:
+            f.write(data[: len(data) // 2])
+        self.assert_refused(src, "truncated.pt")
+
+    def test_corrupt_member(self):
+        need(TURBO)
+        data = bytearray(open(TURBO, "rb").read())
+        z = zipfile.ZipFile(TURBO)
+        info = [i for i in z.infolist() if i.filename.endswith("data.pkl")][0]
+        start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+        data[start + 200] ^= 0xFF  # flip a byte inside data.pkl: the CRC no longer matches
+        src = self.out("corrupt.pt")
+        with open(src, "wb") as f:
+            f.write(bytes(data))
+        self.assert_refused(src, "corrupt.pt")
+
+    def _rewrite_pickle(self, src, dst, old, new):
+        zin = zipfile.ZipFile(src)
+        with zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+            for i in zin.infolist():
+                b = zin.read(i.filename)
+                if i.filename.endswith("data.pkl"):
+                    self.assertIn(old, b)
+                    b = b.replace(old, new)
+                zout.writestr(i.filename, b)
+
+    def test_unsupported_head_and_module(self):
+        need(TURBO)
+        src = self.out("segment.pt")
+        self._rewrite_pickle(TURBO, src, b"ultralytics.nn.modules.head\nDetect\n", b"ultralytics.nn.modules.head\nSegment\n")
+        self.assert_refused(src, "Segment")
+        src = self.out("unknown.pt")
+        self._rewrite_pickle(TURBO, src, b"ultralytics.nn.modules.block\nA2C2f\n", b"ultralytics.nn.modules.block\nA3C3f\n")
+        self.assert_refused(src, "A3C3f")
+
+    def test_missing_input(self):
+        self.assert_refused(self.out("nope.pt"), "no such file")
+
+
+# --- ONNX ------------------------------------------------------------------------------------------
+
+class Onnx(Tmp):
+    def _export(self, src, family, detect_from, legacy):
+        need(src)
+        dst = self.out("m.y12")
+        code, out, err = run_export(src, dst)
+        self.assertEqual(code, 0, err)
+        h, t = read_y12(dst)
+        self.assertEqual((h["family"], h["nc"], h["source"]["format"], h["dtype"]), (family, 80, "onnx", "f32"))
+        self.assertEqual(h["names"][0], "person")
+        self.assertEqual(h["names"][79], "toothbrush")
+        self.assertEqual(h["strides"], [8, 16, 32])
+        self.assertEqual(h["imgsz"], [320, 320])
+        d = h["layers"][-1]
+        self.assertEqual((d["type"], d["from"], d["legacy"]), ("Detect", detect_from, legacy))
+        self.assertEqual(h["layers"][0]["from"], [-1])
+        self.assertFalse(any("dfl" in n for n in t))
+        return h, t
+
+    def test_yolo11n_int8(self):
+        h, t = self._export(ONNX11, "yolo11", [16, 19, 22], False)
+        kinds = [L["type"] for L in h["layers"]]
+        self.assertEqual(kinds.count("C3k2"), 8)
+        self.assertEqual(kinds.count("C2PSA"), 1)
+        self.assertEqual(kinds.count("SPPF"), 1)
+        self.assertEqual(h["layers"][12]["from"], [11, 6])
+        self.assertEqual(list(t["model.10.m.0.attn.qkv.conv.weight"].shape), [256, 128, 1, 1])
+        self.assertEqual(list(t["model.23.cv3.0.0.0.conv.weight"].shape), [64, 1, 3, 3])
+        # int8 weights dequantized: each output-channel tensor takes at most 256 distinct values
+        w = t["model.2.m.0.cv1.conv.weight"]
+        self.assertLessEqual(len(np.unique(w)), 256)
+        self.assertGreater(np.abs(w).max(), 1e-3)
+
+    def test_yolov8n_int8(self):
+        h, t = self._export(ONNX8, "yolov8", [15, 18, 21], True)
+        kinds = [L["type"] for L in h["layers"]]
+        self.assertEqual(kinds.count("C2f"), 8)
+        self.assertEqual(list(t["model.22.cv3.0.0.conv.weight"].shape), [80, 64, 3, 3])
+        self.assertGreater(np.abs(t["model.22.cv3.0.2.bias"]).max(), 1.0)
+
+    def test_truncated_onnx(self):
+        need(ONNX11)
+        data = open(ONNX11, "rb").read()
+        src = self.out("cut.onnx")
+        with open(src, "wb") as f:
+            f.write(data[: len(data) // 3])
+        self.assert_refused(src, "cut.onnx")
+
+
+def main():
+    result = unittest.main(exit=False, verbosity=2).result
+    if result.failures or result.errors:
+        sys.exit(1)
+    if result.skipped:
+        sys.exit(77)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
