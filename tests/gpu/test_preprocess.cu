@@ -1,0 +1,173 @@
+// tests/gpu/test_preprocess.cu - the GPU letterbox against the CPU letterbox (src/pre), bit for bit.
+//
+// Random 8-bit images of many sizes (up- and down-scaling, odd sizes, an image already at the input
+// size, 1-pixel images), every pixel format, row pitches larger than the row, fixed and rect geometry,
+// batched in one staging block. fp32: the GPU's NHWC input must equal the CPU's NCHW float bits
+// exactly; fp16: it must equal the CPU value rounded to half. The output is poisoned with NaN first.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "catch.hpp"
+#include "common.cuh"
+#include "core/half.hpp"
+#include "pre/letterbox.hpp"
+#include "preprocess.cuh"
+
+using namespace yolo12;
+using namespace yolo12::cuda;
+
+namespace {
+
+struct Image {
+  std::vector<std::uint8_t> pixels;
+  ImageView view;
+};
+
+Image random_image(std::mt19937& rng, int w, int h, PixelFormat f, int extra_pitch) {
+  Image im;
+  const int bpp = pre::bytes_per_pixel(f);
+  const std::size_t pitch = static_cast<std::size_t>(w) * bpp + extra_pitch;
+  im.pixels.resize(pitch * h);
+  // Smooth structure plus noise, so the bilinear weights matter (not only flat areas).
+  std::uniform_int_distribution<int> noise(-40, 40);
+  for (int y = 0; y < h; ++y)
+    for (std::size_t x = 0; x < pitch; ++x) {
+      const int v = static_cast<int>((x * 7 + y * 3) % 256) + noise(rng);
+      im.pixels[y * pitch + x] = static_cast<std::uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+    }
+  im.view = ImageView{im.pixels.data(), w, h, pitch, f};
+  return im;
+}
+
+template <typename T> std::uint32_t bits(T v);
+template <> std::uint32_t bits<float>(float v) {
+  std::uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b;
+}
+template <> std::uint32_t bits<__half>(__half v) {
+  std::uint16_t b;
+  std::memcpy(&b, &v, 2);
+  return b;
+}
+template <typename T> std::uint32_t expected_bits(float cpu);
+template <> std::uint32_t expected_bits<float>(float cpu) { return bits(cpu); }
+template <> std::uint32_t expected_bits<__half>(float cpu) { return float_to_half(cpu); }
+
+template <typename T>
+void run_batch(const std::vector<Image>& images, int target_h, int target_w, bool rect) {
+  std::vector<ImageView> views;
+  std::vector<pre::LetterboxParams> geo;
+  for (const Image& im : images) {
+    views.push_back(im.view);
+    geo.push_back(pre::letterbox_params(im.view.width, im.view.height, target_h, target_w, rect));
+  }
+  // One batch shares the network input size; rect batches here use images of one size.
+  const int H = geo[0].dst_h, W = geo[0].dst_w;
+  for (const auto& g : geo) REQUIRE((g.dst_h == H && g.dst_w == W));
+  const int B = static_cast<int>(images.size());
+
+  std::vector<unsigned char> block(preprocess_staging_bytes(views, geo));
+  const std::size_t used = preprocess_stage(views, geo, block.data());
+  REQUIRE(used <= block.size());
+  DeviceBuffer dblock(block.size());
+  YOLO12_CUDA_CHECK(cudaMemcpy(dblock.get(), block.data(), used, cudaMemcpyHostToDevice));
+  const int ldy = 3;
+  const std::size_t ny = static_cast<std::size_t>(B) * H * W * ldy;
+  std::vector<T> poison(ny);
+  const float nan = std::nanf("");
+  for (auto& v : poison) {
+    if constexpr (sizeof(T) == 4) v = nan;
+    else {
+      const std::uint16_t b = 0x7e00;
+      std::memcpy(&v, &b, 2);
+    }
+  }
+  DeviceBuffer dy(ny * sizeof(T));
+  YOLO12_CUDA_CHECK(cudaMemcpy(dy.get(), poison.data(), ny * sizeof(T), cudaMemcpyHostToDevice));
+  PreprocessParams<T> p;
+  p.block = dblock.as<unsigned char>();
+  p.batch = B;
+  p.h = H;
+  p.w = W;
+  p.y = dy.as<T>();
+  p.ldy = ldy;
+  preprocess_letterbox<T>(p, nullptr);
+  YOLO12_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<T> got(ny);
+  YOLO12_CUDA_CHECK(cudaMemcpy(got.data(), dy.get(), ny * sizeof(T), cudaMemcpyDeviceToHost));
+
+  for (int n = 0; n < B; ++n) {
+    const ImageView& v = views[static_cast<std::size_t>(n)];
+    INFO("image " << n << ": " << v.width << "x" << v.height << " format " << static_cast<int>(v.format) << " pitch "
+                  << v.pitch << " -> " << W << "x" << H << (rect ? " rect" : " fixed") << " new " << geo[n].new_w << "x"
+                  << geo[n].new_h << (sizeof(T) == 2 ? " fp16" : " fp32"));
+    std::vector<float> cpu(static_cast<std::size_t>(3) * H * W);
+    pre::letterbox_to_nchw(v, geo[static_cast<std::size_t>(n)], cpu.data());
+    std::size_t differ = 0, non_pad = 0;
+    for (int c = 0; c < 3; ++c)
+      for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+          const float want = cpu[(static_cast<std::size_t>(c) * H + y) * W + x];
+          const T g = got[((static_cast<std::size_t>(n) * H + y) * W + x) * ldy + c];
+          if (bits(g) != expected_bits<T>(want)) {
+            if (differ < 3) UNSCOPED_INFO("c " << c << " y " << y << " x " << x << " cpu " << want);
+            ++differ;
+          }
+          if (want != 114.f / 255.f) ++non_pad;
+        }
+    CHECK(differ == 0);
+    CHECK(non_pad > 0);  // the image really went through (not only padding)
+  }
+}
+
+}  // namespace
+
+TEST_CASE("GPU letterbox equals the CPU letterbox bit for bit", "[gpu][preprocess]") {
+  std::mt19937 rng(21);
+  struct Case {
+    int w, h;
+    PixelFormat f;
+    int extra_pitch;
+  };
+  const Case cases[] = {{810, 1080, PixelFormat::BGR8, 0},  {1280, 720, PixelFormat::RGB8, 5},
+                        {640, 640, PixelFormat::BGR8, 0},   {333, 517, PixelFormat::BGRA8, 12},
+                        {97, 61, PixelFormat::RGBA8, 0},    {1, 1, PixelFormat::BGR8, 0},
+                        {640, 480, PixelFormat::GRAY8, 3},  {1920, 1080, PixelFormat::BGR8, 0},
+                        {320, 320, PixelFormat::RGB8, 0},   {17, 1000, PixelFormat::BGR8, 1}};
+  for (bool rect : {false, true}) {
+    for (const Case& c : cases) {
+      std::vector<Image> one;
+      one.push_back(random_image(rng, c.w, c.h, c.f, c.extra_pitch));
+      run_batch<float>(one, 640, 640, rect);
+      run_batch<__half>(one, 640, 640, rect);
+    }
+  }
+  SECTION("a fixed-size batch of different images in one staging block") {
+    std::vector<Image> batch;
+    batch.push_back(random_image(rng, 810, 1080, PixelFormat::BGR8, 0));
+    batch.push_back(random_image(rng, 500, 375, PixelFormat::RGBA8, 8));
+    batch.push_back(random_image(rng, 64, 48, PixelFormat::GRAY8, 0));
+    run_batch<float>(batch, 640, 640, false);
+    run_batch<__half>(batch, 384, 640, false);
+  }
+  SECTION("a rect batch of same-size images") {
+    std::vector<Image> batch;
+    for (int i = 0; i < 3; ++i) batch.push_back(random_image(rng, 1280, 720, PixelFormat::BGR8, 0));
+    run_batch<float>(batch, 640, 640, true);
+  }
+}
+
+TEST_CASE("preprocess_stage rejects geometry that does not match the view", "[gpu][preprocess]") {
+  std::mt19937 rng(22);
+  Image im = random_image(rng, 100, 50, PixelFormat::BGR8, 0);
+  auto g = pre::letterbox_params(101, 50, 640, 640, false);
+  std::vector<unsigned char> block(1 << 20);
+  REQUIRE_THROWS_AS(preprocess_stage({im.view}, {g}, block.data()), InputError);
+  ImageView bad = im.view;
+  bad.data = nullptr;
+  REQUIRE_THROWS_AS(preprocess_stage({bad}, {pre::letterbox_params(100, 50, 640, 640, false)}, block.data()), InputError);
+}
