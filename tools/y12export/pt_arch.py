@@ -96,7 +96,7 @@ class ModelTree:
         kids = pr.children(rec)
         extra = set(kids) - {"conv", "bn", "act"}
         if extra:
-            raise ExportError(f"{path}.{sorted(extra)[0]}: unsupported sub-module in Conv")
+            raise ExportError(f"{path}.{(sorted(extra) or [''])[0]}: unsupported sub-module in Conv")
         f, w, b = self._conv2d(kids.get("conv"), path + ".conv")
         bn = kids.get("bn")
         if bn is not None:
@@ -199,7 +199,7 @@ class ModelTree:
             return dict(type="C2f", c1=c1, c2=c2, n=n, shortcut=flags[0][0], g=flags[0][1], e=e), c2
         kinds = {m.name for _, m in ms}
         _require(len(kinds) == 1 and kinds <= {"C3k", "Bottleneck"},
-                 f"{path}.m.0: unsupported C3k2 block {sorted(kinds)[0]}")
+                 f"{path}.m.0: unsupported C3k2 block {(sorted(kinds) or [''])[0]}")
         is_c3k = kinds == {"C3k"}
         if is_c3k:
             flags = [self.c3k(m, f"{path}.m.{i}", c) for i, m in ms]
