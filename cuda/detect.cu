@@ -55,8 +55,10 @@ __global__ void detect_decode_kernel(DetectParams<T> p) {
   }
   const float ax = gx + 0.5f, ay = gy + 0.5f, s = p.stride[level];
   const float x1 = ax - dist[0], y1 = ay - dist[1], x2 = ax + dist[2], y2 = ay + dist[3];
-  const float cx = (x1 + x2) * 0.5f * s, cy = (y1 + y2) * 0.5f * s;
-  const float bw = (x2 - x1) * s, bh = (y2 - y1) * s;
+  // Explicitly rounded products: the candidates below must derive from exactly the values written to
+  // the raw head (no multiply-add contraction across the two).
+  const float cx = __fmul_rn(__fmul_rn(x1 + x2, 0.5f), s), cy = __fmul_rn(__fmul_rn(y1 + y2, 0.5f), s);
+  const float bw = __fmul_rn(x2 - x1, s), bh = __fmul_rn(y2 - y1, s);
 
   const long long A = p.anchors;
   float* raw = p.raw ? p.raw + static_cast<long long>(n) * (4 + p.nc) * A + a : nullptr;  // column a
@@ -82,11 +84,11 @@ __global__ void detect_decode_kernel(DetectParams<T> p) {
   const int slot = atomicAdd(&p.candidate_count[n], 1);
   DetectCandidate cand;
   // xywh -> xyxy exactly as Ultralytics' xywh2xyxy: centre -/+ half size.
-  const float hw = bw / 2.f, hh = bh / 2.f;
-  cand.x1 = cx - hw;
-  cand.y1 = cy - hh;
-  cand.x2 = cx + hw;
-  cand.y2 = cy + hh;
+  const float hw = __fdiv_rn(bw, 2.f), hh = __fdiv_rn(bh, 2.f);
+  cand.x1 = __fsub_rn(cx, hw);
+  cand.y1 = __fsub_rn(cy, hh);
+  cand.x2 = __fadd_rn(cx, hw);
+  cand.y2 = __fadd_rn(cy, hh);
   cand.score = best;
   cand.cls = best_c;
   cand.anchor = a;
@@ -135,7 +137,7 @@ __device__ __forceinline__ bool iou_above(const float4 a, const float4 b, float 
   const float inter = __fmul_rn(iw, ih);
   const float area_a = __fmul_rn(a.z - a.x, a.w - a.y);
   const float area_b = __fmul_rn(b.z - b.x, b.w - b.y);
-  return __fdiv_rn(inter, area_a + area_b - inter) > threshold;
+  return __fdiv_rn(inter, __fsub_rn(__fadd_rn(area_a, area_b), inter)) > threshold;
 }
 
 __global__ void __launch_bounds__(kNmsChunk) nms_greedy_kernel(
@@ -166,8 +168,8 @@ __global__ void __launch_bounds__(kNmsChunk) nms_greedy_kernel(
     bool dead = true;
     if (tid < chunk) {
       const DetectCandidate c = cand[i];
-      const float off = agnostic ? 0.f : static_cast<float>(c.cls) * max_wh;
-      b = make_float4(c.x1 + off, c.y1 + off, c.x2 + off, c.y2 + off);
+      const float off = agnostic ? 0.f : __fmul_rn(static_cast<float>(c.cls), max_wh);
+      b = make_float4(__fadd_rn(c.x1, off), __fadd_rn(c.y1, off), __fadd_rn(c.x2, off), __fadd_rn(c.y2, off));
       dead = false;
       for (int k = 0; k < kept_before; ++k)
         if (iou_above(s_kept_box[k], b, iou)) {
