@@ -141,3 +141,52 @@ TEST_CASE("CPU detections with real COCO weights equal Ultralytics predict", "[r
               worst_box, worst_score);
   CHECK(compared >= 6);
 }
+
+TEST_CASE("CPU batch in rect mode: per-image shapes, same results as one at a time, clone too",
+          "[real][cpu]") {
+  const std::string shared = t::shared_data_dir();
+  YOLO12_SKIP_IF(shared.empty(), "../shared/data is absent (set YOLO12_SHARED_DATA); batch check not run");
+  std::string why;
+  const std::string y12 = export_model(shared, "weights/yolo11n_coco_int8dyn_320.onnx", "yolo11n_coco", why);
+  YOLO12_SKIP_IF(y12.empty(), why);
+  const cv::Mat bus = cv::imread(shared + "/images/bus.jpg", cv::IMREAD_COLOR);
+  const cv::Mat zidane = cv::imread(shared + "/images/zidane.jpg", cv::IMREAD_COLOR);
+  REQUIRE(!bus.empty());
+  REQUIRE(!zidane.empty());
+  auto view = [](const cv::Mat& m) {
+    return yolo12::ImageView{m.data, m.cols, m.rows, m.step[0], yolo12::PixelFormat::BGR8};
+  };
+
+  yolo12::DetectorOptions opt;
+  opt.device = yolo12::Device::Cpu;
+  opt.input_height = opt.input_width = 640;
+  opt.rect = true;
+  opt.max_batch = 3;
+  yolo12::Detector det(y12, opt);
+  // bus (810x1080) runs at 480x640 (w x h), zidane (1280x720) at 640x384: two groups in one batch.
+  const auto batch = det.detect(std::vector<yolo12::ImageView>{view(bus), view(zidane), view(bus)});
+  REQUIRE(batch.size() == 3);
+  CHECK(batch[0].input_width == 480);
+  CHECK(batch[0].input_height == 640);
+  CHECK(batch[1].input_width == 640);
+  CHECK(batch[1].input_height == 384);
+  CHECK(batch[0].times.inference_ms > 0.0);
+
+  yolo12::Detector other = det.clone();
+  const yolo12::Result single[3] = {other.detect(view(bus)), other.detect(view(zidane)), det.detect(view(bus))};
+  for (int i = 0; i < 3; ++i) {
+    INFO("image " << i);
+    REQUIRE(batch[i].detections.size() == single[i].detections.size());
+    REQUIRE(!single[i].detections.empty());
+    for (std::size_t k = 0; k < single[i].detections.size(); ++k) {
+      const auto& a = batch[i].detections[k];
+      const auto& b = single[i].detections[k];
+      CHECK(a.class_id == b.class_id);
+      CHECK(std::fabs(a.score - b.score) <= 1e-5f);
+      CHECK(std::fabs(a.box.x1 - b.box.x1) <= 1e-3f);
+      CHECK(std::fabs(a.box.y2 - b.box.y2) <= 1e-3f);
+    }
+  }
+  // Bus and zidane differ: the batch did not hand one image's detections to another.
+  CHECK(batch[0].detections.size() != batch[1].detections.size());
+}
