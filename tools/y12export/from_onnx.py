@@ -86,6 +86,10 @@ class Graph:
             for i in n.inputs:
                 if i:
                     self.consumers[i].append(n)
+        self.constants = dict(m.initializers)  # initializers and Constant node values
+        for n in m.nodes:
+            if n.op_type == "Constant" and n.outputs and isinstance(n.attrs.get("value"), np.ndarray):
+                self.constants[n.outputs[0]] = n.attrs["value"]
         self.floats = {}        # Ultralytics tensor name -> float64 array
         self.alias = {}         # graph tensor name (e.g. X_quantized, DQ output) -> Ultralytics name
         inits = m.initializers
@@ -118,6 +122,10 @@ class Graph:
                 _require(base + "_scale" in inits, f"{path}: {name} has no {base}_scale")
                 self.floats[base] = _dequantize(q, inits[base + "_scale"], inits.get(base + "_zero_point"), 0, base)
                 self.alias[name] = base
+        for n in m.nodes:  # deduplicated initializers: Identity(model.X) -> model.Y
+            if n.op_type == "Identity" and n.inputs and n.inputs[0] in self.alias and n.outputs[0].startswith("model."):
+                self.floats[n.outputs[0]] = self.floats[self.alias[n.inputs[0]]]
+                self.alias[n.outputs[0]] = n.outputs[0]
         for name in self.floats:
             _require(".bn." not in name and not name.endswith("running_mean"),
                      f"{path}: {name}: an unfused BatchNorm (export the model with fused Conv+BN)")
@@ -256,9 +264,9 @@ def read_onnx(path, warn):
                 rec = _rec("ultralytics.nn.modules.conv.Concat", {"d": int(n.attrs.get("axis", 1))})
                 inputs = n.inputs
             else:
-                scales = m.initializers.get(n.inputs[2]) if len(n.inputs) > 2 else None
+                scales = g.constants.get(n.inputs[2]) if len(n.inputs) > 2 else None
                 if scales is None and n.op_type == "Upsample" and len(n.inputs) > 1:
-                    scales = m.initializers.get(n.inputs[1])
+                    scales = g.constants.get(n.inputs[1])
                 _require(scales is not None and list(np.asarray(scales).reshape(-1)) == [1, 1, 2, 2],
                          f"{path}: {lp}: Resize without constant scales [1, 1, 2, 2]")
                 rec = _rec("torch.nn.modules.upsampling.Upsample", {"scale_factor": 2.0, "mode": n.attrs.get("mode", "nearest"),
@@ -379,11 +387,11 @@ def _module_layer(g, path, lp, rel, nodes, dfl_weight):
         rec = _rec("ultralytics.nn.modules.block.SPPF", {"n": len(pools)},
                    {"cv1": _conv_rec(cv1), "cv2": _conv_rec(cv2), "m": mp})
         return rec, [cv1.input], cv2.act_output
+    if any(re.match(r"^m\.\d+\.\d+\.attn\.", k) for k in keys):
+        raise ExportError(f"{path}: {lp}: A2C2f (YOLO12 area attention) is not supported from ONNX; export the .pt")
     tree = _nest(rel)
     m = tree["m"]
     if any("attn" in blk for blk in m.values() if isinstance(blk, dict)):
-        if any(isinstance(blk, dict) and "0" in blk for blk in m.values()):
-            raise ExportError(f"{path}: {lp}: A2C2f (YOLO12 area attention) is not supported from ONNX; export the .pt")
         blocks = collections.OrderedDict()
         for j in sorted(m, key=_sort_key):
             blocks[j] = _psablock(g, path, f"{lp}.m.{j}", m[j])
