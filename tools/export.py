@@ -66,7 +66,10 @@ def main(argv=None):
     try:
         h = export(args.input, args.output, args.dtype)
     except ExportError as e:
-        print(f"export.py: error: {e}", file=sys.stderr)
+        msg = str(e)
+        if not msg.startswith(args.input):
+            msg = f"{args.input}: {msg}"
+        print(f"export.py: error: {msg}", file=sys.stderr)
         return 1
     except RecursionError:
         print(f"export.py: error: {args.input}: structure nested too deeply", file=sys.stderr)

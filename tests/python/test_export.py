@@ -342,6 +342,20 @@ class Hostile(Tmp):
         self._rewrite_pickle(TURBO, src, b"ultralytics.nn.modules.block\nA2C2f\n", b"ultralytics.nn.modules.block\nA3C3f\n")
         self.assert_refused(src, "A3C3f")
 
+    def test_yaml_disagreement(self):
+        # scale n's width 0.25 -> 0.5 in the stored yaml: the weights no longer match its channel counts
+        need(TURBO)
+        zin = zipfile.ZipFile(TURBO)
+        src = self.out("yaml.pt")
+        with zipfile.ZipFile(src, "w", zipfile.ZIP_STORED) as zout:
+            for i in zin.infolist():
+                b = zin.read(i.filename)
+                if i.filename.endswith("data.pkl"):
+                    at = b.index(b"G" + struct.pack(">d", 0.25), b.index(b"scales"))
+                    b = b[:at] + b"G" + struct.pack(">d", 0.5) + b[at + 9:]
+                zout.writestr(i.filename, b)
+        self.assert_refused(src, "the yaml gives")
+
     def test_missing_input(self):
         self.assert_refused(self.out("nope.pt"), "no such file")
 
@@ -386,6 +400,22 @@ class Onnx(Tmp):
         self.assertEqual(kinds.count("C2f"), 8)
         self.assertEqual(list(t["model.22.cv3.0.0.conv.weight"].shape), [80, 64, 3, 3])
         self.assertGreater(np.abs(t["model.22.cv3.0.2.bias"]).max(), 1.0)
+
+    def test_unsupported_onnx_head(self):
+        # an extra branch name in the head (as a segmentation head would have): refused by name
+        need(ONNX11)
+        data = open(ONNX11, "rb").read()
+        src = self.out("seg.onnx")
+        with open(src, "wb") as f:
+            f.write(data.replace(b"model.23.cv3.0.2.", b"model.23.cv4.0.2."))
+        line = self.assert_refused(src, "model.23")
+        self.assertIn("cv4", line)
+
+    def test_garbage_onnx(self):
+        src = self.out("garbage.onnx")
+        with open(src, "wb") as f:
+            f.write(bytes(range(256)) * 8)
+        self.assert_refused(src, "garbage.onnx")
 
     def test_truncated_onnx(self):
         need(ONNX11)
