@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include <CLI/CLI.hpp>
+#include <opencv2/core/utils/logger.hpp>
 
 #include "npy.hpp"
 #include "run.hpp"
@@ -267,6 +268,9 @@ int run(int argc, char** argv) {
   if (opt.half && detector->device_name() == "cpu")
     console.warning("--half has no effect on the CPU backend; running FP32");
 
+  // OpenCV's own warnings (backend probing, codec fallbacks) only with --verbose; our messages say
+  // what failed.
+  if (!opt.verbose) cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_ERROR);
   install_stop_handlers();
   RunContext ctx{*detector, opt, console, json.get(), {}, {}};
   const std::vector<Input> inputs = expand_sources(opt.sources);

@@ -79,9 +79,9 @@ JsonLines::~JsonLines() {
   if (owned_ && file_) std::fclose(file_);
 }
 
-void JsonLines::write(const nlohmann::json& object) {
+void JsonLines::write(const nlohmann::ordered_json& object) {
   // Invalid UTF-8 (a file name in another encoding) is replaced, never thrown.
-  const std::string line = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string line = object.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   std::lock_guard<std::mutex> lock(mutex_);
   std::fputs(line.c_str(), file_);
   std::fputc('\n', file_);
@@ -128,15 +128,15 @@ namespace {
 double round_to(double value, double step) { return std::round(value / step) * step; }
 }  // namespace
 
-nlohmann::json result_json(const std::string& source, long frame, const yolo12::Result& result,
+nlohmann::ordered_json result_json(const std::string& source, long frame, const yolo12::Result& result,
                            const std::vector<std::string>& names, double decode_ms) {
-  nlohmann::json j;
+  nlohmann::ordered_json j;
   j["source"] = source;
   if (frame >= 0) j["frame"] = frame;
   j["width"] = result.image_width;
   j["height"] = result.image_height;
   j["input"] = {result.input_height, result.input_width};
-  nlohmann::json detections = nlohmann::json::array();
+  nlohmann::ordered_json detections = nlohmann::ordered_json::array();
   for (const auto& d : result.detections) {
     detections.push_back({{"class_id", d.class_id},
                           {"class_name", class_name(names, d.class_id)},
@@ -153,8 +153,8 @@ nlohmann::json result_json(const std::string& source, long frame, const yolo12::
   return j;
 }
 
-nlohmann::json error_json(const std::string& source, const std::string& error, long frame) {
-  nlohmann::json j;
+nlohmann::ordered_json error_json(const std::string& source, const std::string& error, long frame) {
+  nlohmann::ordered_json j;
   j["source"] = source;
   if (frame >= 0) j["frame"] = frame;
   j["error"] = error;

@@ -50,7 +50,7 @@ class JsonLines {
   ~JsonLines();
   JsonLines(const JsonLines&) = delete;
   JsonLines& operator=(const JsonLines&) = delete;
-  void write(const nlohmann::json& object);
+  void write(const nlohmann::ordered_json& object);
 
  private:
   std::FILE* file_ = nullptr;
@@ -76,10 +76,10 @@ std::string count_summary(const std::vector<yolo12::Detection>& detections,
                           const std::vector<std::string>& names);
 
 // The JSON object for one image or frame (frame < 0: a still image, no "frame" key).
-nlohmann::json result_json(const std::string& source, long frame, const yolo12::Result& result,
+nlohmann::ordered_json result_json(const std::string& source, long frame, const yolo12::Result& result,
                            const std::vector<std::string>& names, double decode_ms);
 // {"source": ..., "error": ...} (and "frame" when frame >= 0).
-nlohmann::json error_json(const std::string& source, const std::string& error, long frame = -1);
+nlohmann::ordered_json error_json(const std::string& source, const std::string& error, long frame = -1);
 
 // Writes YOLO label lines "class cx cy w h conf" (normalised by the image size) to path. Writes no
 // file when there are no detections (as Ultralytics). Returns false when the file cannot be written.

@@ -104,10 +104,14 @@ struct AnnotatedFrame {
   std::vector<yolo12::Detection> detections;
 };
 
+// Cameras go through OpenCV's default backend (V4L2 on Linux); files and URLs through FFmpeg, so that
+// OpenCV does not try (and complain about) GStreamer and image sequences first. A file FFmpeg cannot
+// open gets one more chance with any backend.
 bool open_capture(cv::VideoCapture& capture, const Input& input) {
   try {
     if (input.kind == InputKind::Camera) return capture.open(input.camera);
-    return capture.open(input.name);
+    if (capture.open(input.name, cv::CAP_FFMPEG)) return true;
+    return input.kind == InputKind::Video && capture.open(input.name, cv::CAP_ANY);
   } catch (const cv::Exception&) {
     return false;
   }
@@ -307,7 +311,9 @@ void run_video(RunContext& ctx, const Input& input, std::size_t number, std::siz
     outcome += std::to_string(frames_read) + " frames";
   outcome += ", " + std::to_string(frames_detected) + " detected in " + format_ms(elapsed) + " s (" +
              format_ms(frames_done / std::max(elapsed, 1e-6)) + " fps)";
-  if (dropped) outcome += ", " + std::to_string(dropped) + " dropped to keep up with the source";
+  if (dropped)
+    ctx.console.warning(source + ": " + std::to_string(dropped) + " of " + std::to_string(frames_read) +
+                        " frames dropped because detection is slower than the source");
   if (opt.save && !writer_failed) outcome += "; saved " + video_path + " (" + std::to_string(frames_written) + " frames)";
   ctx.console.info(outcome);
 

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# tools/demo.sh BUILD_DIR - detect objects in a sample image with yolo12-infer (what
+# `bash tools/setup.sh demo` runs after building). It exports its own model with tools/export.py:
+#   - with ../shared/data present: the COCO-pretrained YOLO11n weights found there (real detections)
+#     on bus.jpg;
+#   - without it: the committed random-weight YOLO12n test model (tests/data/yolo12n_rand.pt) on the
+#     bus image stored in tests/data. Its detections are meaningless; it only shows the pipeline.
+# Outputs go to runs/predict: the annotated image and detections.jsonl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+cli="$build/yolo12-infer"
+out=runs/predict
+shared=../shared/data
+
+if [ ! -x "$cli" ]; then
+  echo "demo: $cli was not built (it needs OpenCV and CLI11: run bash tools/setup.sh demo)" >&2
+  exit 1
+fi
+mkdir -p models "$out"
+
+if [ -f "$shared/weights/yolo11n_coco_int8dyn_320.onnx" ] && [ -f "$shared/images/bus.jpg" ]; then
+  model=models/yolo11n_coco.y12
+  image=$shared/images/bus.jpg
+  echo "demo: model: YOLO11n pretrained on COCO (80 classes) by Ultralytics, from $shared/weights"
+  echo "      (an int8 ONNX export, dequantized to float by tools/export.py); input 320x320"
+  python3 tools/export.py "$shared/weights/yolo11n_coco_int8dyn_320.onnx" -o "$model"
+else
+  model=models/yolo12n_rand.y12
+  image=$build/bus.bmp  # written below; the annotated copy goes to $out/bus.bmp
+  echo "demo: $shared is not here, so the demo uses the committed RANDOM-WEIGHT YOLO12n test model"
+  echo "      (tests/data/yolo12n_rand.pt). Its detections are meaningless: it was never trained."
+  echo "      The run only shows the pipeline working: decode, letterbox, network, NMS, outputs."
+  python3 tools/export.py tests/data/yolo12n_rand.pt -o "$model"
+  # The sample image: bus.jpg's pixels, stored decoded in tests/data, written out as a BMP.
+  python3 - "$image" <<'PY'
+import gzip, sys
+import numpy as np
+bgr = np.load(gzip.open("tests/data/decoded/bus_bgr.npy.gz"))  # (H, W, 3) uint8, BGR
+h, w, _ = bgr.shape
+row = (w * 3 + 3) // 4 * 4  # BMP rows are padded to 4 bytes and stored bottom-up
+pixels = np.zeros((h, row), np.uint8)
+pixels[:, : w * 3] = bgr[::-1].reshape(h, w * 3)
+header = b"BM" + (54 + pixels.size).to_bytes(4, "little") + bytes(4) + (54).to_bytes(4, "little")
+info = (40).to_bytes(4, "little") + w.to_bytes(4, "little") + h.to_bytes(4, "little") + (1).to_bytes(2, "little")
+info += (24).to_bytes(2, "little") + bytes(4) + pixels.size.to_bytes(4, "little") + bytes(16)
+open(sys.argv[1], "wb").write(header + info + pixels.tobytes())
+PY
+fi
+
+echo "demo: $cli --model $model $image --save --json $out/detections.jsonl --output $out"
+"$cli" --model "$model" "$image" --save --json "$out/detections.jsonl" --output "$out"
+echo
+echo "demo: outputs:"
+echo "  annotated image: $out/$(basename "$image")"
+echo "  detections:      $out/detections.jsonl (one JSON object per image; see docs/cli.md)"
