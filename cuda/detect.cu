@@ -8,6 +8,8 @@
 #include "detect.cuh"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "common.cuh"
 
@@ -129,15 +131,16 @@ __global__ void rank_sort_candidates_kernel(const DetectCandidate* __restrict__ 
   if (active && rank < max_nms) sorted[static_cast<long long>(n) * ld_sorted + rank] = c[i];
 }
 
-// IoU > threshold, as torchvision's nms kernel computes it (fp32, areas from the given boxes).
-__device__ __forceinline__ bool iou_above(const float4 a, const float4 b, float threshold) {
+// IoU > threshold, as torchvision's nms kernel computes it (fp32, areas from the given boxes), the
+// float IoU compared in double against the threshold the user typed (see iou_threshold_decimal).
+__device__ __forceinline__ bool iou_above(const float4 a, const float4 b, double threshold) {
   const float left = fmaxf(a.x, b.x), right = fminf(a.z, b.z);
   const float top = fmaxf(a.y, b.y), bottom = fminf(a.w, b.w);
   const float iw = fmaxf(right - left, 0.f), ih = fmaxf(bottom - top, 0.f);
   const float inter = __fmul_rn(iw, ih);
   const float area_a = __fmul_rn(a.z - a.x, a.w - a.y);
   const float area_b = __fmul_rn(b.z - b.x, b.w - b.y);
-  return __fdiv_rn(inter, __fsub_rn(__fadd_rn(area_a, area_b), inter)) > threshold;
+  return static_cast<double>(__fdiv_rn(inter, __fsub_rn(__fadd_rn(area_a, area_b), inter))) > threshold;
 }
 
 __global__ void __launch_bounds__(kNmsChunk) nms_greedy_kernel(
@@ -145,7 +148,7 @@ __global__ void __launch_bounds__(kNmsChunk) nms_greedy_kernel(
     const int* __restrict__ count,               // (B) candidates before the max_nms cut
     float* __restrict__ dets,                    // (B, max_det, 6)
     int* __restrict__ det_count,                 // (B)
-    int ld_sorted, int max_nms, int max_det, float iou, float max_wh, bool agnostic) {
+    int ld_sorted, int max_nms, int max_det, double iou, float max_wh, bool agnostic) {
   extern __shared__ float4 s_kept_box[];  // (max_det) kept boxes, offset by class
   __shared__ int s_kept_index[kMaxDetLimit];
   __shared__ float4 s_box[kNmsChunk];     // this chunk's offset boxes
@@ -221,6 +224,20 @@ __global__ void __launch_bounds__(kNmsChunk) nms_greedy_kernel(
   if (tid == 0) det_count[n] = kept;
 }
 
+// torchvision compares the float IoU with the Python float (a double) the user passed; our options
+// hold a float. The double meant is the shortest decimal that rounds to that float (0.6f -> 0.6, not
+// 0.60000002), exactly as the CPU NMS (src/post/nms.cpp) recovers it; it matters only for an IoU equal
+// to a threshold that float rounding moved upwards.
+double iou_threshold_decimal(float t) {
+  char text[64];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, static_cast<double>(t));
+    const double d = std::strtod(text, nullptr);
+    if (static_cast<float>(d) == t) return d;
+  }
+  return static_cast<double>(t);
+}
+
 }  // namespace
 
 std::size_t detect_workspace_bytes(int batch, int anchors, int max_nms) {
@@ -264,7 +281,8 @@ void detect_forward(const DetectParams<T>& p, cudaStream_t stream) {
   YOLO12_CUDA_CHECK_LAUNCH();
   const std::size_t smem = sizeof(float4) * p.max_det;
   nms_greedy_kernel<<<p.batch, kNmsChunk, smem, stream>>>(p.sorted, p.candidate_count, p.dets, p.det_count, ld_sorted,
-                                                          max_nms, p.max_det, p.iou, p.max_wh, p.agnostic);
+                                                          max_nms, p.max_det, iou_threshold_decimal(p.iou), p.max_wh,
+                                                          p.agnostic);
   YOLO12_CUDA_CHECK_LAUNCH();
 }
 

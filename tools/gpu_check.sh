@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh - the whole GPU check in one call on a machine with an NVIDIA GPU (sm_90a).
+#
+#   tools/gpu_check.sh [all|test|bench]        default: all
+#
+#   test   configure + build (Release, sm_90a, -j$(nproc)), export the fixture models, run the GPU
+#          tests (ctest -L gpu), compute-sanitizer memcheck and racecheck on the GPU op tests, and
+#          build + run the example application against an install of the library (find_package).
+#   bench  the PyTorch peer (tools/bench/torch_peer.py: Ultralytics YOLO12 n/s/m/l/x, random weights)
+#          and yolo12-bench on the very same weights (exported from the peer's .pt files), then one
+#          side-by-side markdown table.
+# Logs go to $OUT (default ./out/gpu_check); a short summary is printed last. Each step has its own
+# timeout so one hang cannot eat the whole call.
+#
+# Inputs that are not in the repository (docs/benchmarks-gpu.md says how to prepare them):
+#   .carry/weights/*.onnx   the real COCO weights (yolo11n / yolov8n int8 ONNX) for the detection tests
+#   .whl/*.whl              Ultralytics + ultralytics-thop wheels, where Ultralytics is not installed
+#   .carry/catch2/          a Catch2 package to use when the machine has none (see `prepare-catch2`)
+#   tools/gpu_check.sh prepare-catch2    (run where Debian's Catch2 v2 is installed) builds that folder.
+set -u
+cd "$(dirname "$0")/.."
+root=$PWD
+mode=${1:-all}
+out=${OUT:-$root/out/gpu_check}
+build=${BUILD:-$root/build-check}
+models=$build/models
+jobs=$(nproc 2>/dev/null || echo 4)
+mkdir -p "$out" "$models"
+summary=()
+note() { summary+=("$1"); echo "[gpu_check] $1"; }
+
+if [ "$mode" = prepare-catch2 ]; then
+  # Catch2 v2 single header + its compiled implementation + a CMake package, in .carry/catch2. The
+  # header is also offered as catch2/catch_all.hpp so tests/catch.hpp picks it before any v3 header.
+  set -e
+  dst=$root/.carry/catch2
+  mkdir -p "$dst/include/catch2" "$dst/lib/cmake/Catch2"
+  cp /usr/include/catch2/catch.hpp "$dst/include/catch2/catch.hpp"
+  # v2 declares Catch::Session only where its implementation is compiled; tests/test_main.cpp only
+  # needs Session().run(argc, argv), forwarded here to the precompiled implementation.
+  cat > "$dst/include/catch2/catch_all.hpp" <<'EOF'
+#pragma once
+#include "catch.hpp"
+namespace Catch {
+int yolo12_run_session(int argc, char** argv);
+struct Session {
+  int run(int argc, char** argv) { return yolo12_run_session(argc, argv); }
+};
+}  // namespace Catch
+EOF
+  cat > "$dst/impl.cpp" <<'EOF'
+#define CATCH_CONFIG_RUNNER
+#include "catch2/catch.hpp"
+namespace Catch {
+int yolo12_run_session(int argc, char** argv) { return Session().run(argc, argv); }
+}  // namespace Catch
+EOF
+  g++ -std=c++17 -O1 -fPIC -I "$dst/include" -c "$dst/impl.cpp" -o "$dst/impl.o"
+  ar rcs "$dst/lib/libcatch2_impl.a" "$dst/impl.o"
+  rm -f "$dst/impl.cpp" "$dst/impl.o"
+  cat > "$dst/lib/cmake/Catch2/Catch2Config.cmake" <<'EOF'
+# Catch2 v2 (single header) with its implementation precompiled; made by tools/gpu_check.sh prepare-catch2.
+get_filename_component(_c2_root "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT TARGET Catch2::Catch2)
+  add_library(Catch2::Catch2 STATIC IMPORTED)
+  set_target_properties(Catch2::Catch2 PROPERTIES
+    IMPORTED_LOCATION "${_c2_root}/lib/libcatch2_impl.a"
+    INTERFACE_INCLUDE_DIRECTORIES "${_c2_root}/include")
+endif()
+set(Catch2_FOUND TRUE)
+EOF
+  echo "prepared $dst"
+  exit 0
+fi
+
+nvidia-smi -L 2>&1 | tee "$out/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >> "$out/gpu.txt" 2>&1
+
+# ---- build ---------------------------------------------------------------------------------------
+cmake_args=(-DCMAKE_BUILD_TYPE=Release -DYOLO12_BUILD_CLI=OFF -DCMAKE_CUDA_ARCHITECTURES=90a-real)
+# Use the machine's Catch2 package only if its compiled library is there too; else the carried one.
+if ! ls /usr/lib*/cmake/Catch2/Catch2Config.cmake /usr/lib/*/cmake/Catch2/Catch2Config.cmake \
+     /usr/local/lib*/cmake/Catch2/Catch2Config.cmake >/dev/null 2>&1 && [ -d "$root/.carry/catch2" ]; then
+  cmake_args+=(-DCatch2_DIR="$root/.carry/catch2/lib/cmake/Catch2")
+  note "Catch2: carried v2 package (.carry/catch2)"
+fi
+timeout 120 cmake -S "$root" -B "$build" "${cmake_args[@]}" > "$out/configure.log" 2>&1 || note "configure FAILED (see configure.log)"
+gpu_tests=()
+for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu; do [ -f "$f" ] && gpu_tests+=("$(basename "${f%.*}")"); done
+targets=(yolo12 "${gpu_tests[@]}")
+[ -f tools/bench/bench.cpp ] && targets+=(yolo12-bench)
+timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1
+build_rc=$?
+if [ $build_rc -ne 0 ]; then
+  # Build what does build: one target at a time, so one broken test does not hide the others.
+  for t in "${targets[@]}"; do timeout 300 cmake --build "$build" -j"$jobs" --target "$t" >> "$out/build.log" 2>&1 || note "build of $t FAILED"; done
+else
+  note "build ok (${#targets[@]} targets)"
+fi
+grep -E "error" "$out/build.log" | head -20
+
+# ---- models --------------------------------------------------------------------------------------
+export_model() {  # src dst
+  [ -f "$2" ] && return 0
+  timeout 120 python3 tools/export.py "$1" -o "$2" >> "$out/export.log" 2>&1 || note "export of $1 FAILED"
+}
+if [ "$mode" != bench ]; then
+  for pt in tests/data/*.pt; do [ -f "$pt" ] && export_model "$pt" "$models/$(basename "${pt%.*}").y12"; done
+  for onnx in .carry/weights/*.onnx; do [ -f "$onnx" ] && export_model "$onnx" "$models/$(basename "${onnx%.*}").y12"; done
+  ls "$models" > "$out/models.txt" 2>&1
+  note "models: $(ls "$models" | tr '\n' ' ')"
+fi
+
+# ---- tests ---------------------------------------------------------------------------------------
+if [ "$mode" = all ] || [ "$mode" = test ]; then
+  export YOLO12_TEST_MODELS=$models
+  (cd "$build" && timeout 900 ctest -L gpu ${CTEST_REGEX:+-R "$CTEST_REGEX"} --output-on-failure --timeout 400 > "$out/ctest.log" 2>&1)
+  note "ctest -L gpu: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1)"
+  grep -E "^\[model\]|^\[real\]" -r "$build/Testing/Temporary/LastTest.log" 2>/dev/null | head -40 > "$out/model_numbers.txt"
+  # compute-sanitizer on the op tests (each under its own time limit)
+  san_tests=${SANITIZE_TESTS:-"test_elementwise test_detect_nms test_preprocess"}
+  for t in $san_tests; do
+    [ -x "$build/$t" ] || continue
+    for tool in memcheck racecheck; do
+      # Cases tagged [big] (full-size heads, thousands of candidates) are left to the plain run.
+      timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$build/$t" "~[big]" > "$out/sanitizer_${tool}_$t.log" 2>&1
+      rc=$?
+      note "compute-sanitizer $tool $t: $([ $rc -eq 0 ] && echo clean || echo "rc=$rc ($(grep -m1 -E 'ERROR SUMMARY|error' "$out/sanitizer_${tool}_$t.log"))")"
+    done
+  done
+  # The example application, built against an install of the library with find_package(yolo12).
+  if [ -f tests/example_app/check.sh ] && [ -f "$models/yolo12n_rand.y12" ]; then
+    timeout 300 bash tests/example_app/check.sh "$build" "$models/yolo12n_rand.y12" cuda > "$out/example_app.log" 2>&1
+    note "example app (find_package, cuda): rc=$? $(tail -1 "$out/example_app.log")"
+  fi
+fi
+
+# ---- benchmark -----------------------------------------------------------------------------------
+if [ "$mode" = all ] || [ "$mode" = bench ]; then
+  if ! python3 -c "import ultralytics" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/yolo12-site .whl/*.whl \
+      > "$out/pip.log" 2>&1 && export PYTHONPATH=/tmp/yolo12-site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+  peer_dir=$build/peer
+  mkdir -p "$peer_dir"
+  PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout 420 python3 tools/bench/torch_peer.py run --out "$out/peer.json" \
+    --save-dir "$peer_dir" --scales "${PEER_SCALES:-n,s,m,l,x}" --batches "${PEER_BATCHES:-1,32}" \
+    --compile "${PEER_COMPILE:-n}" > "$out/peer.log" 2>&1
+  note "torch peer: rc=$? ($(grep -c '^peer' "$out/peer.log") rows)"
+  ours=()
+  for pt in "$peer_dir"/yolo12*_peer.pt; do
+    [ -f "$pt" ] || continue
+    y12=$models/$(basename "${pt%.*}").y12
+    export_model "$pt" "$y12"
+    [ -f "$y12" ] || continue
+    j=$out/bench_$(basename "${pt%.*}").json
+    timeout 240 "$build/yolo12-bench" "$y12" --batch "${PEER_BATCHES:-1,32}" --precision fp16,fp32 --iters 100 --json "$j" \
+      >> "$out/bench.log" 2>&1 && ours+=("$j") || note "yolo12-bench $(basename "$y12") FAILED"
+  done
+  cat "$out/bench.log"
+  if [ -f "$out/peer.json" ] && [ ${#ours[@]} -gt 0 ]; then
+    python3 tools/bench/torch_peer.py table --peer "$out/peer.json" --ours "${ours[@]}" \
+      --command "tools/gpu_check.sh $mode" > "$out/benchmarks-table.md" 2> "$out/table.log"
+    cat "$out/benchmarks-table.md"
+  fi
+fi
+
+echo
+echo "==== gpu_check summary ($mode)"
+for s in "${summary[@]}"; do echo "  $s"; done
+grep -E "FAILED|failed" "$out/ctest.log" 2>/dev/null | head -10
