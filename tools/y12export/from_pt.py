@@ -35,7 +35,9 @@ def read_pt(path, warn):
         ckpt = {"model": ckpt}
     if not isinstance(ckpt, dict):
         raise ExportError(f"{path}: the checkpoint is a {type(ckpt).__name__}, not a dict with a 'model'")
-    model = ckpt.get("model") or ckpt.get("ema")
+    model = ckpt.get("model")
+    if model is None:
+        model = ckpt.get("ema")
     if model is None and "state_dict" in ckpt:
         raise ExportError(f"{path}: a bare state_dict without the model structure is not supported")
     if not isinstance(model, pr.Record):
