@@ -10,12 +10,12 @@
 // back out as an image (v_image), so the pe depthwise conv needs no gather.
 //
 // Kernels:
-//   area_attention_flash_f16<DV>  fp16, dqk 32, dv 32 or 64. A block of 4 warps owns 64 queries of
-//       one (image, chunk, head); each warp 16 queries. Key tiles of 64 tokens are staged in shared
-//       memory by cp.async, double buffered. S = Q K^T and O += P V run on tensor cores
+//   area_attention_flash_f16<DV>  fp16, dqk 32, dv 32 or 64, scale > 0. A block of 5 warps owns 80
+//       queries of one (image, chunk, head); each warp 16 queries. Key tiles of 80 tokens are staged
+//       in shared memory by cp.async, double buffered. S = Q K^T and O += P V run on tensor cores
 //       (mma.sync m16n8k16, fp16 inputs, fp32 accumulators); P is rounded to fp16 from registers
-//       (the S accumulator layout is the A-operand layout of the PV product), V fragments come from
-//       ldmatrix.trans. Needs 16-byte aligned views (pointers, ld and head strides multiples of 8).
+//       (the S accumulator layout is the A-operand layout of the PV product); K fragments come from
+//       ldmatrix, V fragments from ldmatrix.trans. Needs 16-byte aligned views (pointers, ld and head strides multiples of 8).
 //   area_attention_rowwise<T, DQK, DV>  fp32 or fp16, any alignment. One thread per query, key
 //       tiles of 32 tokens in shared memory as fp32, scores in registers. The oracle and fallback.
 //
@@ -125,9 +125,12 @@ __global__ void __launch_bounds__(kRowwiseQueries)
 
 // ---- tensor-core kernel: 16 queries per warp, mma.sync m16n8k16 -----------------------------------
 
-constexpr int kFlashWarps = 4;                  // 64 queries per block: 7 tiles for Nc = 400 (89% used)
+// Tile sizes chosen for Nc = 400 (every YOLO12 area chunk at 640): 5 warps x 16 = 80 queries and
+// 80-key tiles divide 400 exactly. With 4 warps and 64 keys (version 1), 7 x 7 tiles covered
+// 448 x 448 for 400 x 400 useful (1.25x the work): 274 us for yolo12x P4 at batch 32.
+constexpr int kFlashWarps = 5;
 constexpr int kFlashQueries = 16 * kFlashWarps;
-constexpr int kFlashKeys = 64;                  // keys per shared-memory tile
+constexpr int kFlashKeys = 80;                  // keys per shared-memory tile (a multiple of 16)
 constexpr int kFlashDqk = 32;
 constexpr int kSmemPad = 8;                     // +16 bytes per row: row starts rotate over the banks
 
@@ -148,12 +151,28 @@ __device__ __forceinline__ void mma_16x8x16(float (&d)[4], const uint32_t (&a)[4
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Four transposed 8x8 fp16 matrices; lane i gives the row address of matrix i / 8, row i % 8.
+// Four 8x8 fp16 matrices; lane i gives the row address of matrix i / 8, row i % 8.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem_row) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+
+// The same, transposed.
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem_row) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_row));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(s));
+}
+
+// 2^x by the special-function unit, denormals flushed: exp2f adds a range fix-up of three
+// instructions per call (FSETP, FSEL, FMUL in the SASS of version 1), a third of the softmax cost.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
@@ -203,7 +222,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
   load_tile(0, 0);
   cp_async_commit();
 
-  // v back out as an image for this block's 64 tokens (16-byte copies), while tile 0 is in flight.
+  // v back out as an image for this block's queries (16-byte copies), while tile 0 is in flight.
   if (p.v_image != nullptr) {
     for (int i = threadIdx.x; i < kFlashQueries * (DV / 8); i += kThreads) {
       const int r = block_q0 + i / (DV / 8), col = (i % (DV / 8)) * 8;
@@ -232,7 +251,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
   float o[DV / 8][4];  // (16 queries, dv) accumulator tiles of this warp
 #pragma unroll
   for (int j = 0; j < DV / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-  float m0 = -INFINITY, m1 = -INFINITY;  // running max of rows row0, row1 (identical in a quad)
+  float m0 = -INFINITY, m1 = -INFINITY;  // running max of rows row0, row1, unscaled (same in a quad)
   float l0 = 0.f, l1 = 0.f;              // running sums, partial over this thread's columns
 
   for (int it = 0; it < tiles; ++it) {
@@ -246,29 +265,31 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
     }
     __syncthreads();
 
-    // S = Q K^T: 16 x 64 per warp, 8 n-tiles of 8 keys.
+    // S = Q K^T (unscaled): 16 x kFlashKeys per warp, n-tiles of 8 keys. One ldmatrix.x4 gives the
+    // B fragments of both k-steps (dims 0-15, 16-31) of an n-tile.
     float s[kFlashKeys / 8][4];
 #pragma unroll
     for (int n = 0; n < kFlashKeys / 8; ++n) {
       s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < 2; ++kk) {
-        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(&k_tile[buf][8 * n + g][16 * kk + 2 * t]);
-        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(&k_tile[buf][8 * n + g][16 * kk + 8 + 2 * t]);
-        mma_16x8x16(s[n], qa[kk], b0, b1);
-      }
+      uint32_t kb[4];
+      ldmatrix_x4(kb, &k_tile[buf][8 * n + (lane & 7)][8 * (lane >> 3)]);
+      mma_16x8x16(s[n], qa[0], kb[0], kb[1]);
+      mma_16x8x16(s[n], qa[1], kb[2], kb[3]);
     }
 
     const int j0 = it * kFlashKeys;
-    const bool tail = j0 + kFlashKeys > chunk_tokens;
+    if (j0 + kFlashKeys > chunk_tokens) {  // the last tile: keys past the chunk get no weight
+#pragma unroll
+      for (int n = 0; n < kFlashKeys / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (j0 + 8 * n + 2 * t + (e & 1) >= chunk_tokens) s[n][e] = -INFINITY;
+    }
+    // Running max in unscaled units (scale > 0 is required for this path), then
+    // p = 2^(s * scale * log2e - m * scale * log2e): one FFMA and one MUFU per score.
     float mx0 = m0, mx1 = m1;
 #pragma unroll
     for (int n = 0; n < kFlashKeys / 8; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[n][e] *= s_scale;
-        if (tail && j0 + 8 * n + 2 * t + (e & 1) >= chunk_tokens) s[n][e] = -INFINITY;
-      }
       mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
       mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
     }
@@ -276,7 +297,8 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
     mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
     mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
     mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float corr0 = exp2f(m0 - mx0), corr1 = exp2f(m1 - mx1);
+    const float corr0 = exp2_ftz((m0 - mx0) * s_scale), corr1 = exp2_ftz((m1 - mx1) * s_scale);  // 0 at first
+    const float base0 = mx0 * s_scale, base1 = mx1 * s_scale;
     m0 = mx0;
     m1 = mx1;
     l0 *= corr0;
@@ -290,15 +312,15 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
     }
 #pragma unroll
     for (int n = 0; n < kFlashKeys / 8; ++n) {
-      s[n][0] = exp2f(s[n][0] - mx0);
-      s[n][1] = exp2f(s[n][1] - mx0);
-      s[n][2] = exp2f(s[n][2] - mx1);
-      s[n][3] = exp2f(s[n][3] - mx1);
+      s[n][0] = exp2_ftz(fmaf(s[n][0], s_scale, -base0));
+      s[n][1] = exp2_ftz(fmaf(s[n][1], s_scale, -base0));
+      s[n][2] = exp2_ftz(fmaf(s[n][2], s_scale, -base1));
+      s[n][3] = exp2_ftz(fmaf(s[n][3], s_scale, -base1));
       l0 += s[n][0] + s[n][1];
       l1 += s[n][2] + s[n][3];
     }
 
-    // O += P V: P (16 x 64) as 4 k-steps of A fragments straight from the S accumulators.
+    // O += P V: P (16 x kFlashKeys) as k-steps of 16 of A fragments straight from the S accumulators.
 #pragma unroll
     for (int kk = 0; kk < kFlashKeys / 16; ++kk) {
       const uint32_t pa[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
@@ -390,7 +412,7 @@ AreaAttentionKernel area_attention_select(const AreaAttentionParams<T>& p) {
                      (p.v_image == nullptr || p.ldvi % 8 == 0);
     const bool ptr16 = aligned16(p.q) && aligned16(p.k) && aligned16(p.v) && aligned16(p.out) &&
                        (p.v_image == nullptr || aligned16(p.v_image));
-    if (ld8 && ptr16 && p.dqk == kFlashDqk) return AreaAttentionKernel::flash_f16;
+    if (ld8 && ptr16 && p.dqk == kFlashDqk && p.scale > 0.f) return AreaAttentionKernel::flash_f16;
   }
   return AreaAttentionKernel::rowwise;
 }

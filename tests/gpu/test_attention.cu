@@ -242,7 +242,9 @@ Outcome run_case(const Problem& pr, std::mt19937& rng, bool force_rowwise) {
     return host;
   };
   const std::vector<T> out_init = make_out(pr.ldo, pr.off_o);
-  const std::vector<T> vi_init = make_out(pr.ldvi, pr.off_vi);
+  // No v_image asked for (turbo: v is an image already): the whole buffer must stay sentinel.
+  const std::vector<T> vi_init = pr.with_v_image ? make_out(pr.ldvi, pr.off_vi)
+                                                 : std::vector<T>(static_cast<std::size_t>(R) * pr.ldvi + 2 * kGuard, to_t<T>(kSentinel));
   DeviceBuffer<T> d_out(static_cast<std::size_t>(R) * pr.ldo);
   DeviceBuffer<T> d_vi(static_cast<std::size_t>(R) * pr.ldvi);
   d_out.upload(out_init);
@@ -327,7 +329,10 @@ const std::vector<Shape> kShapes = {
     {1, 16, 8, 2, 2},   // exactly 64 per chunk (one full tile)
     {3, 10, 13, 2, 6},  // 65 per chunk: one key past a tile
     {2, 12, 11, 4, 3},  // 33 per chunk
-    {1, 20, 20, 1, 2},  // P5 at 640: 400 tokens (6 tiles + 16)
+    {2, 16, 10, 2, 1},  // 80 per chunk: exactly one flash tile (80 queries, 80 keys)
+    {1, 9, 18, 2, 2},   // 81 per chunk: one past it
+    {1, 7, 23, 1, 3},   // 161: two tiles and one key
+    {1, 20, 20, 1, 2},  // P5 at 640: 400 tokens
     {1, 40, 40, 4, 2},  // P4 at 640: area 4, 400 tokens per chunk
 };
 
@@ -397,6 +402,28 @@ TEST_CASE("area attention rejects shapes and views it cannot run", "[attention]"
   p.ldq = p.ldk = p.ldv = 100;  // two heads at stride 96 use channels up to 96 + 32 (v: 96 + 32) > 100
   p.ldo = 64;
   REQUIRE_THROWS_AS(yolo12::cuda::area_attention_forward(p, nullptr), yolo12::InputError);
+
+  // The tensor-core kernel needs 16-byte aligned views and a positive scale; anything else falls back.
+  AreaAttentionParams<__half> h;
+  __half* aligned = reinterpret_cast<__half*>(static_cast<std::uintptr_t>(4096));
+  h.q = h.k = h.v = aligned;
+  h.out = aligned;
+  h.ldq = h.ldk = h.ldv = 192;
+  h.q_head_stride = h.k_head_stride = h.v_head_stride = 96;
+  h.ldo = 64;
+  h.tokens = 400;
+  h.area = 4;
+  h.heads = 2;
+  h.scale = 0.17f;
+  CHECK(yolo12::cuda::area_attention_select(h) == AreaAttentionKernel::flash_f16);
+  h.scale = -0.17f;
+  CHECK(yolo12::cuda::area_attention_select(h) == AreaAttentionKernel::rowwise);
+  h.scale = 0.17f;
+  h.ldo = 66;
+  CHECK(yolo12::cuda::area_attention_select(h) == AreaAttentionKernel::rowwise);
+  h.ldo = 64;
+  h.k = aligned + 4;
+  CHECK(yolo12::cuda::area_attention_select(h) == AreaAttentionKernel::rowwise);
 }
 
 // ---- timings ---------------------------------------------------------------------------------------

@@ -46,7 +46,14 @@ run() {
   nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader || true
   timeout 240 "$bin/test_attention" "[attention]~[bench]" 2>&1 | tee "$logs/attention_test.log" || rc=$?
   timeout 150 "$bin/test_attention" "[bench]" -s 2>&1 | grep -E "^BENCH" | tee "$logs/attention_bench.log" || true
+  local san="not run"
+  if [ "${ATTN_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+    san=$( (timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/test_attention" \
+             "area attention fp16*" >"$logs/attention_memcheck.log" 2>&1 && echo clean) || echo "rc $? (see log)")
+    grep -E "ERROR SUMMARY|Invalid" "$logs/attention_memcheck.log" | head -5 || true
+  fi
   echo "---- summary"
+  echo "memcheck (fp16 cases): $san"
   tail -n 3 "$logs/attention_test.log"
   echo "test exit code: $rc"
   cat "$logs/attention_bench.log"
