@@ -87,8 +87,8 @@ Match match(const std::vector<Detection>& got, const std::vector<Detection>& wan
     used[static_cast<std::size_t>(best)] = true;
     ++m.matched;
     const Detection& g = got[static_cast<std::size_t>(best)];
-    m.worst_box = std::max({m.worst_box, std::fabs(g.box.x1 - w.box.x1), std::fabs(g.box.y1 - w.box.y1),
-                            std::fabs(g.box.x2 - w.box.x2), std::fabs(g.box.y2 - w.box.y2)});
+    m.worst_box = std::max<double>({m.worst_box, std::fabs(g.box.x1 - w.box.x1), std::fabs(g.box.y1 - w.box.y1),
+                                    std::fabs(g.box.x2 - w.box.x2), std::fabs(g.box.y2 - w.box.y2)});
     m.worst_score = std::max(m.worst_score, static_cast<double>(std::fabs(g.score - w.score)));
   }
   return m;
