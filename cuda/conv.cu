@@ -8,12 +8,15 @@
 //
 // Dispatch (conv2d_forward):
 //   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu)
+//   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
 //   everything else, fp16                    -> conv2d_implicit_gemm_f16 (conv_implicit_gemm.cu)
 //   everything else, fp32                    -> conv2d_implicit_gemm_f32 (conv_implicit_gemm.cu)
 // conv2d_direct_naive stays as the oracle of the tests (conv2d_forward_naive).
 #include "conv.cuh"
 
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "common.cuh"
 #include "conv_detail.cuh"
@@ -128,7 +131,21 @@ template void launch_conv2d_direct_naive<__half>(const ConvParams<__half>&, cuda
 
 template <typename T>
 void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream) {
-  conv_detail::launch_conv2d_direct_naive(p, stream);
+  // The tiled kernels read packed weights in 16-byte vectors; the executor's weight buffer is
+  // 256-byte aligned, so the naive branch is only a safety net for hand-made parameters.
+  const bool w_aligned = reinterpret_cast<std::uintptr_t>(p.w) % 16 == 0;
+  if (!w_aligned) {
+    conv_detail::launch_conv2d_direct_naive(p, stream);
+  } else if (is_depthwise(p.s)) {
+    if (conv_detail::dwconv_direct_supports(p.s)) conv_detail::launch_dwconv_direct(p, stream);
+    else conv_detail::launch_conv2d_direct_naive(p, stream);
+  } else if (conv_detail::conv2d_direct_small_cin_supports(p.s)) {
+    conv_detail::launch_conv2d_direct_small_cin(p, stream);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    conv_detail::launch_conv2d_implicit_gemm_f16(p, stream);
+  } else {
+    conv_detail::launch_conv2d_implicit_gemm_f32(p, stream);
+  }
 }
 template void conv2d_forward<float>(const ConvParams<float>&, cudaStream_t);
 template void conv2d_forward<__half>(const ConvParams<__half>&, cudaStream_t);

@@ -61,7 +61,10 @@ __device__ __forceinline__ float epilogue(float acc, const float* bias, const fl
 
 // Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p.s).
 template <typename T> void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream);
+bool dwconv_direct_supports(const ConvShape& s);  // k in {3, 5, 7}, stride in {1, 2}, dilation 1
 template <typename T> void launch_dwconv_direct(const ConvParams<T>& p, cudaStream_t stream);
+bool conv2d_direct_small_cin_supports(const ConvShape& s);  // groups 1, c_in <= 4, c_out <= 64, k <= 7
+template <typename T> void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream);
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t stream);
 void launch_conv2d_implicit_gemm_f32(const ConvParams<float>& p, cudaStream_t stream);
 

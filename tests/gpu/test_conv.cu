@@ -312,9 +312,22 @@ std::vector<Case> fixed_cases() {
   add(make_case(2, 16, 16, 256, 136, 1, 1, 1), false, false, true);             // several K tiles
   add(make_case(1, 33, 35, 8, 8, 1, 1, 1), false, true, true);
   add(make_case(1, 4, 4, 768, 24, 1, 1, 1), false, false, false);
+  // Large M (over 264 blocks of 128 rows): the 128-row tiles (N tiles of 32, 64 and 128).
+  add(make_case(1, 184, 185, 64, 64, 1, 1, 1), false, true, true, 0, 64, 64, 0);
+  add(make_case(1, 184, 184, 96, 136, 1, 1, 1), true, false, true);
+  add(make_case(1, 185, 183, 16, 72, 3, 1, 1), false, false, true);
+  add(make_case(1, 186, 184, 27, 24, 1, 1, 1), false, true, true, 3, 0, 8, 0);
+  add(make_case(2, 130, 131, 24, 40, 3, 1, 1), false, false, true, 0, 0, 0, 0);
   // 3x3 stride 1 and 2, the stem (c_in 3), odd sizes.
   add(make_case(1, 17, 19, 32, 48, 3, 1, 1), false, true, true, 0, 32, 16, 0, 0, 0);
   add(make_case(2, 21, 15, 3, 16, 3, 2, 1), false, false, true);
+  add(make_case(1, 13, 14, 3, 13, 3, 2, 1), true, true, true, 0, 1, 3, 0, 1, 2);   // small c_in, scalar stores
+  add(make_case(1, 15, 15, 4, 24, 5, 1, 1), false, true, false, 0, 4, 8, 8, 8, 0); // small c_in, 16-byte stores
+  add(make_case(2, 9, 10, 2, 64, 1, 1, 1), false, false, true);
+  add(make_case(1, 40, 40, 3, 72, 3, 2, 1), false, false, true);                   // c_out > 64: implicit GEMM
+  // Medium M: the 64x64 tiles with several blocks along M and N.
+  add(make_case(1, 60, 75, 32, 48, 3, 1, 1), false, true, true);
+  add(make_case(1, 50, 50, 64, 160, 1, 1, 1), true, false, true, 0, 0, 16, 16);
   add(make_case(1, 24, 24, 64, 64, 3, 2, 1), false, false, true, 64, 0, 0, 64);
   add(make_case(1, 10, 11, 13, 29, 3, 2, 1), true, true, true, 5, 0, 7, 3, 3, 1);
   add(make_case(1, 9, 9, 16, 8, 5, 1, 1), false, false, true);
