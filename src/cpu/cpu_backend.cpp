@@ -3,8 +3,10 @@
 //
 // Fixed mode: every image is padded to the configured input size, so one executor serves all.
 // Rect mode: each image gets its own minimum rectangle (a multiple of the largest stride), so a batch
-// is split into groups of equal input shape, in order, each run as one sub-batch. Executors are built
-// on first use per input shape and kept (the few most recent), sharing the float weights.
+// is split into groups of equal input shape, in order, each run as one sub-batch (Ultralytics instead
+// pads a batch of differently sized images to the full size; per image, ours equals its single-image
+// predict). Executors are built on first use per input shape and kept (the few most recent), sharing
+// the float weights.
 #include <algorithm>
 #include <chrono>
 #include <list>
