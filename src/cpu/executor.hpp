@@ -26,9 +26,11 @@ std::shared_ptr<const CpuWeights> load_weights(const model::ModelFile& file);
 class CpuExecutor {
  public:
   // Builds the graph for input_h x input_w and plans buffers for up to max_batch images.
-  // threads = 0: hardware concurrency.
+  // threads = 0: hardware concurrency. keep_values = true gives every value its own memory (no
+  // reuse between values whose lifetimes do not overlap), so value() can read any of them after a
+  // forward(); for debugging and tests.
   CpuExecutor(std::shared_ptr<const CpuWeights> weights, const nlohmann::json& header, int input_h,
-              int input_w, int max_batch, int threads);
+              int input_w, int max_batch, int threads, bool keep_values = false);
   ~CpuExecutor();
   // x:   (batch, 3, input_h, input_w) float32, RGB in [0, 1]
   // out: (batch, 4 + nc, anchors) float32
@@ -38,6 +40,10 @@ class CpuExecutor {
   int input_h() const;
   int input_w() const;
   const graph::Graph& graph() const;
+  // The (batch, c, h, w) contents of graph value `value` after the last forward(); only meaningful
+  // for every value with keep_values (else later values may have overwritten it). Throws
+  // InputError for the input / output values or an index out of range.
+  std::vector<float> value(int value, int batch) const;
 
  private:
   struct State;

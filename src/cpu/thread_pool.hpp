@@ -1,0 +1,47 @@
+// cpu/thread_pool.hpp - a fixed set of worker threads that run one parallel loop at a time.
+//
+// parallel_for(n, fn) calls fn(task, worker) for every task in [0, n), spread over the workers and
+// the calling thread; `worker` (0 .. size() - 1) indexes per-thread scratch memory. Tasks are taken
+// from a shared counter, so uneven tasks balance themselves. An exception thrown by a task is caught
+// and rethrown on the calling thread after the loop has drained. One caller at a time.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace yolo12::cpu {
+
+class ThreadPool {
+ public:
+  // threads <= 0: std::thread::hardware_concurrency() (at least 1). The caller counts as one.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  void parallel_for(std::ptrdiff_t n, const std::function<void(std::ptrdiff_t task, int worker)>& fn);
+
+ private:
+  void worker_loop(int worker);
+  void run_tasks(int worker);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(std::ptrdiff_t, int)>* job_ = nullptr;
+  std::ptrdiff_t job_size_ = 0;
+  std::atomic<std::ptrdiff_t> next_{0};
+  std::size_t generation_ = 0;
+  int busy_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace yolo12::cpu
