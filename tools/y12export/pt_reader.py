@@ -119,6 +119,8 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
         count *= s
     if count == 0:
         return np.zeros(size, dtype=storage.dtype)
+    if count > storage.size - storage_offset:  # checkpoints never hold overlapping (expanded) views
+        raise ExportError("corrupt checkpoint: a tensor has more elements than its storage")
     last = storage_offset + sum((n - 1) * st for n, st in zip(size, stride))
     if last >= storage.size:
         raise ExportError("corrupt checkpoint: a tensor reaches past the end of its storage")
@@ -206,7 +208,9 @@ _ALLOWED = {
 }
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
+# The pure-Python unpickler: its memo is a dict, so a hostile LONG_BINPUT index cannot make it allocate
+# a giant memo table (the C unpickler sizes an array by the largest index).
+class _RestrictedUnpickler(pickle._Unpickler):
     def __init__(self, fileobj, load_storage):
         super().__init__(fileobj)
         self._load_storage = load_storage
