@@ -79,16 +79,24 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >> 
 # ---- build ---------------------------------------------------------------------------------------
 cmake_args=(-DCMAKE_BUILD_TYPE=Release -DYOLO12_BUILD_CLI=OFF -DCMAKE_CUDA_ARCHITECTURES=90a-real)
 # Use the machine's Catch2 package only if its compiled library is there too; else the carried one.
-if ! ls /usr/lib*/cmake/Catch2/Catch2Config.cmake /usr/lib/*/cmake/Catch2/Catch2Config.cmake \
-     /usr/local/lib*/cmake/Catch2/Catch2Config.cmake >/dev/null 2>&1 && [ -d "$root/.carry/catch2" ]; then
+have_catch2=0
+for f in /usr/lib/cmake/Catch2/Catch2Config.cmake /usr/lib/*/cmake/Catch2/Catch2Config.cmake \
+         /usr/lib64/cmake/Catch2/Catch2Config.cmake /usr/local/lib/cmake/Catch2/Catch2Config.cmake; do
+  [ -f "$f" ] && have_catch2=1
+done
+if [ $have_catch2 = 0 ] && [ -d "$root/.carry/catch2" ]; then
   cmake_args+=(-DCatch2_DIR="$root/.carry/catch2/lib/cmake/Catch2")
   note "Catch2: carried v2 package (.carry/catch2)"
 fi
+# EXTRA_CMAKE_ARGS: more -D options, split on spaces (e.g. -DCMAKE_DISABLE_FIND_PACKAGE_spdlog=ON).
+# shellcheck disable=SC2206
+cmake_args+=(${EXTRA_CMAKE_ARGS:-})
 timeout 120 cmake -S "$root" -B "$build" "${cmake_args[@]}" > "$out/configure.log" 2>&1 || note "configure FAILED (see configure.log)"
 gpu_tests=()
 for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu; do [ -f "$f" ] && gpu_tests+=("$(basename "${f%.*}")"); done
-targets=(yolo12 "${gpu_tests[@]}")
-[ -f tools/bench/bench.cpp ] && targets+=(yolo12-bench)
+targets=(yolo12)
+[ "$mode" != bench ] && targets+=("${gpu_tests[@]}")
+[ -f tools/bench/bench.cpp ] && [ "$mode" != test ] && targets+=(yolo12-bench)
 timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1
 build_rc=$?
 if [ $build_rc -ne 0 ]; then
@@ -120,10 +128,10 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
   # compute-sanitizer on the op tests (each under its own time limit)
   san_tests=${SANITIZE_TESTS:-"test_elementwise test_detect_nms test_preprocess"}
   for t in $san_tests; do
-    [ -x "$build/$t" ] || continue
+    [ -x "$build/tests/$t" ] || continue
     for tool in memcheck racecheck; do
       # Cases tagged [big] (full-size heads, thousands of candidates) are left to the plain run.
-      timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$build/$t" "~[big]" > "$out/sanitizer_${tool}_$t.log" 2>&1
+      timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$build/tests/$t" "~[big]" > "$out/sanitizer_${tool}_$t.log" 2>&1
       rc=$?
       note "compute-sanitizer $tool $t: $([ $rc -eq 0 ] && echo clean || echo "rc=$rc ($(grep -m1 -E 'ERROR SUMMARY|error' "$out/sanitizer_${tool}_$t.log"))")"
     done

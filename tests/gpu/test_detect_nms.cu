@@ -277,11 +277,13 @@ void run_case(std::mt19937& rng, int B, const std::vector<Level>& levels, int nc
       const double d = raw[i] - ref[i];
       num += d * d;
       den += ref[i] * ref[i];
-      worst = std::max(worst, std::fabs(d) / (std::fabs(ref[i]) + 1e-3));
+      // Relative, with a 1-pixel floor: a coordinate near 0 is the difference of two numbers up to
+      // 640 and carries their fp32 rounding (~6e-5 px), as PyTorch's own fp32 decode does.
+      worst = std::max(worst, std::fabs(d) / (std::fabs(ref[i]) + 1.0));
     }
     CHECK(unwritten == 0);
     CHECK(std::sqrt(num / den) < 1e-5);
-    CHECK(worst < 1e-4);
+    CHECK(worst < 2e-5);
 
     post::NmsParams np;
     np.conf = s.conf;

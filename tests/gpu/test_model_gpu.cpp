@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -116,8 +117,11 @@ TEST_CASE("whole model: raw head on the GPU equals the CPU backend and Ultralyti
   const nlohmann::json fixtures = read_json(test::test_data_dir() + "/fixtures.json");
   REQUIRE(fixtures.is_array());
   int ran = 0;
+  // YOLO12_TEST_FIXTURE=substring: only the matching fixtures (for sanitizer runs).
+  const char* only = std::getenv("YOLO12_TEST_FIXTURE");
   for (const auto& fx : fixtures) {
     const std::string name = fx["name"].get<std::string>();
+    if (only && name.find(only) == std::string::npos) continue;
     const std::string model = fixture_model(fx);
     const std::string in_path = fixture_file(fx, "input"), out_path = fixture_file(fx, "output");
     if (model.empty() || !test::file_exists(model) || in_path.empty() || !test::file_exists(in_path) ||
