@@ -200,7 +200,9 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
   std::vector<Decoded> decoded;
   for (const char* im : images) decoded.push_back(load_image(im));
   int compared = 0;
+  const char* only = std::getenv("YOLO12_TEST_REAL_MODEL");  // substring filter, for focused runs
   for (int mi = 0; mi < 2; ++mi) {
+    if (only && std::string(models[mi]).find(only) == std::string::npos) continue;
     const std::string model = models_dir() + "/" + models[mi] + ".y12";
     if (!test::file_exists(model)) {
       WARN("SKIPPED " << model << ": not exported");
@@ -278,7 +280,7 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
         REQUIRE(rb.size() == 2);
         for (int ii = 0; ii < 2; ++ii) {
           const Result single = gpu.detect(decoded[static_cast<std::size_t>(ii)].view());
-          REQUIRE(rb[ii].detections.size() == single.detections.size());
+          CHECK(rb[ii].detections.size() == single.detections.size());
           const Match mb = match(rb[ii].detections, single.detections, 0.99);
           CHECK(mb.matched == static_cast<int>(single.detections.size()));
           CHECK(mb.worst_box < 1e-3);
@@ -286,8 +288,8 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
         // A clone shares the weights and gives the same answer.
         Detector other = gpu.clone();
         const Result a = gpu.detect(decoded[0].view()), b = other.detect(decoded[0].view());
-        REQUIRE(a.detections.size() == b.detections.size());
-        for (std::size_t i = 0; i < a.detections.size(); ++i) {
+        CHECK(a.detections.size() == b.detections.size());
+        for (std::size_t i = 0; i < std::min(a.detections.size(), b.detections.size()); ++i) {
           CHECK(a.detections[i].box.x1 == b.detections[i].box.x1);
           CHECK(a.detections[i].score == b.detections[i].score);
         }
