@@ -313,6 +313,9 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitUsage;
+  } catch (const yolo12::OptionError& e) {  // an option the model or machine cannot honour
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitUsage;
   } catch (const yolo12::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitFailed;

@@ -124,8 +124,12 @@ std::string format_ms(double ms) {
 // ---- JSON objects --------------------------------------------------------------------------------
 
 namespace {
-// Rounded so that the JSON stays short: scores to 1e-4, pixels to 1e-2, times to 1e-3 ms.
-double round_to(double value, double step) { return std::round(value / step) * step; }
+// Rounded so that the JSON stays short: scores to 4 decimals, pixels to 2, times to 3 (ms). Dividing
+// by a power of ten (exact) gives the double nearest the decimal, which prints as that decimal.
+double round_to(double value, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(value * scale) / scale;
+}
 }  // namespace
 
 nlohmann::ordered_json result_json(const std::string& source, long frame, const yolo12::Result& result,
@@ -140,16 +144,16 @@ nlohmann::ordered_json result_json(const std::string& source, long frame, const 
   for (const auto& d : result.detections) {
     detections.push_back({{"class_id", d.class_id},
                           {"class_name", class_name(names, d.class_id)},
-                          {"score", round_to(d.score, 1e-4)},
+                          {"score", round_to(d.score, 4)},
                           {"box",
-                           {round_to(d.box.x1, 1e-2), round_to(d.box.y1, 1e-2), round_to(d.box.x2, 1e-2),
-                            round_to(d.box.y2, 1e-2)}}});
+                           {round_to(d.box.x1, 2), round_to(d.box.y1, 2), round_to(d.box.x2, 2),
+                            round_to(d.box.y2, 2)}}});
   }
   j["detections"] = std::move(detections);
-  j["times_ms"] = {{"decode", round_to(decode_ms, 1e-3)},
-                   {"preprocess", round_to(result.times.preprocess_ms, 1e-3)},
-                   {"inference", round_to(result.times.inference_ms, 1e-3)},
-                   {"postprocess", round_to(result.times.postprocess_ms, 1e-3)}};
+  j["times_ms"] = {{"decode", round_to(decode_ms, 3)},
+                   {"preprocess", round_to(result.times.preprocess_ms, 3)},
+                   {"inference", round_to(result.times.inference_ms, 3)},
+                   {"postprocess", round_to(result.times.postprocess_ms, 3)}};
   return j;
 }
 
