@@ -261,10 +261,10 @@ class Forward(unittest.TestCase):
         self.assertGreater(np.abs(want[0]).max(), 1.0)
 
     def test_fixtures(self):
-        """Every model listed in tests/data/fixtures.json, once (the first size listed for it)."""
+        """Every model listed in tests/data/fixtures.json: the first square case and the first rect case."""
         seen, ran = set(), 0
         for case in fixture_cases():
-            key = case.get("model") or case.get("model_source")
+            key = (case.get("model") or case.get("model_source"), bool(case.get("rect")))
             if key in seen:
                 continue
             seen.add(key)
