@@ -494,8 +494,8 @@ class ExecutorImpl final : public Executor {
     const std::size_t det_ws = detect_workspace_bytes(B, anchors_, cfg_.max_nms);
     const std::size_t keep_bytes = align_up(static_cast<std::size_t>(graph_.nc), kAlign);
     workspace_ = DeviceBuffer(det_ws + keep_bytes);
+    detect_params_.batch = B;  // the carve sizes its regions for this batch
     detect_workspace_carve<T>(detect_params_, workspace_.get());
-    detect_params_.batch = B;
     if (!cfg_.classes.empty()) {
       std::vector<unsigned char> keep(static_cast<std::size_t>(graph_.nc), 0);
       for (int c : cfg_.classes)
