@@ -67,7 +67,8 @@ struct DetectParams {
 };
 
 // Bytes of workspace detect_forward needs for the candidates (three regions, 256-byte aligned);
-// detect_workspace_carve points a DetectParams' workspace pointers into such a block.
+// detect_workspace_carve points a DetectParams' workspace pointers into such a block, sized from
+// p.batch, p.anchors and p.max_nms: set those first (to the largest batch that will run).
 std::size_t detect_workspace_bytes(int batch, int anchors, int max_nms);
 template <typename T>
 void detect_workspace_carve(DetectParams<T>& p, void* workspace);

@@ -16,6 +16,7 @@
 #   .carry/weights/*.onnx   the real COCO weights (yolo11n / yolov8n int8 ONNX) for the detection tests
 #   .whl/*.whl              Ultralytics + ultralytics-thop wheels, where Ultralytics is not installed
 #   .carry/catch2/          a Catch2 package to use when the machine has none (see `prepare-catch2`)
+#   .carry/shared/fixtures/ the shared data folder's fixtures (the turbo YOLOv12 fixture)
 #   tools/gpu_check.sh prepare-catch2    (run where Debian's Catch2 v2 is installed) builds that folder.
 set -u
 cd "$(dirname "$0")/.."
@@ -114,6 +115,11 @@ export_model() {  # src dst
 }
 if [ "$mode" != bench ]; then
   for pt in tests/data/*.pt; do [ -f "$pt" ] && export_model "$pt" "$models/$(basename "${pt%.*}").y12"; done
+  # Fixtures that live in the shared data folder (root "shared" in fixtures.json), if carried.
+  if [ -d .carry/shared ]; then
+    export YOLO12_SHARED_DATA=$root/.carry/shared
+    for pt in .carry/shared/fixtures/*.pt; do [ -f "$pt" ] && export_model "$pt" "$models/$(basename "${pt%.*}").y12"; done
+  fi
   for onnx in .carry/weights/*.onnx; do [ -f "$onnx" ] && export_model "$onnx" "$models/$(basename "${onnx%.*}").y12"; done
   ls "$models" > "$out/models.txt" 2>&1
   note "models: $(ls "$models" | tr '\n' ' ')"
