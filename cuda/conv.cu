@@ -71,6 +71,11 @@ bool conv_can_implement(const ConvShape& s) {
 
 namespace conv_detail {
 
+ConvVariants& conv_variants() {
+  static ConvVariants v;
+  return v;
+}
+
 // One thread per output element (n, oy, ox, c), c fastest so that stores coalesce.
 template <typename T>
 struct DirectNaiveParams {

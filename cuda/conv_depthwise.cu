@@ -139,14 +139,23 @@ __global__ void __launch_bounds__(256) dwconv_direct(const DwParams<T> a) {
   }
 }
 
-template <typename T, int K, int S, int V>
-void launch_dw(const DwParams<T>& a, cudaStream_t stream) {
-  // 4 outputs per thread at stride 1 (each input vector feeds up to 4 of them), 2 at stride 2.
-  constexpr int kOutX = S == 1 ? 4 : 2;
+template <typename T, int K, int S, int V, int kOutX>
+void launch_dw_out(const DwParams<T>& a, cudaStream_t stream) {
   const long long total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c / V);
   const int threads = 256;
   dwconv_direct<T, K, S, V, kOutX><<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, stream>>>(a);
   YOLO12_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, int K, int S, int V>
+void launch_dw(const DwParams<T>& a, cudaStream_t stream) {
+  // 4 outputs per thread at stride 1 (each input vector feeds up to 4 of them), 2 at stride 2.
+  constexpr int kOutX = S == 1 ? 4 : 2;
+  const long long threads_total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c / V);
+  // Batch 1 at P5 (dw7x7 128 @ 20x20): 1600 threads, 7 blocks, 20 us, every thread a long serial
+  // chain. With one output per thread there are kOutX times more, shorter chains.
+  if (conv_variants().dw_one_output && threads_total < 132LL * 2 * 256) launch_dw_out<T, K, S, V, 1>(a, stream);
+  else launch_dw_out<T, K, S, V, kOutX>(a, stream);
 }
 
 template <typename T, int K, int S>

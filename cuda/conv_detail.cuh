@@ -59,6 +59,14 @@ __device__ __forceinline__ float epilogue(float acc, const float* bias, const fl
   return v;
 }
 
+// Lab switches for variants written but not yet measured on the device: the tests and the benchmark
+// flip them, the defaults are the validated choices. Not thread-safe: set them before any launch.
+struct ConvVariants {
+  bool f16_bk64 = false;       // fp16 implicit GEMM with 64-wide K tiles (3 stages): half the barriers
+  bool dw_one_output = false;  // dwconv_direct: one output per thread when the grid would not fill the GPU
+};
+ConvVariants& conv_variants();
+
 // Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p.s).
 template <typename T> void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream);
 bool dwconv_direct_supports(const ConvShape& s);  // k in {3, 5, 7}, stride in {1, 2}, dilation 1

@@ -148,10 +148,47 @@ __device__ __forceinline__ void store_output(const ImplicitGemmParams<T>& a, int
   }
 }
 
+// store_output with bias and gamma of channels (c, c + 1) already in registers (loaded once per thread
+// before the epilogue instead of once per output pair).
+__device__ __forceinline__ void store_output_preloaded(const ImplicitGemmParams<__half>& a, int m, int n, float v0,
+                                                       float v1, float2 bias, float2 gamma) {
+  if (m >= a.m || n >= a.n_g) return;
+  const int c = blockIdx.z * a.n_g + n;
+  const bool two = n + 1 < a.n_g;
+  v0 += bias.x;
+  v1 += bias.y;
+  if (a.silu) {
+    v0 = v0 / (1.f + __expf(-v0));
+    v1 = v1 / (1.f + __expf(-v1));
+  }
+  if (a.gamma) {
+    v0 *= gamma.x;
+    v1 *= gamma.y;
+  }
+  __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
+  const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
+  if (two && a.pair_out) {
+    if (rp) {
+      const float2 r = __half22float2(*reinterpret_cast<const __half2*>(rp));
+      v0 += r.x;
+      v1 += r.y;
+    }
+    *reinterpret_cast<__half2*>(yp) = __floats2half2_rn(v0, v1);
+    return;
+  }
+  if (rp) v0 += __half2float(rp[0]);
+  yp[0] = __float2half_rn(v0);
+  if (two) {
+    if (rp) v1 += __half2float(rp[1]);
+    yp[1] = __float2half_rn(v1);
+  }
+}
+
 // ---- fp16: mma.sync m16n8k16 ---------------------------------------------------------------------
 
-constexpr int kRowHalves = kTileK + 8;  // shared-memory row of a K tile: 32 halves + 8 of padding (80 B),
-                                        // which makes the 8 rows of each ldmatrix phase hit distinct banks
+// A shared-memory row of a K tile holds BK halves + 8 of padding (80 B at BK = 32, 144 B at BK = 64),
+// which makes the 8 rows of each ldmatrix phase hit distinct banks.
+constexpr int smem_row_halves(int bk) { return bk + 8; }
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
@@ -181,15 +218,19 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a
 }
 
 // Block tile BM x BN, warps arranged WARPS_M x WARPS_N, STAGES K tiles in flight.
+// BK: K tile (32, or 64 for half the barriers and address work per MMA; packed K is padded to 32 only,
+// so at BK = 64 the last tile's upper half is zero-filled).
 // kPointwise: 1x1, stride 1, pad 0 (row m reads input pixel m). kVecA: 16-byte A chunks (cp.async).
-template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, bool kPointwise, bool kVecA>
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool kPointwise, bool kVecA>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     conv2d_implicit_gemm_f16(const ImplicitGemmParams<__half> a) {
   constexpr int kThreads = WARPS_M * WARPS_N * 32;
   constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
   constexpr int MI = WM / 16, NI = WN / 8;
   static_assert(NI % 2 == 0, "B fragments are read two n8 blocks at a time");
-  constexpr int kChunksPerRow = kTileK / kChunk;  // 4
+  constexpr int kRowHalves = smem_row_halves(BK);
+  static_assert(BK % kTileK == 0, "BK is a multiple of 32");
+  constexpr int kChunksPerRow = kTileK / kChunk;  // 4 threads per row, each BK / 32 chunks of 8
   constexpr int kARows = kThreads / kChunksPerRow;  // rows one pass of the block loads
   constexpr int kAPasses = BM / kARows;
   constexpr int kBPasses = (BN + kARows - 1) / kARows;
@@ -220,15 +261,18 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     }
   }
   const __half* wg = a.w + static_cast<long long>(g) * a.n_g * a.k_pad;  // (n_g, k_pad)
-  const int num_k_tiles = a.k_pad / kTileK;
+  const int num_k_tiles = (a.k_pad + BK - 1) / BK;
 
   auto load_tile = [&](int kt, int stage) {
-    const int kk = kt * kTileK + chunk * kChunk;
+#pragma unroll
+   for (int hk = 0; hk < BK / kTileK; ++hk) {
+    const int kcol = hk * kTileK + chunk * kChunk;  // column inside the tile
+    const int kk = kt * BK + kcol;
     __half* as = As + stage * BM * kRowHalves;
 #pragma unroll
     for (int i = 0; i < kAPasses; ++i) {
       const int r = row0 + i * kARows;
-      __half* dst = as + r * kRowHalves + chunk * kChunk;
+      __half* dst = as + r * kRowHalves + kcol;
       long long off;
       if constexpr (kPointwise) off = (rows[i].iy0 == 0 && kk < a.k_real) ? kk : -1;
       else off = a_offset(a, rows[i], kk);
@@ -249,11 +293,12 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       const int r = row0 + i * kARows;
       if (r < BN) {
         const int n = n0 + r;
-        const bool ok = n < a.n_g;
-        cp_async_16(bs + r * kRowHalves + chunk * kChunk, ok ? wg + static_cast<long long>(n) * a.k_pad + kk : a.w,
+        const bool ok = n < a.n_g && kk < a.k_pad;
+        cp_async_16(bs + r * kRowHalves + kcol, ok ? wg + static_cast<long long>(n) * a.k_pad + kk : a.w,
                     ok ? 16 : 0);
       }
     }
+   }
   };
 
   float acc[MI][NI][4];
@@ -280,7 +325,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     const __half* as = As + (kt % STAGES) * BM * kRowHalves;
     const __half* bs = Bs + (kt % STAGES) * BN * kRowHalves;
 #pragma unroll
-    for (int ks = 0; ks < kTileK; ks += 16) {
+    for (int ks = 0; ks < BK; ks += 16) {
       std::uint32_t af[MI][4], bf[NI][2];
 #pragma unroll
       for (int i = 0; i < MI; ++i)
@@ -302,15 +347,36 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   }
   cp_async_wait<0>();
 
-#pragma unroll
-  for (int i = 0; i < MI; ++i)
+  if constexpr (BK == 64) {  // lab variant: this thread's 2 * NI channels' bias and gamma loaded once
+    float2 bias_r[NI], gamma_r[NI];
 #pragma unroll
     for (int j = 0; j < NI; ++j) {
-      const int m = m0 + wm * WM + i * 16 + lane / 4;
       const int n = n0 + wn * WN + j * 8 + (lane % 4) * 2;
-      store_output(a, m, n, acc[i][j][0], acc[i][j][1]);
-      store_output(a, m + 8, n, acc[i][j][2], acc[i][j][3]);
+      const int c = g * a.n_g + n;
+      const bool ok0 = n < a.n_g, ok1 = n + 1 < a.n_g;
+      bias_r[j] = make_float2(a.bias && ok0 ? __ldg(a.bias + c) : 0.f, a.bias && ok1 ? __ldg(a.bias + c + 1) : 0.f);
+      gamma_r[j] = make_float2(a.gamma && ok0 ? __ldg(a.gamma + c) : 1.f, a.gamma && ok1 ? __ldg(a.gamma + c + 1) : 1.f);
     }
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        const int m = m0 + wm * WM + i * 16 + lane / 4;
+        const int n = n0 + wn * WN + j * 8 + (lane % 4) * 2;
+        store_output_preloaded(a, m, n, acc[i][j][0], acc[i][j][1], bias_r[j], gamma_r[j]);
+        store_output_preloaded(a, m + 8, n, acc[i][j][2], acc[i][j][3], bias_r[j], gamma_r[j]);
+      }
+  } else {
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        const int m = m0 + wm * WM + i * 16 + lane / 4;
+        const int n = n0 + wn * WN + j * 8 + (lane % 4) * 2;
+        store_output(a, m, n, acc[i][j][0], acc[i][j][1]);
+        store_output(a, m + 8, n, acc[i][j][2], acc[i][j][3]);
+      }
+  }
 }
 
 // Launches one kernel instantiation with `smem` bytes of dynamic shared memory. Above 48 KiB a kernel
@@ -324,19 +390,19 @@ void launch_with_smem(dim3 grid, dim3 block, int smem, const Args& a, cudaStream
   YOLO12_CUDA_CHECK_LAUNCH();
 }
 
-template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES>
+template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, int BK = kTileK>
 void launch_f16_tile(const ImplicitGemmParams<__half>& a, int groups, bool pointwise, bool vec_a, cudaStream_t stream) {
-  constexpr int smem = STAGES * (BM + BN) * kRowHalves * static_cast<int>(sizeof(__half));
+  constexpr int smem = STAGES * (BM + BN) * smem_row_halves(BK) * static_cast<int>(sizeof(__half));
   const dim3 grid(ceil_div(a.m, BM), ceil_div(a.n_g, BN), groups);
   const dim3 block(WARPS_M * WARPS_N * 32);
   if (pointwise && vec_a)
-    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, WARPS_M, WARPS_N, STAGES, true, true>>(grid, block, smem, a, stream);
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, true>>(grid, block, smem, a, stream);
   else if (pointwise)
-    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, WARPS_M, WARPS_N, STAGES, true, false>>(grid, block, smem, a, stream);
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, false>>(grid, block, smem, a, stream);
   else if (vec_a)
-    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, WARPS_M, WARPS_N, STAGES, false, true>>(grid, block, smem, a, stream);
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, true>>(grid, block, smem, a, stream);
   else
-    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, WARPS_M, WARPS_N, STAGES, false, false>>(grid, block, smem, a, stream);
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, false>>(grid, block, smem, a, stream);
 }
 
 // ---- fp32: CUDA-core SIMT ------------------------------------------------------------------------
@@ -419,6 +485,13 @@ void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t s
   // Tile choice: the widest N tile that the group's channels fill, then the tallest M tile that still
   // gives about two blocks per SM (132 SMs on the H200).
   const long long blocks_128 = 1LL * ceil_div(a.m, 128) * ceil_div(a.n_g, a.n_g <= 64 ? 64 : 128) * groups;
+  if (conv_variants().f16_bk64) {  // same tiles, 64-wide K, 3 stages (shared memory: 128x128 takes 108 KiB)
+    if (a.n_g <= 32) launch_f16_tile<128, 32, 4, 1, 3, 64>(a, groups, pointwise, vec_a, stream);
+    else if (blocks_128 < 264) launch_f16_tile<64, 64, 2, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
+    else if (a.n_g <= 64) launch_f16_tile<128, 64, 2, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
+    else launch_f16_tile<128, 128, 2, 4, 3, 64>(a, groups, pointwise, vec_a, stream);
+    return;
+  }
   if (a.n_g <= 32) {
     launch_f16_tile<128, 32, 4, 1, 4>(a, groups, pointwise, vec_a, stream);
   } else if (a.n_g <= 64) {

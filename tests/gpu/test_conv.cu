@@ -25,6 +25,7 @@
 #include <cuda_runtime.h>
 
 #include "conv.cuh"
+#include "conv_detail.cuh"
 
 using yolo12::cuda::ConvParams;
 using yolo12::cuda::ConvShape;
@@ -421,6 +422,29 @@ TEST_CASE("conv2d_forward matches the reference on random shapes", "[conv][gpu]"
   }
 }
 
+namespace {
+// Turns the lab variants (conv_detail::ConvVariants) on for one scope, back to the defaults after.
+struct VariantsOn {
+  VariantsOn() {
+    yolo12::cuda::conv_detail::conv_variants().f16_bk64 = true;
+    yolo12::cuda::conv_detail::conv_variants().dw_one_output = true;
+  }
+  ~VariantsOn() { yolo12::cuda::conv_detail::conv_variants() = yolo12::cuda::conv_detail::ConvVariants(); }
+};
+}  // namespace
+
+TEST_CASE("conv2d_forward lab variants (BK 64, one depthwise output per thread) match the reference",
+          "[conv][gpu][variants]") {
+  VariantsOn on;
+  const auto cases = fixed_cases();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    check_case<float>(cases[i], 500 + i, Kernel::Forward);
+    check_case<__half>(cases[i], 600 + i, Kernel::Forward);
+  }
+  const auto rnd = random_cases(60, 777);
+  for (std::size_t i = 0; i < rnd.size(); ++i) check_case<__half>(rnd[i], 3000 + i, Kernel::Forward);
+}
+
 TEST_CASE("conv2d_forward_naive (the oracle kernel) matches the reference", "[conv][gpu]") {
   const auto cases = fixed_cases();
   for (std::size_t i = 0; i < cases.size(); i += 3) {
@@ -522,7 +546,7 @@ const BenchShape kYolo12nShapes[] = {
 };
 
 template <typename T>
-void bench_shape(const BenchShape& b, int batch) {
+void bench_shape(const BenchShape& b, int batch, const char* label) {
   Case c = make_case(batch, b.h, b.h, b.ci, b.co, b.k, b.stride, b.groups);
   const ConvShape& s = c.s;
   const std::size_t nx = 1ull * s.batch * s.h * s.w * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
@@ -577,7 +601,7 @@ void bench_shape(const BenchShape& b, int batch) {
   const double bytes = (nx + ny + packed.size()) * sizeof(T);
   const double t_flop_us = flops / 790e12 * 1e6, t_byte_us = bytes / 4.3e12 * 1e6;
   std::printf("BENCH %-5s b%-2d %-32s %9.2f us  %7.1f TFLOP/s  %7.0f GB/s  floor %7.2f us (%s)  %5.1fx floor\n",
-              sizeof(T) == 2 ? "fp16" : "fp32", batch, b.name, t_us, flops / t_us * 1e-6, bytes / t_us * 1e-3,
+              label, batch, b.name, t_us, flops / t_us * 1e-6, bytes / t_us * 1e-3,
               std::max(t_flop_us, t_byte_us), t_flop_us > t_byte_us ? "flops" : "bytes",
               t_us / std::max(t_flop_us, t_byte_us));
   cudaEventDestroy(e0);
@@ -592,7 +616,10 @@ void bench_shape(const BenchShape& b, int batch) {
 TEST_CASE("conv2d_forward timings on the yolo12n-at-640 shapes", "[.bench]") {
   for (int batch : {1, 32})
     for (const auto& b : kYolo12nShapes) {
-      bench_shape<__half>(b, batch);
-      bench_shape<float>(b, batch);
+      bench_shape<__half>(b, batch, "fp16");
+      bench_shape<float>(b, batch, "fp32");
     }
+  VariantsOn on;  // the same shapes with the lab variants, to compare line by line
+  for (int batch : {1, 32})
+    for (const auto& b : kYolo12nShapes) bench_shape<__half>(b, batch, "fp16v");
 }
