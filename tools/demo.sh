@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 cli="$build/yolo12-infer"
 out=runs/predict
-shared=../shared/data
+shared=${YOLO12_SHARED_DATA:-../shared/data}  # the team's data folder, beside the repository
 
 if [ ! -x "$cli" ]; then
   echo "demo: $cli was not built (it needs OpenCV and CLI11: run bash tools/setup.sh demo)" >&2

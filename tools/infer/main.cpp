@@ -168,12 +168,13 @@ int run(int argc, char** argv) {
   app.add_option("--model", opt.model, "Model file (.y12, from tools/export.py); default: $YOLO12_MODEL");
   app.add_option("--device", opt.device, "cpu, cuda, cuda:N or auto (CUDA when available)")->capture_default_str();
   std::string imgsz_text, classes_text;  // integer lists, split by parse_int_list()
-  app.add_option("--imgsz", imgsz_text, "Network input size: N (square) or H W, multiples of 32; default: the model's");
+  app.add_option("--imgsz", imgsz_text, "Network input size: N (square) or H W, multiples of 32; default: the model's")
+      ->type_name("N|H W");
   app.add_flag("--rect", opt.rect, "Letterbox to the smallest multiple-of-32 rectangle instead of the full size");
   app.add_option("--conf", opt.conf, "Confidence threshold")->capture_default_str();
   app.add_option("--iou", opt.iou, "NMS IoU threshold")->capture_default_str();
   app.add_option("--max-det", opt.max_det, "Most detections kept per image")->capture_default_str();
-  app.add_option("--classes", classes_text, "Keep only these class ids (e.g. --classes 0 2 5)");
+  app.add_option("--classes", classes_text, "Keep only these class ids (e.g. --classes 0 2 5)")->type_name("ID...");
   app.add_flag("--agnostic-nms", opt.agnostic_nms, "Class-agnostic NMS");
   app.add_flag("--half", opt.half, "FP16 inference (CUDA only; the CPU runs FP32)");
   app.add_option("--batch", opt.batch, "Images per detect() call")->capture_default_str();

@@ -225,11 +225,13 @@ void draw_detections(cv::Mat& image, const std::vector<yolo12::Detection>& detec
     int baseline = 0;
     const cv::Size text = cv::getTextSize(label, cv::FONT_HERSHEY_SIMPLEX, font_scale, font_thickness, &baseline);
     // The label sits above the box, or inside it when the box touches the top edge.
+    // It moves left when it would run off the right edge.
     const bool above = p1.y - text.height - 3 >= 0;
-    const cv::Point corner(p1.x, above ? p1.y - text.height - 3 : p1.y);
-    cv::rectangle(image, corner, cv::Point(p1.x + text.width, corner.y + text.height + 3), colour, cv::FILLED,
+    const int left = std::max(0, std::min(p1.x, image.cols - text.width));
+    const cv::Point corner(left, above ? p1.y - text.height - 3 : p1.y);
+    cv::rectangle(image, corner, cv::Point(left + text.width, corner.y + text.height + 3), colour, cv::FILLED,
                   cv::LINE_AA);
-    cv::putText(image, label, cv::Point(p1.x, corner.y + text.height + 1), cv::FONT_HERSHEY_SIMPLEX, font_scale,
+    cv::putText(image, label, cv::Point(left, corner.y + text.height + 1), cv::FONT_HERSHEY_SIMPLEX, font_scale,
                 text_colour_for(colour), font_thickness, cv::LINE_AA);
   }
 }
