@@ -300,13 +300,13 @@ class Hostile(Tmp):
         self.assert_refused(src, "refusing to call ultralytics.nn.modules.conv.Conv")
 
     def test_tensor_out_of_bounds(self):
-        # _rebuild_tensor_v2 asking for 1000 floats from a 4-float storage: refused, not read past the end
+        # _rebuild_tensor_v2 asking for 4 floats at stride 2 from a 4-float storage: refused, never read past it
         def text(v):
             b = v.encode()
             return b"X" + struct.pack("<I", len(b)) + b
         payload = (b"\x80\x02}(" + text("model") + b"ctorch._utils\n_rebuild_tensor_v2\n("
                    + b"(" + text("storage") + b"ctorch\nFloatStorage\n" + text("0") + text("cpu") + b"K\x04tQ"
-                   + b"K\x00M\xe8\x03\x85K\x01\x85\x89ccollections\nOrderedDict\n)RtRu.")
+                   + b"K\x00K\x04\x85K\x02\x85\x89ccollections\nOrderedDict\n)RtRu.")
         src = self.out("oob.pt")
         zip_with_pickle(src, payload, {"archive/data/0": b"\0" * 16})
         self.assert_refused(src, "past the end of its storage")
