@@ -1,0 +1,579 @@
+// tests/unit/test_graph.cpp - the graph builder (src/graph/builder.cpp): op counts per layer type,
+// dataflow of the whole YOLO12n / YOLO11n / YOLOv8n graphs (every read after its write, concat
+// slices disjoint and covering), the required tensor list against numbers and shapes derived here
+// independently (and Ultralytics' own parameter counts), and bad headers.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "catch.hpp"
+#include "graph/graph.hpp"
+#include "yolo12/errors.hpp"
+
+using nlohmann::json;
+using yolo12::graph::Graph;
+using yolo12::graph::Op;
+using yolo12::graph::OpKind;
+using yolo12::graph::ParamSpec;
+using yolo12::graph::ValueRef;
+
+namespace {
+
+json header_with(const char* layers_json) {
+  json h;
+  h["format"] = "yolo12-model";
+  h["nc"] = 80;
+  h["reg_max"] = 16;
+  h["strides"] = {8, 16, 32};
+  h["layers"] = json::parse(layers_json);
+  return h;
+}
+
+// The layers tools/export.py writes for Ultralytics yolo12n (yolo12.yaml, scale n).
+const char* kYolo12n = R"([
+{"index":0,"type":"Conv","from":[-1],"c1":3,"c2":16,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":1,"type":"Conv","from":[0],"c1":16,"c2":32,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":2,"type":"C3k2","from":[1],"c1":32,"c2":64,"n":1,"c3k":false,"e":0.25,"g":1,"shortcut":true},
+{"index":3,"type":"Conv","from":[2],"c1":64,"c2":64,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":4,"type":"C3k2","from":[3],"c1":64,"c2":128,"n":1,"c3k":false,"e":0.25,"g":1,"shortcut":true},
+{"index":5,"type":"Conv","from":[4],"c1":128,"c2":128,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":6,"type":"A2C2f","from":[5],"c1":128,"c2":128,"n":2,"a2":true,"area":4,"residual":false,"mlp_ratio":2.0,"e":0.5,"g":1,"shortcut":true,"attn":"qkv","pe_k":7},
+{"index":7,"type":"Conv","from":[6],"c1":128,"c2":256,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":8,"type":"A2C2f","from":[7],"c1":256,"c2":256,"n":2,"a2":true,"area":1,"residual":false,"mlp_ratio":2.0,"e":0.5,"g":1,"shortcut":true,"attn":"qkv","pe_k":7},
+{"index":9,"type":"Upsample","from":[8],"scale":2,"mode":"nearest"},
+{"index":10,"type":"Concat","from":[9,6],"dim":1},
+{"index":11,"type":"A2C2f","from":[10],"c1":384,"c2":128,"n":1,"a2":false,"area":-1,"residual":false,"mlp_ratio":2.0,"e":0.5,"g":1,"shortcut":true,"attn":"qkv","pe_k":7},
+{"index":12,"type":"Upsample","from":[11],"scale":2,"mode":"nearest"},
+{"index":13,"type":"Concat","from":[12,4],"dim":1},
+{"index":14,"type":"A2C2f","from":[13],"c1":256,"c2":64,"n":1,"a2":false,"area":1,"residual":false,"mlp_ratio":2.0,"e":0.5,"g":1,"shortcut":true,"attn":"qkv","pe_k":7},
+{"index":15,"type":"Conv","from":[14],"c1":64,"c2":64,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":16,"type":"Concat","from":[15,11],"dim":1},
+{"index":17,"type":"A2C2f","from":[16],"c1":192,"c2":128,"n":1,"a2":false,"area":1,"residual":false,"mlp_ratio":2.0,"e":0.5,"g":1,"shortcut":true,"attn":"qkv","pe_k":7},
+{"index":18,"type":"Conv","from":[17],"c1":128,"c2":128,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":19,"type":"Concat","from":[18,8],"dim":1},
+{"index":20,"type":"C3k2","from":[19],"c1":384,"c2":256,"n":1,"c3k":true,"e":0.5,"g":1,"shortcut":true},
+{"index":21,"type":"Detect","from":[14,17,20],"nc":80,"reg_max":16,"ch":[64,128,256],"legacy":false,"c2":64,"c3":80}
+])";
+
+// YOLO11n (yolo11.yaml, scale n): adds SPPF and C2PSA.
+const char* kYolo11n = R"([
+{"index":0,"type":"Conv","from":[-1],"c1":3,"c2":16,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":1,"type":"Conv","from":[0],"c1":16,"c2":32,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":2,"type":"C3k2","from":[1],"c1":32,"c2":64,"n":1,"c3k":false,"e":0.25,"g":1,"shortcut":true},
+{"index":3,"type":"Conv","from":[2],"c1":64,"c2":64,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":4,"type":"C3k2","from":[3],"c1":64,"c2":128,"n":1,"c3k":false,"e":0.25,"g":1,"shortcut":true},
+{"index":5,"type":"Conv","from":[4],"c1":128,"c2":128,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":6,"type":"C3k2","from":[5],"c1":128,"c2":128,"n":1,"c3k":true,"e":0.5,"g":1,"shortcut":true},
+{"index":7,"type":"Conv","from":[6],"c1":128,"c2":256,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":8,"type":"C3k2","from":[7],"c1":256,"c2":256,"n":1,"c3k":true,"e":0.5,"g":1,"shortcut":true},
+{"index":9,"type":"SPPF","from":[8],"c1":256,"c2":256,"k":5,"cv1_act":"silu"},
+{"index":10,"type":"C2PSA","from":[9],"c1":256,"c2":256,"n":1,"e":0.5},
+{"index":11,"type":"Upsample","from":[10],"scale":2,"mode":"nearest"},
+{"index":12,"type":"Concat","from":[11,6],"dim":1},
+{"index":13,"type":"C3k2","from":[12],"c1":384,"c2":128,"n":1,"c3k":false,"e":0.5,"g":1,"shortcut":true},
+{"index":14,"type":"Upsample","from":[13],"scale":2,"mode":"nearest"},
+{"index":15,"type":"Concat","from":[14,4],"dim":1},
+{"index":16,"type":"C3k2","from":[15],"c1":256,"c2":64,"n":1,"c3k":false,"e":0.5,"g":1,"shortcut":true},
+{"index":17,"type":"Conv","from":[16],"c1":64,"c2":64,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":18,"type":"Concat","from":[17,13],"dim":1},
+{"index":19,"type":"C3k2","from":[18],"c1":192,"c2":128,"n":1,"c3k":false,"e":0.5,"g":1,"shortcut":true},
+{"index":20,"type":"Conv","from":[19],"c1":128,"c2":128,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":21,"type":"Concat","from":[20,10],"dim":1},
+{"index":22,"type":"C3k2","from":[21],"c1":384,"c2":256,"n":1,"c3k":true,"e":0.5,"g":1,"shortcut":true},
+{"index":23,"type":"Detect","from":[16,19,22],"nc":80,"reg_max":16,"ch":[64,128,256],"legacy":false,"c2":64,"c3":80}
+])";
+
+// YOLOv8n (yolov8.yaml, scale n): C2f and the legacy Detect class branch.
+const char* kYolov8n = R"([
+{"index":0,"type":"Conv","from":[-1],"c1":3,"c2":16,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":1,"type":"Conv","from":[0],"c1":16,"c2":32,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":2,"type":"C2f","from":[1],"c1":32,"c2":32,"n":1,"shortcut":true,"g":1,"e":0.5},
+{"index":3,"type":"Conv","from":[2],"c1":32,"c2":64,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":4,"type":"C2f","from":[3],"c1":64,"c2":64,"n":2,"shortcut":true,"g":1,"e":0.5},
+{"index":5,"type":"Conv","from":[4],"c1":64,"c2":128,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":6,"type":"C2f","from":[5],"c1":128,"c2":128,"n":2,"shortcut":true,"g":1,"e":0.5},
+{"index":7,"type":"Conv","from":[6],"c1":128,"c2":256,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":8,"type":"C2f","from":[7],"c1":256,"c2":256,"n":1,"shortcut":true,"g":1,"e":0.5},
+{"index":9,"type":"SPPF","from":[8],"c1":256,"c2":256,"k":5},
+{"index":10,"type":"Upsample","from":[9],"scale":2,"mode":"nearest"},
+{"index":11,"type":"Concat","from":[10,6],"dim":1},
+{"index":12,"type":"C2f","from":[11],"c1":384,"c2":128,"n":1,"shortcut":false,"g":1,"e":0.5},
+{"index":13,"type":"Upsample","from":[12],"scale":2,"mode":"nearest"},
+{"index":14,"type":"Concat","from":[13,4],"dim":1},
+{"index":15,"type":"C2f","from":[14],"c1":192,"c2":64,"n":1,"shortcut":false,"g":1,"e":0.5},
+{"index":16,"type":"Conv","from":[15],"c1":64,"c2":64,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":17,"type":"Concat","from":[16,12],"dim":1},
+{"index":18,"type":"C2f","from":[17],"c1":192,"c2":128,"n":1,"shortcut":false,"g":1,"e":0.5},
+{"index":19,"type":"Conv","from":[18],"c1":128,"c2":128,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
+{"index":20,"type":"Concat","from":[19,9],"dim":1},
+{"index":21,"type":"C2f","from":[20],"c1":384,"c2":256,"n":1,"shortcut":false,"g":1,"e":0.5},
+{"index":22,"type":"Detect","from":[15,18,21],"nc":80,"reg_max":16,"ch":[64,128,256],"legacy":true,"c2":64,"c3":80}
+])";
+
+long long numel(const std::vector<long long>& shape) {
+  long long n = 1;
+  for (long long d : shape) n *= d;
+  return n;
+}
+
+std::map<std::string, std::vector<long long>> param_map(const std::vector<ParamSpec>& params) {
+  std::map<std::string, std::vector<long long>> m;
+  for (const auto& p : params) m[p.name] = p.shape;
+  return m;
+}
+
+long long total_elements(const std::vector<ParamSpec>& params) {
+  long long n = 0;
+  for (const auto& p : params) n += numel(p.shape);
+  return n;
+}
+
+// What each op reads and writes.
+void op_refs(const Op& op, std::vector<ValueRef>& reads, std::vector<ValueRef>& writes) {
+  reads.clear();
+  writes.clear();
+  switch (op.kind) {
+    case OpKind::Conv:
+      reads = {op.conv.in};
+      if (op.conv.residual.valid()) reads.push_back(op.conv.residual);
+      writes = {op.conv.out};
+      break;
+    case OpKind::Upsample:
+      reads = {op.upsample.in};
+      writes = {op.upsample.out};
+      break;
+    case OpKind::MaxPool:
+      reads = {op.maxpool.in};
+      writes = {op.maxpool.out};
+      break;
+    case OpKind::Copy:
+      reads = {op.copy.in};
+      writes = {op.copy.out};
+      break;
+    case OpKind::Attention: {
+      const auto& a = op.attention;
+      reads = {a.q, a.k, a.v};
+      writes = {a.out};
+      if (a.v_image.valid()) writes.push_back(a.v_image);
+      break;
+    }
+    case OpKind::Detect:
+      reads = op.detect.box;
+      reads.insert(reads.end(), op.detect.cls.begin(), op.detect.cls.end());
+      writes = {op.detect.out};
+      break;
+  }
+}
+
+// Checks the dataflow of a graph: slices inside their values, every channel read was written
+// before, the input is never written, and every value channel is written exactly once, except the
+// channels listed in `rewritten` (value name -> count of channels written twice).
+void check_dataflow(const Graph& g, const std::map<std::string, int>& rewritten = {}) {
+  std::vector<std::vector<int>> writes_per_channel(g.values.size());
+  for (std::size_t v = 0; v < g.values.size(); ++v) writes_per_channel[v].assign(g.values[v].c, 0);
+  writes_per_channel[Graph::kInputValue].assign(3, 1);
+  std::vector<ValueRef> reads, writes;
+  for (const Op& op : g.ops) {
+    op_refs(op, reads, writes);
+    for (const ValueRef& r : reads) {
+      INFO("op " << op.name << " reads value " << r.value << " [" << r.c0 << ", " << r.c0 + r.c << ")");
+      REQUIRE(r.valid());
+      REQUIRE(r.c0 >= 0);
+      REQUIRE(r.c0 + r.c <= g.values[r.value].c);
+      for (int c = r.c0; c < r.c0 + r.c; ++c) REQUIRE(writes_per_channel[r.value][c] > 0);
+    }
+    for (const ValueRef& w : writes) {
+      INFO("op " << op.name << " writes value " << w.value << " [" << w.c0 << ", " << w.c0 + w.c << ")");
+      REQUIRE(w.valid());
+      REQUIRE(w.value != Graph::kInputValue);
+      REQUIRE(w.c0 + w.c <= g.values[w.value].c);
+      for (int c = w.c0; c < w.c0 + w.c; ++c) ++writes_per_channel[w.value][c];
+    }
+  }
+  for (std::size_t v = 1; v < g.values.size(); ++v) {
+    int twice = 0;
+    for (int n : writes_per_channel[v]) {
+      INFO("value " << g.values[v].name << " has a channel written " << n << " times");
+      REQUIRE(n >= 1);
+      REQUIRE(n <= 2);
+      twice += n == 2;
+    }
+    auto it = rewritten.find(g.values[v].name);
+    INFO("value " << g.values[v].name);
+    REQUIRE(twice == (it == rewritten.end() ? 0 : it->second));
+  }
+}
+
+std::map<OpKind, int> count_ops(const Graph& g, const std::string& prefix) {
+  std::map<OpKind, int> n;
+  for (const Op& op : g.ops)
+    if (op.name.compare(0, prefix.size(), prefix) == 0) ++n[op.kind];
+  return n;
+}
+
+// A small network: stem to stride 32, then `block` (layer 5, on the P5 map of 64 channels), and a
+// Detect on layers 2, 3 and 5.
+json tiny_header(const json& block, bool legacy = false) {
+  json layers = json::array();
+  layers.push_back({{"index", 0}, {"type", "Conv"}, {"from", {-1}}, {"c1", 3}, {"c2", 16}, {"k", 3}, {"s", 4}, {"p", 1}, {"g", 1}, {"d", 1}, {"act", "silu"}});
+  layers.push_back({{"index", 1}, {"type", "Conv"}, {"from", {0}}, {"c1", 16}, {"c2", 32}, {"k", 3}, {"s", 2}, {"p", 1}, {"g", 1}, {"d", 1}, {"act", "silu"}});
+  layers.push_back({{"index", 2}, {"type", "Conv"}, {"from", {1}}, {"c1", 32}, {"c2", 32}, {"k", 1}, {"s", 1}, {"p", 0}, {"g", 1}, {"d", 1}, {"act", "none"}});
+  layers.push_back({{"index", 3}, {"type", "Conv"}, {"from", {2}}, {"c1", 32}, {"c2", 64}, {"k", 3}, {"s", 2}, {"p", 1}, {"g", 2}, {"d", 1}, {"act", "silu"}});
+  layers.push_back({{"index", 4}, {"type", "Conv"}, {"from", {3}}, {"c1", 64}, {"c2", 64}, {"k", 3}, {"s", 2}, {"p", 1}, {"g", 1}, {"d", 1}, {"act", "silu"}});
+  json b = block;
+  b["index"] = 5;
+  b["from"] = {4};
+  layers.push_back(b);
+  const int c5 = b.value("c2", 64);
+  layers.push_back({{"index", 6}, {"type", "Detect"}, {"from", {2, 3, 5}}, {"nc", 3}, {"reg_max", 16}, {"ch", {32, 64, c5}},
+                    {"legacy", legacy}, {"c2", 64}, {"c3", 32}});
+  json h;
+  h["nc"] = 3;
+  h["reg_max"] = 16;
+  h["strides"] = {8, 16, 32};
+  h["layers"] = layers;
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("YOLO12n: required tensors match Ultralytics' counts and shapes derived here", "[graph]") {
+  const json h = header_with(kYolo12n);
+  const auto params = yolo12::graph::required_params(h);
+  // Ultralytics yolo12n after BN folding, DFL excluded: 238 tensors, 2,590,808 numbers.
+  REQUIRE(params.size() == 238);
+  REQUIRE(total_elements(params) == 2590808);
+  const auto m = param_map(params);
+  REQUIRE(m.size() == params.size());  // unique names
+
+  // Layer 6, A2C2f(128 -> 128, n=2, area 4): c_ = 64, 2 heads, two ABlocks per stage.
+  std::map<std::string, std::vector<long long>> want = {
+      {"model.6.cv1.conv.weight", {64, 128, 1, 1}}, {"model.6.cv1.conv.bias", {64}},
+      {"model.6.cv2.conv.weight", {128, 192, 1, 1}}, {"model.6.cv2.conv.bias", {128}}};
+  for (int stage = 0; stage < 2; ++stage)
+    for (int blk = 0; blk < 2; ++blk) {
+      const std::string p = "model.6.m." + std::to_string(stage) + "." + std::to_string(blk) + ".";
+      want[p + "attn.qkv.conv.weight"] = {192, 64, 1, 1};
+      want[p + "attn.qkv.conv.bias"] = {192};
+      want[p + "attn.proj.conv.weight"] = {64, 64, 1, 1};
+      want[p + "attn.proj.conv.bias"] = {64};
+      want[p + "attn.pe.conv.weight"] = {64, 1, 7, 7};
+      want[p + "attn.pe.conv.bias"] = {64};
+      want[p + "mlp.0.conv.weight"] = {128, 64, 1, 1};
+      want[p + "mlp.0.conv.bias"] = {128};
+      want[p + "mlp.1.conv.weight"] = {64, 128, 1, 1};
+      want[p + "mlp.1.conv.bias"] = {64};
+    }
+  // Layer 20, C3k2(384 -> 256, c3k): c = 128; C3k(128, 128): c_ = 64, two 3x3 bottlenecks.
+  want["model.20.cv1.conv.weight"] = {256, 384, 1, 1};
+  want["model.20.cv2.conv.weight"] = {256, 384, 1, 1};
+  want["model.20.m.0.cv1.conv.weight"] = {64, 128, 1, 1};
+  want["model.20.m.0.cv2.conv.weight"] = {64, 128, 1, 1};
+  want["model.20.m.0.cv3.conv.weight"] = {128, 128, 1, 1};
+  want["model.20.m.0.m.0.cv1.conv.weight"] = {64, 64, 3, 3};
+  want["model.20.m.0.m.1.cv2.conv.weight"] = {64, 64, 3, 3};
+  // Layer 2, C3k2(32 -> 64, e 0.25): c = 16; Bottleneck(16, 16, e 0.5): 8 hidden channels.
+  want["model.2.cv1.conv.weight"] = {32, 32, 1, 1};
+  want["model.2.m.0.cv1.conv.weight"] = {8, 16, 3, 3};
+  want["model.2.m.0.cv2.conv.weight"] = {16, 8, 3, 3};
+  want["model.2.cv2.conv.weight"] = {64, 48, 1, 1};
+  // Detect: box c2 = 64, class c3 = 80, non-legacy class branch with DWConvs.
+  want["model.21.cv2.0.0.conv.weight"] = {64, 64, 3, 3};
+  want["model.21.cv2.2.1.conv.weight"] = {64, 64, 3, 3};
+  want["model.21.cv2.1.2.weight"] = {64, 64, 1, 1};
+  want["model.21.cv2.1.2.bias"] = {64};
+  want["model.21.cv3.0.0.0.conv.weight"] = {64, 1, 3, 3};
+  want["model.21.cv3.2.0.0.conv.weight"] = {256, 1, 3, 3};
+  want["model.21.cv3.2.0.1.conv.weight"] = {80, 256, 1, 1};
+  want["model.21.cv3.1.1.0.conv.weight"] = {80, 1, 3, 3};
+  want["model.21.cv3.1.1.1.conv.weight"] = {80, 80, 1, 1};
+  want["model.21.cv3.0.2.weight"] = {80, 80, 1, 1};
+  want["model.21.cv3.0.2.bias"] = {80};
+  for (const auto& [name, shape] : want) {
+    INFO(name);
+    REQUIRE(m.count(name) == 1);
+    REQUIRE(m.at(name) == shape);
+  }
+  int layer6 = 0;
+  for (const auto& p : params) layer6 += p.name.rfind("model.6.", 0) == 0;
+  REQUIRE(layer6 == 4 + 2 * 2 * 10);
+  REQUIRE(m.count("model.21.dfl.conv.weight") == 0);
+
+  // The list does not depend on the input size, and equals what build_graph references.
+  const Graph g = yolo12::graph::build_graph(h, 640, 640);
+  REQUIRE(g.params.size() == params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) REQUIRE(g.params[i].name == params[i].name);
+  REQUIRE(yolo12::graph::build_graph(h, 320, 448).params.size() == params.size());
+}
+
+TEST_CASE("YOLO12 turbo, YOLO11n and YOLOv8n: required tensors match Ultralytics' counts", "[graph]") {
+  {
+    // Turbo attention: qk (2c) + v (c) instead of qkv (3c), pe 5x5 instead of 7x7. The 8 ABlocks of
+    // yolo12n have c_ = 64 (4 blocks) and 128 (4 blocks): 16 more tensors, 24 fewer pe weights per channel.
+    json h = header_with(kYolo12n);
+    for (auto& L : h["layers"])
+      if (L["type"] == "A2C2f") L["attn"] = "qk_v", L["pe_k"] = 5;
+    const auto params = yolo12::graph::required_params(h);
+    REQUIRE(params.size() == 238 + 16);
+    REQUIRE(total_elements(params) == 2590808 - 4 * 64 * 24 - 4 * 128 * 24);
+    const auto m = param_map(params);
+    REQUIRE(m.at("model.8.m.1.0.attn.qk.conv.weight") == std::vector<long long>{256, 128, 1, 1});
+    REQUIRE(m.at("model.8.m.1.0.attn.v.conv.weight") == std::vector<long long>{128, 128, 1, 1});
+    REQUIRE(m.at("model.8.m.1.0.attn.pe.conv.weight") == std::vector<long long>{128, 1, 5, 5});
+    REQUIRE(m.count("model.8.m.1.0.attn.qkv.conv.weight") == 0);
+  }
+  {
+    const auto params = yolo12::graph::required_params(header_with(kYolo11n));
+    REQUIRE(params.size() == 174);
+    REQUIRE(total_elements(params) == 2616232);
+    const auto m = param_map(params);
+    // C2PSA(256): c = 128, 2 heads of head_dim 64, key_dim 32: qkv = 128 + 2 * 2 * 32 channels.
+    REQUIRE(m.at("model.10.m.0.attn.qkv.conv.weight") == std::vector<long long>{256, 128, 1, 1});
+    REQUIRE(m.at("model.10.m.0.attn.pe.conv.weight") == std::vector<long long>{128, 1, 3, 3});
+    REQUIRE(m.at("model.10.m.0.ffn.0.conv.weight") == std::vector<long long>{256, 128, 1, 1});
+    REQUIRE(m.at("model.9.cv2.conv.weight") == std::vector<long long>{256, 512, 1, 1});
+  }
+  {
+    const auto params = yolo12::graph::required_params(header_with(kYolov8n));
+    REQUIRE(params.size() == 126);
+    REQUIRE(total_elements(params) == 3151888);
+    const auto m = param_map(params);
+    REQUIRE(m.at("model.22.cv3.0.0.conv.weight") == std::vector<long long>{80, 64, 3, 3});  // legacy class branch
+    REQUIRE(m.at("model.4.m.1.cv2.conv.weight") == std::vector<long long>{32, 32, 3, 3});   // C2f bottleneck, e = 1
+  }
+}
+
+TEST_CASE("YOLO12n / YOLO11n / YOLOv8n graphs: dataflow, free concats, shapes", "[graph]") {
+  for (auto [h, w] : {std::pair<int, int>{640, 640}, {384, 640}, {32, 96}}) {
+    INFO("input " << h << "x" << w);
+    const Graph g = yolo12::graph::build_graph(header_with(kYolo12n), h, w);
+    check_dataflow(g);
+    REQUIRE(g.values[Graph::kInputValue].c == 3);
+    REQUIRE(g.values[Graph::kInputValue].h == h);
+    const auto& out = g.values[g.output_value];
+    REQUIRE(out.c == 84);
+    REQUIRE(out.h == 1);
+    REQUIRE(out.w == (h / 8) * (w / 8) + (h / 16) * (w / 16) + (h / 32) * (w / 32));
+    // Concats are free: no copy op anywhere in yolo12n.
+    REQUIRE(count_ops(g, "model.")[OpKind::Copy] == 0);
+    // Per layer: 8 ABlocks -> 8 attention ops; 3 levels x 8 head convs.
+    REQUIRE(count_ops(g, "model.")[OpKind::Attention] == 8);
+    REQUIRE(count_ops(g, "model.21.")[OpKind::Conv] == 24);
+    REQUIRE(count_ops(g, "model.21")[OpKind::Detect] == 1);
+    // The Concat layer 10 buffer holds the upsample of layer 8 (256 ch) then layer 6 (128 ch).
+    const Op* up = nullptr;
+    const Op* a6 = nullptr;
+    for (const Op& op : g.ops) {
+      if (op.name == "model.9") up = &op;
+      if (op.name == "model.6.cv2") a6 = &op;
+    }
+    REQUIRE(up);
+    REQUIRE(a6);
+    REQUIRE(up->upsample.out.value == a6->conv.out.value);
+    REQUIRE(up->upsample.out.c0 == 0);
+    REQUIRE(a6->conv.out.c0 == 256);
+    REQUIRE(g.values[up->upsample.out.value].c == 384);
+  }
+  {
+    const Graph g = yolo12::graph::build_graph(header_with(kYolo11n), 640, 640);
+    // C2PSA: the last PSABlock writes its output back over b = cat[128, 256) (b is dead by then).
+    check_dataflow(g, {{"model.10.cat", 128}});
+    REQUIRE(count_ops(g, "model.9.")[OpKind::MaxPool] == 3);
+    REQUIRE(count_ops(g, "model.10.")[OpKind::Attention] == 1);
+  }
+  {
+    const Graph g = yolo12::graph::build_graph(header_with(kYolov8n), 320, 256);
+    check_dataflow(g);
+    REQUIRE(count_ops(g, "model.22.")[OpKind::Conv] == 18);  // legacy: 3 + 3 per level
+  }
+}
+
+TEST_CASE("op counts per layer type", "[graph]") {
+  auto counts = [](const json& block, bool legacy = false, const std::map<std::string, int>& rewritten = {}) {
+    const Graph g = yolo12::graph::build_graph(tiny_header(block, legacy), 64, 96);
+    check_dataflow(g, rewritten);
+    return count_ops(g, "model.5");
+  };
+  {
+    auto n = counts({{"type", "C2f"}, {"c1", 64}, {"c2", 64}, {"n", 2}, {"shortcut", true}, {"g", 1}, {"e", 0.5}});
+    REQUIRE(n[OpKind::Conv] == 1 + 2 * 2 + 1);
+    REQUIRE(n.size() == 1);
+  }
+  {
+    auto n = counts({{"type", "C3k2"}, {"c1", 64}, {"c2", 64}, {"n", 1}, {"c3k", false}, {"e", 0.5}, {"g", 1}, {"shortcut", true}});
+    REQUIRE(n[OpKind::Conv] == 4);
+    n = counts({{"type", "C3k2"}, {"c1", 64}, {"c2", 64}, {"n", 2}, {"c3k", true}, {"e", 0.5}, {"g", 1}, {"shortcut", true}});
+    REQUIRE(n[OpKind::Conv] == 1 + 2 * (3 + 2 * 2) + 1);
+  }
+  const json a2 = {{"type", "A2C2f"}, {"c1", 64}, {"c2", 64}, {"n", 1}, {"a2", true}, {"area", 2}, {"residual", true},
+                   {"mlp_ratio", 1.2}, {"e", 1.0}, {"g", 1}, {"shortcut", true}, {"attn", "qkv"}, {"pe_k", 7}};
+  {
+    auto n = counts(a2);
+    REQUIRE(n[OpKind::Conv] == 1 + 2 * 5 + 1);
+    REQUIRE(n[OpKind::Attention] == 2);
+    // residual: cv2 carries gamma and the layer input; the gamma tensor is required
+    const Graph g = yolo12::graph::build_graph(tiny_header(a2), 64, 96);
+    const auto m = param_map(g.params);
+    REQUIRE(m.at("model.5.gamma") == std::vector<long long>{64});
+    REQUIRE(m.at("model.5.m.0.0.mlp.0.conv.weight") == std::vector<long long>{76, 64, 1, 1});  // int(64 * 1.2)
+    for (const Op& op : g.ops) {
+      if (op.name == "model.5.cv2") {
+        REQUIRE(op.conv.gamma == "model.5.gamma");
+        REQUIRE(op.conv.residual.valid());
+        REQUIRE(op.conv.residual.c == 64);
+      }
+      if (op.kind == OpKind::Attention) {
+        REQUIRE(op.attention.heads == 2);
+        REQUIRE(op.attention.q_head_stride == 96);
+        REQUIRE(op.attention.k.c0 - op.attention.q.c0 == 32);
+        REQUIRE(op.attention.v_image.valid());  // v is interleaved with q, k: written out for pe
+        REQUIRE(op.attention.area == 2);
+      }
+      if (op.name.find("attn.pe") != std::string::npos) {
+        REQUIRE(op.conv.groups == 64);
+        REQUIRE(op.conv.k == 7);
+        REQUIRE(op.conv.residual.valid());
+        REQUIRE(op.conv.act == yolo12::graph::Act::None);
+      }
+    }
+  }
+  {
+    json t = a2;
+    t["attn"] = "qk_v";
+    t["pe_k"] = 5;
+    t["residual"] = false;
+    auto n = counts(t);
+    REQUIRE(n[OpKind::Conv] == 1 + 2 * 6 + 1);
+    const Graph g = yolo12::graph::build_graph(tiny_header(t), 64, 96);
+    REQUIRE(param_map(g.params).count("model.5.gamma") == 0);
+    for (const Op& op : g.ops)
+      if (op.kind == OpKind::Attention) {
+        REQUIRE(op.attention.q_head_stride == 32);
+        REQUIRE(op.attention.k.c0 - op.attention.q.c0 == 64);
+        REQUIRE_FALSE(op.attention.v_image.valid());  // the v conv output already is the pe input
+      }
+  }
+  {
+    json t = a2;
+    t["a2"] = false;
+    t["area"] = -1;
+    t["residual"] = false;
+    auto n = counts(t);
+    REQUIRE(n[OpKind::Conv] == 1 + 7 + 1);  // cv1, C3k(cv1, cv2, cv3, 2 bottlenecks), cv2
+    REQUIRE(n[OpKind::Attention] == 0);
+  }
+  {
+    auto n = counts({{"type", "SPPF"}, {"c1", 64}, {"c2", 64}, {"k", 5}});
+    REQUIRE(n[OpKind::Conv] == 2);
+    REQUIRE(n[OpKind::MaxPool] == 3);
+  }
+  {
+    auto n = counts({{"type", "C2PSA"}, {"c1", 64}, {"c2", 64}, {"n", 2}, {"e", 0.5}}, false, {{"model.5.cat", 32}});
+    REQUIRE(n[OpKind::Conv] == 1 + 2 * 5 + 1);
+    REQUIRE(n[OpKind::Attention] == 2);
+    const Graph g = yolo12::graph::build_graph(tiny_header({{"type", "C2PSA"}, {"c1", 64}, {"c2", 64}, {"n", 1}, {"e", 0.5}}), 64, 96);
+    for (const Op& op : g.ops)
+      if (op.kind == OpKind::Attention) {
+        // c = 32: one head (max(c / 64, 1)), head_dim 32, key_dim 16, scale 16^-0.5
+        REQUIRE(op.attention.heads == 1);
+        REQUIRE(op.attention.dqk == 16);
+        REQUIRE(op.attention.dv == 32);
+        REQUIRE(op.attention.scale > 0.2499f);
+        REQUIRE(op.attention.scale < 0.2501f);
+      }
+  }
+  {
+    // Detect: non-legacy 8 convs per level, legacy 6
+    auto n = counts({{"type", "Conv"}, {"c1", 64}, {"c2", 48}, {"k", 1}, {"s", 1}, {"p", 0}, {"g", 1}, {"d", 1}, {"act", "silu"}});
+    REQUIRE(n[OpKind::Conv] == 1);
+    const Graph g = yolo12::graph::build_graph(tiny_header({{"type", "Conv"}, {"c1", 64}, {"c2", 48}, {"k", 1}, {"s", 1}, {"p", 0}, {"g", 1}, {"d", 1}, {"act", "silu"}}, true), 64, 96);
+    REQUIRE(count_ops(g, "model.6")[OpKind::Conv] == 18);
+    REQUIRE(g.values[g.output_value].w == 8 * 12 + 4 * 6 + 2 * 3);
+    REQUIRE(g.values[g.output_value].c == 4 + 3);
+  }
+}
+
+TEST_CASE("a layer used twice by concats is copied once; its first use is free", "[graph]") {
+  json h = header_with(kYolov8n);
+  // Layer 4 (64 channels at P3) appears twice in the Concat of layer 14: it lives in the first slice
+  // and one Copy op fills the second.
+  h["layers"][14]["from"] = {13, 4, 4};
+  h["layers"][15]["c1"] = 128 + 64 + 64;
+  const Graph g = yolo12::graph::build_graph(h, 256, 320);
+  check_dataflow(g);
+  REQUIRE(count_ops(g, "model.14")[OpKind::Copy] == 1);
+}
+
+TEST_CASE("bad headers throw ModelError naming the layer", "[graph]") {
+  auto throws_with = [](const json& h, const std::vector<std::string>& parts, int ih = 640, int iw = 640) {
+    try {
+      yolo12::graph::build_graph(h, ih, iw);
+      FAIL("no error");
+    } catch (const yolo12::ModelError& e) {
+      const std::string msg = e.what();
+      INFO(msg);
+      for (const auto& p : parts) REQUIRE(msg.find(p) != std::string::npos);
+    }
+  };
+  {
+    json h = header_with(kYolo12n);
+    h["layers"][7]["type"] = "FancyBlock";
+    throws_with(h, {"layer 7", "FancyBlock", "unknown"});
+    REQUIRE_THROWS_AS(yolo12::graph::required_params(h), yolo12::ModelError);
+  }
+  {
+    json h = header_with(kYolo12n);
+    h["layers"][6].erase("area");
+    throws_with(h, {"layer 6", "A2C2f", "area"});
+  }
+  {
+    json h = header_with(kYolo12n);
+    h["layers"][8]["attn"] = "qkvz";
+    throws_with(h, {"layer 8", "qkvz"});
+  }
+  {
+    json h = header_with(kYolo12n);
+    h["layers"][3]["c1"] = 65;  // layer 2 gives 64 channels
+    throws_with(h, {"layer 3", "c1"});
+  }
+  {
+    json h = header_with(kYolo12n);
+    h["layers"][21]["ch"] = {64, 128, 255};
+    throws_with(h, {"layer 21", "Detect", "ch"});
+  }
+  {
+    json h = header_with(kYolo12n);
+    h["layers"][10]["from"] = {9, 22};
+    throws_with(h, {"layer 10", "from"});
+  }
+  {
+    json h = header_with(kYolo12n);
+    h["layers"][5]["g"] = 3;  // 128 channels are not divisible by 3 groups
+    throws_with(h, {"layer 5", "groups"});
+  }
+  {
+    json h = header_with(kYolo12n);
+    h["layers"][6]["e"] = 0.3;  // int(128 * 0.3) = 38 is not a multiple of 32
+    throws_with(h, {"layer 6", "multiple of 32"});
+  }
+  {
+    json h = header_with(kYolo12n);
+    h["layers"].erase(21);
+    throws_with(h, {"Detect"});
+  }
+  // Input size not a multiple of 32.
+  throws_with(header_with(kYolo12n), {"multiple"}, 640, 600);
+  {
+    // area 3 on a 2 x 3 map (6 tokens) works, on a 2 x 2 map (4 tokens) it cannot: caught when the
+    // graph is built, not during an inference.
+    json block = {{"type", "A2C2f"}, {"c1", 64}, {"c2", 64}, {"n", 1}, {"a2", true}, {"area", 3}, {"residual", false},
+                  {"mlp_ratio", 2.0}, {"e", 0.5}, {"g", 1}, {"shortcut", true}, {"attn", "qkv"}, {"pe_k", 7}};
+    REQUIRE_NOTHROW(yolo12::graph::build_graph(tiny_header(block), 64, 96));
+    throws_with(tiny_header(block), {"layer 5", "area=3", "tokens"}, 64, 64);
+    REQUIRE_NOTHROW(yolo12::graph::required_params(tiny_header(block)));
+  }
+}
