@@ -111,8 +111,10 @@ class Graph:
                 zp = inits.get(n.inputs[2]) if len(n.inputs) > 2 and n.inputs[2] else None
                 _require(scale is not None, f"{path}: {n.name}: DequantizeLinear scale is not a constant")
                 out = n.outputs[0]
-                name = out if out.startswith("model.") else re.sub(r"_(quantized|DequantizeLinear.*)$", "", n.inputs[0])
-                if not name.startswith("model."):
+                candidates = [re.sub(r"_quantized$", "", n.inputs[0]),
+                              re.sub(r"(_DequantizeLinear(_Output)?|_dequantized)$", "", out), out]
+                name = next((c for c in candidates if re.match(r"^model\..*\.(weight|bias)$", c)), None)
+                if name is None:
                     continue
                 self.floats[name] = _dequantize(q, scale, zp, n.attrs.get("axis", 1), name)
                 self.alias[out] = self.alias[n.inputs[0]] = name
