@@ -36,6 +36,11 @@ def run_export(src, dst, *extra):
     return p.returncode, p.stdout, p.stderr
 
 
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def need(path):
     if not os.path.exists(path):
         raise unittest.SkipTest(f"missing input {os.path.normpath(path)} (../shared/data not present)")
@@ -85,7 +90,11 @@ class _Obj:
 
 def raw_state_dict(pt_path):
     """{'model.0.conv.weight': ndarray, 'model.0.bn.eps': float, ...} of the checkpoint's model."""
-    z = zipfile.ZipFile(pt_path)
+    with zipfile.ZipFile(pt_path) as z:
+        return _raw_state_dict(z)
+
+
+def _raw_state_dict(z):
     pkl = [n for n in z.namelist() if n.endswith("data.pkl")][0]
     prefix = pkl[:-len("data.pkl")]
     dtypes = {"HalfStorage": "<f2", "FloatStorage": "<f4", "DoubleStorage": "<f8", "LongStorage": "<i8"}
@@ -285,6 +294,20 @@ class Hostile(Tmp):
                 self.assertFalse(os.path.exists(marker), f"the {kind} payload ran")
                 self.assertTrue("system" in line or "exec" in line or "eval" in line, line)
 
+    def test_benign_metadata_is_read(self):
+        # numpy scalars/arrays, paths and sets (as training metadata holds them) load as plain data
+        sys.path.insert(0, os.path.join(REPO, "tools"))
+        from y12export import pt_reader
+        import pathlib
+        obj = {"model": None, "f": np.float64(0.5), "a": np.arange(3, dtype=np.int32), "p": pathlib.PurePosixPath("/a/b"),
+               "s": {1, 2}, "b": b"xyz"}
+        src = self.out("meta.pt")
+        zip_with_pickle(src, pickle.dumps(obj, protocol=2))
+        got = pt_reader.load_checkpoint(src)
+        self.assertEqual((got["f"], got["p"], got["s"], got["b"]), (0.5, "/a/b", {1, 2}, b"xyz"))
+        self.assertTrue(np.array_equal(got["a"].array, [0, 1, 2]))
+        self.assert_refused(src, "no 'model'")
+
     def test_getattr_trick(self):
         # builtins.getattr(builtins, "eval") written by hand with GLOBAL + REDUCE
         payload = (b"\x80\x02cbuiltins\ngetattr\ncbuiltins\n__dict__\n\x85R.")
@@ -317,7 +340,7 @@ class Hostile(Tmp):
             f.write(b"PK\x03\x04" + b"\x00" * 100)
         self.assert_refused(src, "junk.pt")
         need(TURBO)
-        data = open(TURBO, "rb").read()
+        data = read_bytes(TURBO)
         src = self.out("truncated.pt")
         with open(src, "wb") as f:
             f.write(data[: len(data) // 2])
@@ -325,9 +348,9 @@ class Hostile(Tmp):
 
     def test_corrupt_member(self):
         need(TURBO)
-        data = bytearray(open(TURBO, "rb").read())
-        z = zipfile.ZipFile(TURBO)
-        info = [i for i in z.infolist() if i.filename.endswith("data.pkl")][0]
+        data = bytearray(read_bytes(TURBO))
+        with zipfile.ZipFile(TURBO) as z:
+            info = [i for i in z.infolist() if i.filename.endswith("data.pkl")][0]
         start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
         data[start + 200] ^= 0xFF  # flip a byte inside data.pkl: the CRC no longer matches
         src = self.out("corrupt.pt")
@@ -336,8 +359,7 @@ class Hostile(Tmp):
         self.assert_refused(src, "corrupt.pt")
 
     def _rewrite_pickle(self, src, dst, old, new):
-        zin = zipfile.ZipFile(src)
-        with zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
             for i in zin.infolist():
                 b = zin.read(i.filename)
                 if i.filename.endswith("data.pkl"):
@@ -357,9 +379,8 @@ class Hostile(Tmp):
     def test_yaml_disagreement(self):
         # scale n's width 0.25 -> 0.5 in the stored yaml: the weights no longer match its channel counts
         need(TURBO)
-        zin = zipfile.ZipFile(TURBO)
         src = self.out("yaml.pt")
-        with zipfile.ZipFile(src, "w", zipfile.ZIP_STORED) as zout:
+        with zipfile.ZipFile(TURBO) as zin, zipfile.ZipFile(src, "w", zipfile.ZIP_STORED) as zout:
             for i in zin.infolist():
                 b = zin.read(i.filename)
                 if i.filename.endswith("data.pkl"):
@@ -416,7 +437,7 @@ class Onnx(Tmp):
     def test_unsupported_onnx_head(self):
         # an extra branch name in the head (as a segmentation head would have): refused by name
         need(ONNX11)
-        data = open(ONNX11, "rb").read()
+        data = read_bytes(ONNX11)
         src = self.out("seg.onnx")
         with open(src, "wb") as f:
             f.write(data.replace(b"model.23.cv3.0.2.", b"model.23.cv4.0.2."))
@@ -431,7 +452,7 @@ class Onnx(Tmp):
 
     def test_truncated_onnx(self):
         need(ONNX11)
-        data = open(ONNX11, "rb").read()
+        data = read_bytes(ONNX11)
         src = self.out("cut.onnx")
         with open(src, "wb") as f:
             f.write(data[: len(data) // 3])

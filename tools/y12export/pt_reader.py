@@ -21,6 +21,7 @@ Records for objects.
 
 import collections
 import io
+import pathlib
 import pickle
 import zipfile
 
@@ -147,7 +148,9 @@ def _torch_device(*args):
 
 
 def _path(*parts):
-    return "/".join(str(p) for p in parts)
+    if not all(isinstance(p, str) for p in parts):
+        raise ExportError("corrupt checkpoint: bad path")
+    return str(pathlib.PurePosixPath(*parts))  # a pure path: string handling only, no file access
 
 
 def _numpy_scalar(dtype, data=None):
@@ -178,6 +181,38 @@ class _NumpyDtype:
         pass
 
 
+class _NumpyArray:
+    """np.ndarray is pickled as _reconstruct(ndarray, (0,), b"b") then BUILD((version, shape, dtype,
+    fortran, raw bytes)); we rebuild it from the raw bytes only (object arrays are refused)."""
+
+    def __setstate__(self, state):
+        if not (isinstance(state, tuple) and len(state) == 5 and isinstance(state[2], _NumpyDtype)
+                and isinstance(state[4], (bytes, bytearray)) and isinstance(state[1], tuple)):
+            raise ExportError("corrupt checkpoint: bad numpy array")
+        _, shape, dtype, fortran, raw = state
+        count = 1
+        for n in shape:
+            if not isinstance(n, int) or n < 0:
+                raise ExportError("corrupt checkpoint: bad numpy array shape")
+            count *= n
+        if len(raw) != count * dtype.dt.itemsize:
+            raise ExportError("corrupt checkpoint: numpy array size does not match its data")
+        self.array = np.frombuffer(bytes(raw), dtype=dtype.dt).reshape(shape, order="F" if fortran else "C")
+
+
+def _numpy_reconstruct(cls, shape, typecode):
+    if getattr(cls, "cls", "") != "numpy.ndarray":
+        raise ExportError("refusing numpy _reconstruct of a class other than ndarray")
+    return _NumpyArray()
+
+
+def _codecs_encode(text, encoding="utf-8"):
+    """Protocol-2 pickles write bytes objects as _codecs.encode(str, "latin1")."""
+    if not isinstance(text, str) or encoding != "latin1":
+        raise ExportError("refusing _codecs.encode other than the latin1 bytes idiom")
+    return text.encode("latin1")
+
+
 def _reconstructor(cls, base, state=None):  # copyreg._reconstructor for protocol 0/1 objects
     if not (isinstance(cls, type) and issubclass(cls, Record)):
         raise ExportError("refusing copyreg._reconstructor on a non-record class")
@@ -204,7 +239,10 @@ _ALLOWED = {
     ("numpy.core.multiarray", "scalar"): _numpy_scalar,
     ("numpy._core.multiarray", "scalar"): _numpy_scalar,
     ("numpy", "dtype"): _numpy_dtype,
+    ("numpy.core.multiarray", "_reconstruct"): _numpy_reconstruct,
+    ("numpy._core.multiarray", "_reconstruct"): _numpy_reconstruct,
     ("copyreg", "_reconstructor"): _reconstructor,
+    ("_codecs", "encode"): _codecs_encode,
 }
 
 
