@@ -39,7 +39,7 @@ def export(src, dst, dtype="f32", warn=None):
         raise ExportError(f"{src}: no such file")
     with open(src, "rb") as f:
         head = f.read(4)
-    if head[:2] == b"PK":
+    if head[:2] == b"PK" or src.lower().endswith((".pt", ".pth")):
         from y12export.from_pt import read_pt
         header, layers, tensors, fmt, producer = read_pt(src, warn)
     elif src.lower().endswith(".onnx"):
