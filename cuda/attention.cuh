@@ -13,8 +13,11 @@
 //   YOLO11 PSA:    qkv (B, N, 2C): q = qkv, k = qkv + 32, v = qkv + 64, head strides 128, dqk 32, dv 64
 //
 // Kernels (cuda/attention.cu): area_attention_flash_f16 (tensor cores, fp16 with 16-byte aligned
-// views) and area_attention_rowwise (one thread per query, fp32 or fp16, any alignment; the oracle).
-// area_attention_forward picks the first that applies. Launches never allocate or synchronise.
+// views, scale > 0), area_attention_flash_f16_split (the same maths with a chunk's keys split across
+// warps, for grids too small to fill the GPU, e.g. batch 1) and area_attention_rowwise (CUDA cores,
+// fp32 or fp16, any alignment; the oracle). area_attention_forward picks one (area_attention_select).
+// Launches never allocate or synchronise (the split kernel raises its shared-memory limit once per
+// process with cudaFuncSetAttribute, which is no stream operation).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -46,12 +49,15 @@ template <typename T>
 void area_attention_forward(const AreaAttentionParams<T>& p, cudaStream_t stream);
 
 // Which kernel area_attention_forward runs for these parameters (for tests, logs and benchmarks).
-enum class AreaAttentionKernel { rowwise, flash_f16 };
+enum class AreaAttentionKernel { rowwise, flash_f16, flash_f16_split };
 template <typename T>
 AreaAttentionKernel area_attention_select(const AreaAttentionParams<T>& p);
 const char* area_attention_kernel_name(AreaAttentionKernel k);
 // The simple kernel, whatever the alignment: the oracle the tests compare the tensor-core path with.
 template <typename T>
 void area_attention_forward_rowwise(const AreaAttentionParams<T>& p, cudaStream_t stream);
+// A given kernel (tests, benchmarks); throws yolo12::InputError if it cannot run these parameters.
+template <typename T>
+void area_attention_forward_with(const AreaAttentionParams<T>& p, AreaAttentionKernel kernel, cudaStream_t stream);
 
 }  // namespace yolo12::cuda

@@ -212,9 +212,11 @@ struct Outcome {
   AreaAttentionKernel kernel = AreaAttentionKernel::rowwise;
 };
 
-// Runs one problem through area_attention_forward (or the rowwise oracle when force_rowwise).
+enum class Force { none, rowwise, flash, split };
+
+// Runs one problem through area_attention_forward, or through the kernel `force` names.
 template <typename T>
-Outcome run_case(const Problem& pr, std::mt19937& rng, bool force_rowwise) {
+Outcome run_case(const Problem& pr, std::mt19937& rng, Force force) {
   const long long R = pr.rows();
   const int C = pr.s.heads * pr.dv;
   std::uniform_real_distribution<float> uni(-1.5f, 1.5f);
@@ -274,9 +276,14 @@ Outcome run_case(const Problem& pr, std::mt19937& rng, bool force_rowwise) {
   p.scale = pr.scale;
 
   Outcome res;
-  res.kernel = force_rowwise ? AreaAttentionKernel::rowwise : yolo12::cuda::area_attention_select(p);
-  if (force_rowwise) yolo12::cuda::area_attention_forward_rowwise(p, nullptr);
-  else yolo12::cuda::area_attention_forward(p, nullptr);
+  switch (force) {
+    case Force::none: res.kernel = yolo12::cuda::area_attention_select(p); break;
+    case Force::rowwise: res.kernel = AreaAttentionKernel::rowwise; break;
+    case Force::flash: res.kernel = AreaAttentionKernel::flash_f16; break;
+    case Force::split: res.kernel = AreaAttentionKernel::flash_f16_split; break;
+  }
+  if (force == Force::none) yolo12::cuda::area_attention_forward(p, nullptr);
+  else yolo12::cuda::area_attention_forward_with(p, res.kernel, nullptr);
   YOLO12_CUDA_CHECK(cudaDeviceSynchronize());
 
   const std::vector<T> out_all = d_out.download();
@@ -350,7 +357,7 @@ TEST_CASE("area attention fp32 matches the fp64 reference", "[attention][gpu]") 
   for (Layout layout : {Layout::yolo12, Layout::turbo, Layout::psa})
     for (const Shape& s : kShapes) {
       const Problem pr = make_problem(s, layout, /*pad=*/5, /*off=*/3);
-      const Outcome r = run_case<float>(pr, rng, false);
+      const Outcome r = run_case<float>(pr, rng, Force::none);
       INFO(describe(pr) << " err=" << r.err << " ref_rms=" << r.ref_rms);
       CHECK(r.ref_rms > 0.05);  // a real signal, not zeros
       CHECK(r.unwritten == 0);
@@ -364,15 +371,17 @@ TEST_CASE("area attention fp16 within 2x of a naive fp16 reference", "[attention
   std::mt19937 rng(99);
   for (Layout layout : {Layout::yolo12, Layout::turbo, Layout::psa})
     for (const Shape& s : kShapes)
-      for (int variant = 0; variant < 3; ++variant) {
-        // 0: 16-byte aligned views (tensor-core kernel), 1: odd offsets (rowwise fallback),
-        // 2: aligned views through the rowwise oracle.
+      for (int variant = 0; variant < 5; ++variant) {
+        // 0: 16-byte aligned views, the kernel area_attention_forward picks (a tensor-core one);
+        // 1: odd offsets (rowwise fallback); 2, 3, 4: aligned views through each kernel in turn.
         const bool aligned = variant != 1;
         const Problem pr = make_problem(s, layout, aligned ? 8 : 5, aligned ? 16 : 3);
-        const Outcome r = run_case<__half>(pr, rng, variant == 2);
+        const Force force = variant == 2 ? Force::rowwise : variant == 3 ? Force::flash : variant == 4 ? Force::split : Force::none;
+        const Outcome r = run_case<__half>(pr, rng, force);
         INFO(describe(pr) << " kernel=" << yolo12::cuda::area_attention_kernel_name(r.kernel) << " err=" << r.err
                           << " naive=" << r.err_naive << " ref_rms=" << r.ref_rms);
-        CHECK(r.kernel == (variant == 0 ? AreaAttentionKernel::flash_f16 : AreaAttentionKernel::rowwise));
+        if (variant == 0) CHECK(r.kernel != AreaAttentionKernel::rowwise);
+        if (variant == 1) CHECK(r.kernel == AreaAttentionKernel::rowwise);
         CHECK(r.ref_rms > 0.05);
         CHECK(r.unwritten == 0);
         CHECK(r.guard_hits == 0);
@@ -415,7 +424,9 @@ TEST_CASE("area attention rejects shapes and views it cannot run", "[attention]"
   h.area = 4;
   h.heads = 2;
   h.scale = 0.17f;
-  CHECK(yolo12::cuda::area_attention_select(h) == AreaAttentionKernel::flash_f16);
+  CHECK(yolo12::cuda::area_attention_select(h) == AreaAttentionKernel::flash_f16_split);  // 16 blocks
+  h.batch = 32;
+  CHECK(yolo12::cuda::area_attention_select(h) == AreaAttentionKernel::flash_f16);  // 512 blocks
   h.scale = -0.17f;
   CHECK(yolo12::cuda::area_attention_select(h) == AreaAttentionKernel::rowwise);
   h.scale = 0.17f;
@@ -436,12 +447,11 @@ struct BenchShape {
 };
 
 template <typename T>
-double time_us(const AreaAttentionParams<T>& p, bool rowwise, int launches_per_graph, int replays) {
+double time_us(const AreaAttentionParams<T>& p, AreaAttentionKernel kernel, int launches_per_graph, int replays) {
   cudaStream_t stream;
   YOLO12_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   auto launch = [&] {
-    if (rowwise) yolo12::cuda::area_attention_forward_rowwise(p, stream);
-    else yolo12::cuda::area_attention_forward(p, stream);
+    yolo12::cuda::area_attention_forward_with(p, kernel, stream);
   };
   for (int i = 0; i < 3; ++i) launch();
   cudaGraph_t graph;
@@ -474,7 +484,7 @@ double time_us(const AreaAttentionParams<T>& p, bool rowwise, int launches_per_g
 }
 
 template <typename T>
-void bench_one(const BenchShape& s, bool rowwise, const char* label) {
+void bench_one(const BenchShape& s, AreaAttentionKernel kernel, const char* label) {
   const int N = s.h * s.w, C = s.heads * 32;
   const long long rows = static_cast<long long>(s.batch) * N;
   // qkv (B, N, 3C) random, out and v_image (B, N, C): the YOLO12 layout with v written back.
@@ -502,7 +512,7 @@ void bench_one(const BenchShape& s, bool rowwise, const char* label) {
   p.area = s.area;
   p.heads = s.heads;
   p.scale = 1.f / std::sqrt(32.f);
-  const double us = time_us(p, rowwise, 10, 15);
+  const double us = time_us(p, kernel, 10, 15);
   const double nc = static_cast<double>(N) / s.area;
   const double flops = 4.0 * nc * nc * 32 * s.heads * s.area * s.batch;
   const double bytes = static_cast<double>(rows) * C * (3 + 1 + 1) * sizeof(T);
@@ -521,9 +531,10 @@ TEST_CASE("area attention timings (YOLO12 n/x at 640)", "[.bench][attention]") {
       {"12n-P4", 32, 40, 40, 4, 2}, {"12n-P5", 32, 20, 20, 1, 4}, {"12x-P4", 32, 40, 40, 4, 12}, {"12x-P5", 32, 20, 20, 1, 12},
   };
   for (const auto& s : shapes) {
-    bench_one<__half>(s, false, "fp16 flash_f16");
-    bench_one<__half>(s, true, "fp16 rowwise");
-    bench_one<float>(s, true, "fp32 rowwise");
+    bench_one<__half>(s, AreaAttentionKernel::flash_f16, "fp16 flash_f16");
+    bench_one<__half>(s, AreaAttentionKernel::flash_f16_split, "fp16 flash_f16_split");
+    bench_one<__half>(s, AreaAttentionKernel::rowwise, "fp16 rowwise");
+    bench_one<float>(s, AreaAttentionKernel::rowwise, "fp32 rowwise");
   }
   SUCCEED();
 }
