@@ -40,6 +40,8 @@ struct ConvParams {
 // Number of T elements the packed weights of this conv take.
 std::size_t conv_packed_weight_elems(const ConvShape& s);
 // oihw: PyTorch layout (c_out, c_in / groups, k, k), float32. dst: conv_packed_weight_elems values.
+// Place each conv's packed weights at a 16-byte aligned address (ConvParams::w): the tiled kernels read
+// them in 16-byte vectors, and an unaligned w falls back to the slow naive kernel.
 template <typename T>
 void conv_pack_weights(const ConvShape& s, const float* oihw, T* dst);
 // Whether conv2d_forward supports this shape (checked when the graph is built, never mid-inference).

@@ -62,7 +62,8 @@ __device__ __forceinline__ float epilogue(float acc, const float* bias, const fl
 // Lab switches for variants written but not yet measured on the device: the tests and the benchmark
 // flip them, the defaults are the validated choices. Not thread-safe: set them before any launch.
 struct ConvVariants {
-  bool f16_bk64 = false;       // fp16 implicit GEMM with 64-wide K tiles (3 stages): half the barriers
+  bool f16_bk64 = false;       // fp16 implicit GEMM: 64-wide K tiles (3 stages), epilogue staged through
+                               // shared memory for 16-byte stores
   bool dw_one_output = false;  // dwconv_direct: one output per thread when the grid would not fill the GPU
 };
 ConvVariants& conv_variants();

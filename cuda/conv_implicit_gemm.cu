@@ -41,6 +41,7 @@ struct ImplicitGemmParams {
   int n_g, cin_g, cin_pad, k_real, k_pad;
   bool silu;
   bool pair_out;       // the epilogue may store channel pairs (2-element aligned y / residual)
+  bool vec_out;        // 16-byte stores of 16 bytes of channels (n_g, ldy, ldr multiples of 16 bytes, aligned)
 };
 
 template <typename T>
@@ -72,6 +73,9 @@ ImplicitGemmParams<T> make_params(const ConvParams<T>& p) {
   a.k_pad = l.k_pad;
   a.silu = p.silu;
   const auto aligned = [](const void* ptr, int bytes) { return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0; };
+  const int per16 = 16 / static_cast<int>(sizeof(T));
+  a.vec_out = l.n_g % per16 == 0 && p.ldy % per16 == 0 && aligned(p.y, 16) &&
+              (!p.residual || (p.ldr % per16 == 0 && aligned(p.residual, 16)));
   a.pair_out = l.n_g % 2 == 0 && p.ldy % 2 == 0 && aligned(p.y, 2 * sizeof(T)) &&
                (!p.residual || (p.ldr % 2 == 0 && aligned(p.residual, 2 * sizeof(T))));
   return a;
@@ -145,42 +149,6 @@ __device__ __forceinline__ void store_output(const ImplicitGemmParams<T>& a, int
   if (two) {
     if (rp) v1 += to_float(rp[1]);
     yp[1] = from_float<T>(v1);
-  }
-}
-
-// store_output with bias and gamma of channels (c, c + 1) already in registers (loaded once per thread
-// before the epilogue instead of once per output pair).
-__device__ __forceinline__ void store_output_preloaded(const ImplicitGemmParams<__half>& a, int m, int n, float v0,
-                                                       float v1, float2 bias, float2 gamma) {
-  if (m >= a.m || n >= a.n_g) return;
-  const int c = blockIdx.z * a.n_g + n;
-  const bool two = n + 1 < a.n_g;
-  v0 += bias.x;
-  v1 += bias.y;
-  if (a.silu) {
-    v0 = v0 / (1.f + __expf(-v0));
-    v1 = v1 / (1.f + __expf(-v1));
-  }
-  if (a.gamma) {
-    v0 *= gamma.x;
-    v1 *= gamma.y;
-  }
-  __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
-  const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
-  if (two && a.pair_out) {
-    if (rp) {
-      const float2 r = __half22float2(*reinterpret_cast<const __half2*>(rp));
-      v0 += r.x;
-      v1 += r.y;
-    }
-    *reinterpret_cast<__half2*>(yp) = __floats2half2_rn(v0, v1);
-    return;
-  }
-  if (rp) v0 += __half2float(rp[0]);
-  yp[0] = __float2half_rn(v0);
-  if (two) {
-    if (rp) v1 += __half2float(rp[1]);
-    yp[1] = __float2half_rn(v1);
   }
 }
 
@@ -347,7 +315,12 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   }
   cp_async_wait<0>();
 
-  if constexpr (BK == 64) {  // lab variant: this thread's 2 * NI channels' bias and gamma loaded once
+  if constexpr (BK == 64) {
+    // Lab variant: bias and gamma of this thread's 2 * NI channels loaded once; the finished fp32 values
+    // go through shared memory so that each thread then writes 16-byte row chunks (8 channels) with
+    // the residual read the same way, instead of 4-byte pairs 8 rows apart.
+    constexpr int kCRow = BN + 8;  // floats; float2 writes of a half-warp (4 rows) hit distinct banks
+    static_assert(BM * kCRow * 4 <= STAGES * (BM + BN) * kRowHalves * 2, "C tile fits in the pipeline's smem");
     float2 bias_r[NI], gamma_r[NI];
 #pragma unroll
     for (int j = 0; j < NI; ++j) {
@@ -357,15 +330,58 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       bias_r[j] = make_float2(a.bias && ok0 ? __ldg(a.bias + c) : 0.f, a.bias && ok1 ? __ldg(a.bias + c + 1) : 0.f);
       gamma_r[j] = make_float2(a.gamma && ok0 ? __ldg(a.gamma + c) : 1.f, a.gamma && ok1 ? __ldg(a.gamma + c + 1) : 1.f);
     }
+    __syncthreads();  // every warp is done reading As / Bs: the C tile reuses them
+    float* Cs = reinterpret_cast<float*>(smem_raw);  // (BM, kCRow)
+    auto finish = [&](float v, float b, float gm) {
+      v += b;
+      if (a.silu) v = v / (1.f + __expf(-v));
+      return a.gamma ? v * gm : v;
+    };
 #pragma unroll
     for (int i = 0; i < MI; ++i)
 #pragma unroll
       for (int j = 0; j < NI; ++j) {
-        const int m = m0 + wm * WM + i * 16 + lane / 4;
-        const int n = n0 + wn * WN + j * 8 + (lane % 4) * 2;
-        store_output_preloaded(a, m, n, acc[i][j][0], acc[i][j][1], bias_r[j], gamma_r[j]);
-        store_output_preloaded(a, m + 8, n, acc[i][j][2], acc[i][j][3], bias_r[j], gamma_r[j]);
+        const int r = wm * WM + i * 16 + lane / 4;
+        const int cl = wn * WN + j * 8 + (lane % 4) * 2;
+        *reinterpret_cast<float2*>(Cs + r * kCRow + cl) =
+            make_float2(finish(acc[i][j][0], bias_r[j].x, gamma_r[j].x), finish(acc[i][j][1], bias_r[j].y, gamma_r[j].y));
+        *reinterpret_cast<float2*>(Cs + (r + 8) * kCRow + cl) =
+            make_float2(finish(acc[i][j][2], bias_r[j].x, gamma_r[j].x), finish(acc[i][j][3], bias_r[j].y, gamma_r[j].y));
       }
+    __syncthreads();
+    constexpr int kChunksN = BN / 8;
+    for (int idx = tid; idx < BM * kChunksN; idx += kThreads) {
+      const int r = idx / kChunksN, q = idx % kChunksN;
+      const int m = m0 + r, n = n0 + q * 8;
+      if (m >= a.m || n >= a.n_g) continue;
+      const float4 lo = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8);
+      const float4 hi = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8 + 4);
+      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      const long long c = static_cast<long long>(g) * a.n_g + n;
+      __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
+      const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
+      if (a.vec_out && n + 8 <= a.n_g) {
+        if (rp) {
+          const uint4 raw = __ldg(reinterpret_cast<const uint4*>(rp));
+          const __half2* r2 = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float2 f = __half22float2(r2[e]);
+            v[2 * e] += f.x;
+            v[2 * e + 1] += f.y;
+          }
+        }
+        uint4 out;
+        __half2* o2 = reinterpret_cast<__half2*>(&out);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+        *reinterpret_cast<uint4*>(yp) = out;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (n + e < a.n_g) yp[e] = __float2half_rn(v[e] + (rp ? __half2float(rp[e]) : 0.f));
+      }
+    }
   } else {
 #pragma unroll
     for (int i = 0; i < MI; ++i)
