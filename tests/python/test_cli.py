@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -319,6 +320,38 @@ class CliTest(unittest.TestCase):
         frames, w, h, _ = ffprobe_video(path)
         self.assertEqual((frames, w, h), (written, VIDEO_W, VIDEO_H))
         self.assertEqual(len(read_jsonl(out)), written)  # JSON flushed: one whole line per frame
+
+    def test_live_stream_drops_and_reconnects(self):
+        # A 4-second MJPEG stream served over HTTP by ffmpeg on the loopback interface, in real time.
+        # Then the server is gone: the CLI tries 5 times (0.5 + 1 + 2 + 4 + 8 s), reports the stream
+        # as failed and exits 1.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/feed.mjpg"
+        server = subprocess.Popen(["ffmpeg", "-v", "error", "-re", "-i", VIDEO, "-t", "4", "-f", "mpjpeg",
+                                   "-listen", "1", url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1.5)  # let the server start listening
+            rc, stdout, stderr = run_cli("--model", self.model, url, "--json", "-", timeout=120)
+        finally:
+            server.kill()
+            server.wait()
+        self.assertEqual(rc, 1, stderr)
+        lines = [json.loads(l) for l in stdout.splitlines()]
+        frames = [l["frame"] for l in lines[:-1]]
+        self.assertGreater(len(frames), 5)
+        self.assertEqual(frames, sorted(set(frames)))  # in order, never twice
+        self.assertEqual(lines[-1]["source"], url)
+        self.assertIn("stream lost and could not be reopened after 5 tries", lines[-1]["error"])
+        self.assertIn("reopening in 8.0 s (try 5/5)", stderr)
+        # Every frame read was either detected or dropped, and drops are reported with their count.
+        m = re.search(r"stream 1/1 \S+: (\d+) frames, (\d+) detected", stderr)
+        self.assertIsNotNone(m, stderr)
+        read, detected = int(m[1]), int(m[2])
+        self.assertEqual(detected, len(frames))
+        if detected < read:
+            self.assertIn(f"{read - detected} of {read} frames dropped because detection is slower", stderr)
 
 
 if __name__ == "__main__":
