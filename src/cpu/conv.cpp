@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define YOLO12_CPU_X86 1
-#endif
-
+#include "cpu/simd.hpp"
 #include "cpu/thread_pool.hpp"
+
+#ifdef YOLO12_CPU_X86
+#include <immintrin.h>
+#endif
 #include "yolo12/errors.hpp"
 
 namespace yolo12::cpu {
@@ -20,8 +20,6 @@ namespace {
 
 constexpr int MR = kConvMR;
 constexpr int NR = kConvNR;
-
-inline float silu(float v) { return v / (1.f + std::exp(-v)); }
 
 // Shape of one conv call, derived from the params and checked once.
 struct ConvShape {
@@ -63,18 +61,23 @@ ConvShape check_shape(const ConvParams& p) {
   return s;
 }
 
-// out[j] = act(acc[j] + bias) * gamma + residual[j], for one output row segment.
-inline void epilogue_row(const ConvParams& p, int b, int o, std::ptrdiff_t n0, int cols, const float* acc) {
+// y[j] = act(acc[j] + bias) * gamma + residual[j] for one output row segment of channel o;
+// acc is scratch (overwritten). Separate simple loops so each one vectorizes.
+YOLO12_CPU_INLINE void epilogue_row(const ConvParams& p, int b, int o, std::ptrdiff_t n0, int cols, float* acc) {
   float* y = p.y.at(b, o) + n0;
-  const float* r = p.residual.valid() ? p.residual.at(b, o) + n0 : nullptr;
   const float bias = p.bias[o];
-  const float gamma = p.gamma ? p.gamma[o] : 1.f;
-  for (int j = 0; j < cols; ++j) {
-    float v = acc[j] + bias;
-    if (p.silu) v = silu(v);
-    v *= gamma;
-    if (r) v += r[j];
-    y[j] = v;
+  for (int j = 0; j < cols; ++j) acc[j] += bias;
+  if (p.silu)
+    for (int j = 0; j < cols; ++j) acc[j] = acc[j] / (1.f + exp_approx(-acc[j]));
+  if (p.gamma) {
+    const float gamma = p.gamma[o];
+    for (int j = 0; j < cols; ++j) acc[j] *= gamma;
+  }
+  if (p.residual.valid()) {
+    const float* r = p.residual.at(b, o) + n0;
+    for (int j = 0; j < cols; ++j) y[j] = acc[j] + r[j];
+  } else {
+    for (int j = 0; j < cols; ++j) y[j] = acc[j];
   }
 }
 
@@ -97,7 +100,7 @@ void tile_kernel_generic(int K, const float* a,  // (K, MR) packed weights
 
 #ifdef YOLO12_CPU_X86
 static_assert(MR == 6 && NR == 16, "the AVX2 tile kernel is written for 6 x 16");
-__attribute__((target("avx2,fma"))) void tile_kernel_avx2(int K, const float* a, const float* b, float* c) {
+YOLO12_CPU_AVX2 void tile_kernel_avx2(int K, const float* a, const float* b, float* c) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(),
          c11 = _mm256_setzero_ps(), c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(),
          c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps(), c40 = _mm256_setzero_ps(),
@@ -142,16 +145,17 @@ using TileKernel = void (*)(int, const float*, const float*, float*);
 
 TileKernel pick_tile_kernel() {
 #ifdef YOLO12_CPU_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return tile_kernel_avx2;
+  if (cpu_has_avx2()) return tile_kernel_avx2;
 #endif
   return tile_kernel_generic;
 }
 
 // Gathers the im2col columns [n0, n0 + nstrips * NR) of image b, group g into NR-wide strips:
-// strip s holds dst[(s * K + kk) * NR + j] = X_col[kk, n0 + s * NR + j] (zero past N).
-void pack_columns(const ConvParams& p, const ConvShape& s, int b, int g, std::ptrdiff_t n0, int nstrips,
-                  float* dst) {
+// strip s holds dst[(s * K + kk) * NR + j] = X_col[kk, n0 + s * NR + j] (zero past N). The columns
+// of a strip are cut into runs that share an output row, so each (tap, run) is one bounds check on
+// the input row and a contiguous (stride 1) or strided copy.
+YOLO12_CPU_INLINE void pack_columns(const ConvParams& p, const ConvShape& s, int b, int g, std::ptrdiff_t n0,
+                                    int nstrips, float* dst) {
   const bool pointwise = s.k == 1 && s.stride == 1 && s.pad == 0;
   for (int st = 0; st < nstrips; ++st) {
     const std::ptrdiff_t nb = n0 + static_cast<std::ptrdiff_t>(st) * NR;
@@ -166,10 +170,13 @@ void pack_columns(const ConvParams& p, const ConvShape& s, int b, int g, std::pt
       }
       continue;
     }
-    int oy[NR], ox[NR];
-    for (int j = 0; j < cols; ++j) {
-      oy[j] = static_cast<int>((nb + j) / s.wo);
-      ox[j] = static_cast<int>((nb + j) % s.wo);
+    // runs of columns on one output row: [run_j0[r], run_j0[r] + run_len[r]) at (run_oy, run_ox0)
+    int run_j0[NR + 1], run_len[NR + 1], run_oy[NR + 1], run_ox0[NR + 1], runs = 0;
+    for (int j = 0; j < cols;) {
+      const int oy = static_cast<int>((nb + j) / s.wo), ox = static_cast<int>((nb + j) % s.wo);
+      const int len = std::min(cols - j, s.wo - ox);
+      run_j0[runs] = j, run_len[runs] = len, run_oy[runs] = oy, run_ox0[runs] = ox, ++runs;
+      j += len;
     }
     int kk = 0;
     for (int ci = 0; ci < s.cin_g; ++ci) {
@@ -178,9 +185,27 @@ void pack_columns(const ConvParams& p, const ConvShape& s, int b, int g, std::pt
         for (int kx = 0; kx < s.k; ++kx, ++kk) {
           float* d = strip + static_cast<std::ptrdiff_t>(kk) * NR;
           const int dy = ky * s.dilation - s.pad, dx = kx * s.dilation - s.pad;
-          for (int j = 0; j < cols; ++j) {
-            const int iy = oy[j] * s.stride + dy, ix = ox[j] * s.stride + dx;
-            d[j] = (iy >= 0 && iy < s.h && ix >= 0 && ix < s.w) ? plane[static_cast<std::ptrdiff_t>(iy) * s.w + ix] : 0.f;
+          for (int r = 0; r < runs; ++r) {
+            float* dr = d + run_j0[r];
+            const int len = run_len[r];
+            const int iy = run_oy[r] * s.stride + dy;
+            if (iy < 0 || iy >= s.h) {
+              for (int i = 0; i < len; ++i) dr[i] = 0.f;
+              continue;
+            }
+            const float* row = plane + static_cast<std::ptrdiff_t>(iy) * s.w;
+            const int ix0 = run_ox0[r] * s.stride + dx;  // input column of the run's first output
+            // valid i: 0 <= ix0 + i * stride < w
+            int lo = 0, hi = len;
+            while (lo < len && ix0 + lo * s.stride < 0) ++lo;
+            while (hi > lo && ix0 + (hi - 1) * s.stride >= s.w) --hi;
+            for (int i = 0; i < lo; ++i) dr[i] = 0.f;
+            if (s.stride == 1) {
+              for (int i = lo; i < hi; ++i) dr[i] = row[ix0 + i];
+            } else {
+              for (int i = lo; i < hi; ++i) dr[i] = row[ix0 + i * s.stride];
+            }
+            for (int i = hi; i < len; ++i) dr[i] = 0.f;
           }
           for (int j = cols; j < NR; ++j) d[j] = 0.f;
         }
@@ -189,96 +214,124 @@ void pack_columns(const ConvParams& p, const ConvShape& s, int b, int g, std::pt
   }
 }
 
+// How conv2d_im2col_gemm cuts its work into tasks.
+struct GemmPlan {
+  const float* packed;  // pack_conv_weight() layout
+  int mstrips;          // MR-row strips of output channels per group
+  std::ptrdiff_t nc;    // columns per task
+  std::ptrdiff_t nblocks;
+  int mchunks;          // output channel ranges per column block
+  TileKernel kernel;
+};
+
+// One task: column block x output-channel range of one (image, group).
+YOLO12_CPU_INLINE void gemm_task_impl(const ConvParams& p, const ConvShape& s, const GemmPlan& plan,
+                                      std::ptrdiff_t t) {
+  const int mc = static_cast<int>(t % plan.mchunks);
+  std::ptrdiff_t r = t / plan.mchunks;
+  const std::ptrdiff_t nbk = r % plan.nblocks;
+  r /= plan.nblocks;
+  const int g = static_cast<int>(r % s.groups);
+  const int b = static_cast<int>(r / s.groups);
+  const std::ptrdiff_t n0 = nbk * plan.nc;
+  const int nstrips = static_cast<int>((std::min(plan.nc, s.N - n0) + NR - 1) / NR);
+  thread_local std::vector<float> cols;
+  const std::size_t need = static_cast<std::size_t>(nstrips) * s.K * NR;
+  if (cols.size() < need) cols.resize(need);
+  pack_columns(p, s, b, g, n0, nstrips, cols.data());
+  const int ms0 = mc * plan.mstrips / plan.mchunks, ms1 = (mc + 1) * plan.mstrips / plan.mchunks;
+  const float* gw = plan.packed + static_cast<std::ptrdiff_t>(g) * plan.mstrips * MR * s.K;
+  float tile[MR * NR];
+  for (int st = 0; st < nstrips; ++st) {
+    const std::ptrdiff_t nb = n0 + static_cast<std::ptrdiff_t>(st) * NR;
+    const int ncols = static_cast<int>(std::min<std::ptrdiff_t>(NR, s.N - nb));
+    const float* bstrip = cols.data() + static_cast<std::ptrdiff_t>(st) * s.K * NR;
+    for (int ms = ms0; ms < ms1; ++ms) {
+      plan.kernel(s.K, gw + static_cast<std::ptrdiff_t>(ms) * MR * s.K, bstrip, tile);
+      const int rows = std::min(MR, s.cout_g - ms * MR);
+      for (int i = 0; i < rows; ++i) epilogue_row(p, b, g * s.cout_g + ms * MR + i, nb, ncols, tile + i * NR);
+    }
+  }
+}
+YOLO12_CPU_AVX2 void gemm_task_avx2(const ConvParams& p, const ConvShape& s, const GemmPlan& plan, std::ptrdiff_t t) {
+  gemm_task_impl(p, s, plan, t);
+}
+void gemm_task_generic(const ConvParams& p, const ConvShape& s, const GemmPlan& plan, std::ptrdiff_t t) {
+  gemm_task_impl(p, s, plan, t);
+}
+
 void conv2d_im2col_gemm(const ConvParams& p, const ConvShape& s, ThreadPool& pool) {
   static const TileKernel kernel = pick_tile_kernel();
   std::vector<float> local_packed;
-  const float* packed = p.packed;
-  if (!packed) {
+  GemmPlan plan;
+  plan.kernel = kernel;
+  plan.packed = p.packed;
+  if (!plan.packed) {
     local_packed = pack_conv_weight(p.weight, s.c_out, s.c_in, s.k, s.groups);
-    packed = local_packed.data();
+    plan.packed = local_packed.data();
   }
-  const int mstrips = (s.cout_g + MR - 1) / MR;
-  // Columns per task: keep the packed strips (K x NC floats) within about 256 KiB of L2, and at
+  plan.mstrips = (s.cout_g + MR - 1) / MR;
+  // Columns per task: keep the packed strips (K x nc floats) within about 256 KiB of L2, and at
   // least 4 strips so the weights streamed per strip are reused.
   const int nc_strips = std::max(4, std::min(16, 65536 / std::max(1, s.K) / NR));
-  const std::ptrdiff_t nc = static_cast<std::ptrdiff_t>(nc_strips) * NR;
-  const std::ptrdiff_t nblocks = (s.N + nc - 1) / nc;
+  plan.nc = static_cast<std::ptrdiff_t>(nc_strips) * NR;
+  plan.nblocks = (s.N + plan.nc - 1) / plan.nc;
   // Split the output channels too when there are few column blocks (small late feature maps).
-  int mchunks = 1;
-  const std::ptrdiff_t base_tasks = static_cast<std::ptrdiff_t>(s.batch) * s.groups * nblocks;
-  while (base_tasks * mchunks < 4 * pool.size() && mstrips / (mchunks * 2) >= 2) mchunks *= 2;
-  const std::ptrdiff_t tasks = base_tasks * mchunks;
-
-  pool.parallel_for(tasks, [&](std::ptrdiff_t t, int) {
-    const int mc = static_cast<int>(t % mchunks);
-    std::ptrdiff_t r = t / mchunks;
-    const std::ptrdiff_t nbk = r % nblocks;
-    r /= nblocks;
-    const int g = static_cast<int>(r % s.groups);
-    const int b = static_cast<int>(r / s.groups);
-    const std::ptrdiff_t n0 = nbk * nc;
-    const int nstrips = static_cast<int>((std::min(nc, s.N - n0) + NR - 1) / NR);
-    thread_local std::vector<float> cols;
-    const std::size_t need = static_cast<std::size_t>(nstrips) * s.K * NR;
-    if (cols.size() < need) cols.resize(need);
-    pack_columns(p, s, b, g, n0, nstrips, cols.data());
-    const int ms0 = mc * mstrips / mchunks, ms1 = (mc + 1) * mstrips / mchunks;
-    const float* gw = packed + static_cast<std::ptrdiff_t>(g) * mstrips * MR * s.K;
-    float tile[MR * NR];
-    for (int st = 0; st < nstrips; ++st) {
-      const std::ptrdiff_t nb = n0 + static_cast<std::ptrdiff_t>(st) * NR;
-      const int ncols = static_cast<int>(std::min<std::ptrdiff_t>(NR, s.N - nb));
-      const float* bstrip = cols.data() + static_cast<std::ptrdiff_t>(st) * s.K * NR;
-      for (int ms = ms0; ms < ms1; ++ms) {
-        kernel(s.K, gw + static_cast<std::ptrdiff_t>(ms) * MR * s.K, bstrip, tile);
-        const int rows = std::min(MR, s.cout_g - ms * MR);
-        for (int i = 0; i < rows; ++i) epilogue_row(p, b, g * s.cout_g + ms * MR + i, nb, ncols, tile + i * NR);
-      }
-    }
-  });
+  plan.mchunks = 1;
+  const std::ptrdiff_t base_tasks = static_cast<std::ptrdiff_t>(s.batch) * s.groups * plan.nblocks;
+  while (base_tasks * plan.mchunks < 4 * pool.size() && plan.mstrips / (plan.mchunks * 2) >= 2) plan.mchunks *= 2;
+  const auto task = cpu_has_avx2() ? gemm_task_avx2 : gemm_task_generic;
+  pool.parallel_for(base_tasks * plan.mchunks, [&](std::ptrdiff_t t, int) { task(p, s, plan, t); });
 }
 
-void conv2d_depthwise_direct(const ConvParams& p, const ConvShape& s, ThreadPool& pool) {
-  const std::ptrdiff_t tasks = static_cast<std::ptrdiff_t>(s.batch) * s.c_out;
-  pool.parallel_for(tasks, [&](std::ptrdiff_t t, int) {
-    const int b = static_cast<int>(t / s.c_out), c = static_cast<int>(t % s.c_out);
-    const float* in = p.x.at(b, c);
-    const float* wc = p.weight + static_cast<std::ptrdiff_t>(c) * s.k * s.k;
-    thread_local std::vector<float> acc;
-    if (acc.size() < static_cast<std::size_t>(s.wo)) acc.resize(s.wo);
-    // Per kx: the range of output columns whose tap lands inside the row.
-    thread_local std::vector<int> lo, hi;
-    lo.assign(s.k, 0);
-    hi.assign(s.k, -1);
-    for (int kx = 0; kx < s.k; ++kx) {
-      const int dx = kx * s.dilation - s.pad;
-      int a = 0, z = s.wo - 1;
-      while (a < s.wo && a * s.stride + dx < 0) ++a;
-      while (z >= a && z * s.stride + dx >= s.w) --z;
-      lo[kx] = a;
-      hi[kx] = z;
-    }
-    for (int oy = 0; oy < s.ho; ++oy) {
-      std::fill(acc.begin(), acc.begin() + s.wo, 0.f);
-      for (int ky = 0; ky < s.k; ++ky) {
-        const int iy = oy * s.stride + ky * s.dilation - s.pad;
-        if (iy < 0 || iy >= s.h) continue;
-        const float* row = in + static_cast<std::ptrdiff_t>(iy) * s.w;
-        for (int kx = 0; kx < s.k; ++kx) {
-          const float wv = wc[ky * s.k + kx];
-          const int dx = kx * s.dilation - s.pad;
-          float* a = acc.data();
-          if (s.stride == 1) {
-            const float* src = row + dx;
-            for (int ox = lo[kx]; ox <= hi[kx]; ++ox) a[ox] += wv * src[ox];
-          } else {
-            for (int ox = lo[kx]; ox <= hi[kx]; ++ox) a[ox] += wv * row[ox * s.stride + dx];
-          }
+// One task: one channel of one image.
+YOLO12_CPU_INLINE void depthwise_task_impl(const ConvParams& p, const ConvShape& s, std::ptrdiff_t t) {
+  const int b = static_cast<int>(t / s.c_out), c = static_cast<int>(t % s.c_out);
+  const float* in = p.x.at(b, c);
+  const float* wc = p.weight + static_cast<std::ptrdiff_t>(c) * s.k * s.k;
+  thread_local std::vector<float> acc;
+  if (acc.size() < static_cast<std::size_t>(s.wo)) acc.resize(s.wo);
+  // Per kx: the range of output columns whose tap lands inside the row.
+  thread_local std::vector<int> lo, hi;
+  lo.assign(s.k, 0);
+  hi.assign(s.k, -1);
+  for (int kx = 0; kx < s.k; ++kx) {
+    const int dx = kx * s.dilation - s.pad;
+    int a = 0, z = s.wo - 1;
+    while (a < s.wo && a * s.stride + dx < 0) ++a;
+    while (z >= a && z * s.stride + dx >= s.w) --z;
+    lo[kx] = a;
+    hi[kx] = z;
+  }
+  for (int oy = 0; oy < s.ho; ++oy) {
+    float* a = acc.data();
+    for (int ox = 0; ox < s.wo; ++ox) a[ox] = 0.f;
+    for (int ky = 0; ky < s.k; ++ky) {
+      const int iy = oy * s.stride + ky * s.dilation - s.pad;
+      if (iy < 0 || iy >= s.h) continue;
+      const float* row = in + static_cast<std::ptrdiff_t>(iy) * s.w;
+      for (int kx = 0; kx < s.k; ++kx) {
+        const float wv = wc[ky * s.k + kx];
+        const int dx = kx * s.dilation - s.pad;
+        if (s.stride == 1) {
+          const float* src = row + dx;
+          for (int ox = lo[kx]; ox <= hi[kx]; ++ox) a[ox] += wv * src[ox];
+        } else {
+          for (int ox = lo[kx]; ox <= hi[kx]; ++ox) a[ox] += wv * row[ox * s.stride + dx];
         }
       }
-      epilogue_row(p, b, c, static_cast<std::ptrdiff_t>(oy) * s.wo, s.wo, acc.data());
     }
-  });
+    epilogue_row(p, b, c, static_cast<std::ptrdiff_t>(oy) * s.wo, s.wo, a);
+  }
+}
+YOLO12_CPU_AVX2 void depthwise_task_avx2(const ConvParams& p, const ConvShape& s, std::ptrdiff_t t) {
+  depthwise_task_impl(p, s, t);
+}
+void depthwise_task_generic(const ConvParams& p, const ConvShape& s, std::ptrdiff_t t) { depthwise_task_impl(p, s, t); }
+
+void conv2d_depthwise_direct(const ConvParams& p, const ConvShape& s, ThreadPool& pool) {
+  const auto task = cpu_has_avx2() ? depthwise_task_avx2 : depthwise_task_generic;
+  pool.parallel_for(static_cast<std::ptrdiff_t>(s.batch) * s.c_out, [&](std::ptrdiff_t t, int) { task(p, s, t); });
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 
+#include "cpu/simd.hpp"
 #include "cpu/thread_pool.hpp"
 #include "yolo12/errors.hpp"
 
@@ -51,7 +52,7 @@ void detect_decode(const DetectParams& p, ThreadPool& pool) {
         for (int i = 1; i < p.reg_max; ++i) mx = std::max(mx, logits[i * plane]);
         float sum = 0.f, weighted = 0.f;
         for (int i = 0; i < p.reg_max; ++i) {
-          const float e = std::exp(logits[i * plane] - mx);
+          const float e = exp_approx(logits[i * plane] - mx);
           sum += e;
           weighted += e * static_cast<float>(i);
         }
@@ -64,7 +65,7 @@ void detect_decode(const DetectParams& p, ThreadPool& pool) {
       out[2 * A + a] = (x2 - x1) * stride;
       out[3 * A + a] = (y2 - y1) * stride;
       for (int c = 0; c < p.nc; ++c)
-        out[(4 + c) * A + a] = 1.f / (1.f + std::exp(-cls[static_cast<std::ptrdiff_t>(c) * plane + cell]));
+        out[(4 + c) * A + a] = 1.f / (1.f + exp_approx(-cls[static_cast<std::ptrdiff_t>(c) * plane + cell]));
     }
   });
 }

@@ -44,6 +44,10 @@ class CpuExecutor {
   // for every value with keep_values (else later values may have overwritten it). Throws
   // InputError for the input / output values or an index out of range.
   std::vector<float> value(int value, int batch) const;
+  // Per-op wall time of each forward() while enabled (for profiling); last_op_ms()[i] is op i of
+  // graph().ops in the last forward().
+  void set_profiling(bool on);
+  const std::vector<double>& last_op_ms() const;
 
  private:
   struct State;

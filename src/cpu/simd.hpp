@@ -1,0 +1,63 @@
+// cpu/simd.hpp - what the CPU kernels share to run fast without giving up portability.
+//
+// The library is compiled for the baseline x86-64 (SSE2). Hot loops are written once as
+// always-inline plain C++ and instantiated twice: in a function compiled for AVX2 + FMA
+// (YOLO12_CPU_AVX2, where GCC / Clang vectorize them 8 floats wide) and in a baseline function;
+// cpu_has_avx2() picks one at run time. exp_approx() is a branch-free exp that vectorizes, unlike
+// std::exp, for SiLU, softmax and sigmoid.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define YOLO12_CPU_X86 1
+#define YOLO12_CPU_AVX2 __attribute__((target("avx2,fma")))
+#define YOLO12_CPU_INLINE inline __attribute__((always_inline))
+#else
+#define YOLO12_CPU_AVX2
+#define YOLO12_CPU_INLINE inline
+#endif
+
+namespace yolo12::cpu {
+
+// True when this CPU runs AVX2 and FMA (checked once).
+inline bool cpu_has_avx2() {
+#ifdef YOLO12_CPU_X86
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return yes;
+#else
+  return false;
+#endif
+}
+
+// exp(x) for float, relative error below 2e-7 on [-87, 88] (clamped outside): x = n ln2 + r with
+// |r| <= ln2 / 2, exp(r) by a degree-6 polynomial (the classic Cephes expf coefficients), times 2^n
+// built in the exponent bits. Rounding to n uses the 1.5 * 2^23 trick, so there is no branch and no
+// call and the loops calling it vectorize.
+YOLO12_CPU_INLINE float exp_approx(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  const float shifter = 12582912.0f;  // 1.5 * 2^23
+  const float t = x * 1.44269504088896341f + shifter;
+  const float n = t - shifter;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * r * r + r + 1.0f;
+  std::int32_t ni;
+  std::memcpy(&ni, &t, sizeof ni);       // low bits of t hold n (+ 2^22 offset, removed by the shift)
+  const std::int32_t bits = (ni - 0x4B400000 + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return e * scale;
+}
+
+}  // namespace yolo12::cpu
