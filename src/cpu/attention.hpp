@@ -7,7 +7,8 @@
 //   out[h * dv + d, i] = sum_j p_ij * v[h, d, j]  (d < dv)
 // where q[h, d, t] is channel q_c0 + h * q_head_stride + d of the q view at token t (likewise k, v).
 // If v_image is given, v[h, d, t] is also written there as channel h * dv + d (the pe conv's input).
-// One task per (image, chunk, head); queries go in blocks of 64 so the score block stays in cache.
+// One task per (image, chunk, head); queries go in blocks of 48 so the score block stays in cache,
+// and both products (q.k and p.v) run on the GEMM register-tile kernel (gemm_tile.hpp).
 #pragma once
 
 #include "cpu/tensor_view.hpp"

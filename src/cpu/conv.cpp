@@ -7,12 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "cpu/gemm_tile.hpp"
 #include "cpu/simd.hpp"
 #include "cpu/thread_pool.hpp"
-
-#ifdef YOLO12_CPU_X86
-#include <immintrin.h>
-#endif
 #include "yolo12/errors.hpp"
 
 namespace yolo12::cpu {
@@ -20,6 +17,7 @@ namespace {
 
 constexpr int MR = kConvMR;
 constexpr int NR = kConvNR;
+static_assert(MR == kGemmMR && NR == kGemmNR, "conv packs for the GEMM tile kernel");
 
 // Shape of one conv call, derived from the params and checked once.
 struct ConvShape {
@@ -81,74 +79,7 @@ YOLO12_CPU_INLINE void epilogue_row(const ConvParams& p, int b, int o, std::ptrd
   }
 }
 
-// ---- GEMM register-tile kernels: c[MR][NR] = sum_kk a[kk][0..MR) (outer) b[kk][0..NR) -----------
-void tile_kernel_generic(int K, const float* a,  // (K, MR) packed weights
-                         const float* b,         // (K, NR) packed im2col strip
-                         float* c) {             // (MR, NR)
-  float acc[MR][NR] = {};
-  for (int kk = 0; kk < K; ++kk) {
-    const float* ak = a + static_cast<std::ptrdiff_t>(kk) * MR;
-    const float* bk = b + static_cast<std::ptrdiff_t>(kk) * NR;
-    for (int i = 0; i < MR; ++i) {
-      const float ai = ak[i];
-      for (int j = 0; j < NR; ++j) acc[i][j] += ai * bk[j];
-    }
-  }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) c[i * NR + j] = acc[i][j];
-}
-
-#ifdef YOLO12_CPU_X86
-static_assert(MR == 6 && NR == 16, "the AVX2 tile kernel is written for 6 x 16");
-YOLO12_CPU_AVX2 void tile_kernel_avx2(int K, const float* a, const float* b, float* c) {
-  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(),
-         c11 = _mm256_setzero_ps(), c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(),
-         c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps(), c40 = _mm256_setzero_ps(),
-         c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
-  for (int kk = 0; kk < K; ++kk, a += MR, b += NR) {
-    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-    __m256 ai = _mm256_broadcast_ss(a + 0);
-    c00 = _mm256_fmadd_ps(ai, b0, c00);
-    c01 = _mm256_fmadd_ps(ai, b1, c01);
-    ai = _mm256_broadcast_ss(a + 1);
-    c10 = _mm256_fmadd_ps(ai, b0, c10);
-    c11 = _mm256_fmadd_ps(ai, b1, c11);
-    ai = _mm256_broadcast_ss(a + 2);
-    c20 = _mm256_fmadd_ps(ai, b0, c20);
-    c21 = _mm256_fmadd_ps(ai, b1, c21);
-    ai = _mm256_broadcast_ss(a + 3);
-    c30 = _mm256_fmadd_ps(ai, b0, c30);
-    c31 = _mm256_fmadd_ps(ai, b1, c31);
-    ai = _mm256_broadcast_ss(a + 4);
-    c40 = _mm256_fmadd_ps(ai, b0, c40);
-    c41 = _mm256_fmadd_ps(ai, b1, c41);
-    ai = _mm256_broadcast_ss(a + 5);
-    c50 = _mm256_fmadd_ps(ai, b0, c50);
-    c51 = _mm256_fmadd_ps(ai, b1, c51);
-  }
-  _mm256_storeu_ps(c + 0 * NR, c00);
-  _mm256_storeu_ps(c + 0 * NR + 8, c01);
-  _mm256_storeu_ps(c + 1 * NR, c10);
-  _mm256_storeu_ps(c + 1 * NR + 8, c11);
-  _mm256_storeu_ps(c + 2 * NR, c20);
-  _mm256_storeu_ps(c + 2 * NR + 8, c21);
-  _mm256_storeu_ps(c + 3 * NR, c30);
-  _mm256_storeu_ps(c + 3 * NR + 8, c31);
-  _mm256_storeu_ps(c + 4 * NR, c40);
-  _mm256_storeu_ps(c + 4 * NR + 8, c41);
-  _mm256_storeu_ps(c + 5 * NR, c50);
-  _mm256_storeu_ps(c + 5 * NR + 8, c51);
-}
-#endif
-
-using TileKernel = void (*)(int, const float*, const float*, float*);
-
-TileKernel pick_tile_kernel() {
-#ifdef YOLO12_CPU_X86
-  if (cpu_has_avx2()) return tile_kernel_avx2;
-#endif
-  return tile_kernel_generic;
-}
+using TileKernel = GemmTileFn;
 
 // Gathers the im2col columns [n0, n0 + nstrips * NR) of image b, group g into NR-wide strips:
 // strip s holds dst[(s * K + kk) * NR + j] = X_col[kk, n0 + s * NR + j] (zero past N). The columns
@@ -261,7 +192,7 @@ void gemm_task_generic(const ConvParams& p, const ConvShape& s, const GemmPlan& 
 }
 
 void conv2d_im2col_gemm(const ConvParams& p, const ConvShape& s, ThreadPool& pool) {
-  static const TileKernel kernel = pick_tile_kernel();
+  static const TileKernel kernel = gemm_tile_kernel();
   std::vector<float> local_packed;
   GemmPlan plan;
   plan.kernel = kernel;
