@@ -79,6 +79,40 @@ YOLO12_CPU_INLINE void epilogue_row(const ConvParams& p, int b, int o, std::ptrd
   }
 }
 
+// The same for a whole MR x NR GEMM tile (output channels o0 .. o0 + rows, columns n0 .. n0 +
+// cols): fixed-size loops over the full tile (columns past `cols` are computed and dropped), which
+// the compiler unrolls and vectorizes; a 16-wide row at a time would be mostly loop overhead.
+YOLO12_CPU_INLINE void epilogue_tile(const ConvParams& p, int b, int o0, int rows, std::ptrdiff_t n0, int cols,
+                                     float* tile) {  // (MR, NR)
+  for (int i = 0; i < MR; ++i) {
+    const float bias = i < rows ? p.bias[o0 + i] : 0.f;
+    for (int j = 0; j < NR; ++j) tile[i * NR + j] += bias;
+  }
+  if (p.silu)
+    for (int j = 0; j < MR * NR; ++j) tile[j] = tile[j] / (1.f + exp_approx(-tile[j]));
+  if (p.gamma)
+    for (int i = 0; i < rows; ++i) {
+      const float gamma = p.gamma[o0 + i];
+      for (int j = 0; j < NR; ++j) tile[i * NR + j] *= gamma;
+    }
+  for (int i = 0; i < rows; ++i) {
+    float* y = p.y.at(b, o0 + i) + n0;
+    const float* t = tile + i * NR;
+    if (p.residual.valid()) {
+      const float* r = p.residual.at(b, o0 + i) + n0;
+      if (cols == NR)
+        for (int j = 0; j < NR; ++j) y[j] = t[j] + r[j];
+      else
+        for (int j = 0; j < cols; ++j) y[j] = t[j] + r[j];
+    } else {
+      if (cols == NR)
+        for (int j = 0; j < NR; ++j) y[j] = t[j];
+      else
+        for (int j = 0; j < cols; ++j) y[j] = t[j];
+    }
+  }
+}
+
 using TileKernel = GemmTileFn;
 
 // Gathers the im2col columns [n0, n0 + nstrips * NR) of image b, group g into NR-wide strips:
@@ -179,8 +213,7 @@ YOLO12_CPU_INLINE void gemm_task_impl(const ConvParams& p, const ConvShape& s, c
     const float* bstrip = cols.data() + static_cast<std::ptrdiff_t>(st) * s.K * NR;
     for (int ms = ms0; ms < ms1; ++ms) {
       plan.kernel(s.K, gw + static_cast<std::ptrdiff_t>(ms) * MR * s.K, bstrip, tile);
-      const int rows = std::min(MR, s.cout_g - ms * MR);
-      for (int i = 0; i < rows; ++i) epilogue_row(p, b, g * s.cout_g + ms * MR + i, nb, ncols, tile + i * NR);
+      epilogue_tile(p, b, g * s.cout_g + ms * MR, std::min(MR, s.cout_g - ms * MR), nb, ncols, tile);
     }
   }
 }
