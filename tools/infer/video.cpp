@@ -178,8 +178,8 @@ void run_video(RunContext& ctx, const Input& input, std::size_t number, std::siz
   long frames_written = 0;          // written by the encoder, read after join
   bool writer_failed = false;
 
-  // ---- decoder thread: read frames until the end, a stop, or a live source that cannot be reopened.
-  std::thread decoder([&] {
+  // ---- decoder: read frames until the end, a stop, or a live source that cannot be reopened.
+  auto decode_loop = [&] {
     int failures_in_a_row = 0;
     while (!stop_requested() && !cancel) {
       cv::Mat pixels;
@@ -198,13 +198,13 @@ void run_video(RunContext& ctx, const Input& input, std::size_t number, std::siz
         frame.pixels = std::move(pixels);
         frame.detect = frame.index % opt.vid_stride == 0;
         frame.decode_ms = decode_ms;
-        if (!frames.push(std::move(frame))) break;
+        if (!frames.push(std::move(frame))) return;  // the detector side gave up
         continue;
       }
-      if (!live) break;  // end of the file
+      if (!live) return;  // end of the file
       if (failures_in_a_row == kReopenTries) {
         stream_error = "stream lost and could not be reopened after " + std::to_string(kReopenTries) + " tries";
-        break;
+        return;
       }
       ++failures_in_a_row;
       const double pause = kFirstReopenPause * std::pow(2.0, failures_in_a_row - 1);
@@ -215,85 +215,107 @@ void run_video(RunContext& ctx, const Input& input, std::size_t number, std::siz
       capture.release();
       open_capture(capture, input);  // a failed open shows up as a failed read on the next turn
     }
-    frames.close();
-  });
+  };
 
-  // ---- encoder thread: draw and write every frame it gets, in order.
-  std::thread encoder;
-  if (opt.save) {
-    encoder = std::thread([&] {
-      cv::VideoWriter writer;
-      cv::Size size;
-      AnnotatedFrame frame;
-      while (annotated.pop(frame)) {
-        if (!writer.isOpened() && !writer_failed) {
-          size = frame.pixels.size();
-          try {
-            writer.open(video_path, cv::VideoWriter::fourcc('m', 'p', '4', 'v'), fps, size);
-          } catch (const cv::Exception&) {
-          }
-          writer_failed = !writer.isOpened();
-          if (writer_failed) ctx.console.warning(video_path + ": cannot create the video file; not saving it");
+  // ---- encoder: draw and write every frame it gets, in order.
+  auto encode_loop = [&] {
+    cv::VideoWriter writer;
+    cv::Size size;
+    AnnotatedFrame frame;
+    while (annotated.pop(frame)) {
+      if (!writer.isOpened() && !writer_failed) {
+        size = frame.pixels.size();
+        try {
+          writer.open(video_path, cv::VideoWriter::fourcc('m', 'p', '4', 'v'), fps, size);
+        } catch (const cv::Exception&) {
         }
-        if (writer_failed) continue;
-        draw_detections(frame.pixels, frame.detections, names);
-        if (frame.pixels.size() != size) cv::resize(frame.pixels, frame.pixels, size);  // a reopened stream
-        writer.write(frame.pixels);
-        ++frames_written;
+        writer_failed = !writer.isOpened();
+        if (writer_failed) ctx.console.warning(video_path + ": cannot create the video file; not saving it");
       }
-      writer.release();  // writes the file's index: the video is complete and playable
-    });
-  }
+      if (writer_failed) continue;
+      draw_detections(frame.pixels, frame.detections, names);
+      if (frame.pixels.size() != size) cv::resize(frame.pixels, frame.pixels, size);  // a reopened stream
+      writer.write(frame.pixels);
+      ++frames_written;
+    }
+    writer.release();  // writes the file's index: the video is complete and playable
+  };
 
-  // ---- this thread: detect, report, hand frames to the encoder.
+  // ---- detector (this thread): detect, report, hand frames to the encoder.
   const std::string label = kind + " " + std::to_string(number) + "/" + std::to_string(total);
   const Clock::time_point start = Clock::now();
   Clock::time_point last_progress;
   yolo12::Result latest;  // the detections drawn on frames skipped by --vid-stride
   long frames_done = 0, frames_detected = 0;
-  std::string detect_error;
   DecodedFrame frame;
-  while (frames.pop(frame)) {
-    if (frame.detect) {
-      try {
+  auto detect_loop = [&] {
+    while (frames.pop(frame)) {
+      if (frame.detect) {
         latest = ctx.detector.detect(view_of(frame.pixels));
-      } catch (const yolo12::Error& e) {
-        // The detector may be unusable (a CUDA failure): stop this source, report it, go on with the rest.
-        detect_error = std::string("frame ") + std::to_string(frame.index) + ": " + e.what();
-        cancel = true;
-        frames.close();
-        break;
+        ++frames_detected;
+        ctx.count(latest);
+        if (ctx.json) ctx.json->write(result_json(source, frame.index, latest, names, frame.decode_ms));
+        const std::string position = "(frame " + std::to_string(frame.index + 1) +
+                                     (frame_count ? "/" + std::to_string(frame_count) : std::string()) + ")";
+        ctx.console.summary(label + " " + position + " " + source + ": " + std::to_string(latest.input_height) +
+                            "x" + std::to_string(latest.input_width) + " " +
+                            count_summary(latest.detections, names) + ", " +
+                            format_ms(latest.times.inference_ms) + "ms");
+        if (opt.save_txt) {
+          // Label files number frames from 1, like the summary line and Ultralytics.
+          const std::string path = ctx.labels_dir() + "/" + base + "_" + std::to_string(frame.index + 1) + ".txt";
+          if (!write_labels(path, latest)) ctx.console.warning(path + ": cannot write the label file");
+        }
       }
-      ++frames_detected;
-      ctx.count(latest);
-      if (ctx.json) ctx.json->write(result_json(source, frame.index, latest, names, frame.decode_ms));
-      const std::string position = "(frame " + std::to_string(frame.index + 1) +
-                                   (frame_count ? "/" + std::to_string(frame_count) : std::string()) + ")";
-      ctx.console.summary(label + " " + position + " " + source + ": " + std::to_string(latest.input_height) + "x" +
-                          std::to_string(latest.input_width) + " " + count_summary(latest.detections, names) + ", " +
-                          format_ms(latest.times.inference_ms) + "ms");
-      if (opt.save_txt) {
-        // Label files number frames from 1, like the summary line and Ultralytics.
-        const std::string path = ctx.labels_dir() + "/" + base + "_" + std::to_string(frame.index + 1) + ".txt";
-        if (!write_labels(path, latest)) ctx.console.warning(path + ": cannot write the label file");
-      }
-    }
-    ++frames_done;
-    if (opt.save) annotated.push(AnnotatedFrame{std::move(frame.pixels), latest.detections});
+      ++frames_done;
+      if (opt.save) annotated.push(AnnotatedFrame{std::move(frame.pixels), latest.detections});
 
-    if (ctx.console.shows_progress() && seconds_since(last_progress) > 0.2) {
-      last_progress = Clock::now();
-      const double elapsed = seconds_since(start);
-      const double rate = frames_done / std::max(elapsed, 1e-6);
-      std::string line = source + "  " + std::to_string(frames_done) +
-                         (frame_count ? "/" + std::to_string(frame_count) : std::string()) + " frames  " +
-                         format_ms(rate) + " fps  ";
-      if (live)
-        line += std::to_string(frames.dropped()) + " dropped  " + clock_text(elapsed) + " elapsed";
-      else if (frame_count > frames_done)
-        line += clock_text((frame_count - frames_done) / std::max(rate, 1e-6)) + " left";
-      ctx.console.progress(line);
+      if (ctx.console.shows_progress() && seconds_since(last_progress) > 0.2) {
+        last_progress = Clock::now();
+        const double elapsed = seconds_since(start);
+        const double rate = frames_done / std::max(elapsed, 1e-6);
+        std::string line = source + "  " + std::to_string(frames_done) +
+                           (frame_count ? "/" + std::to_string(frame_count) : std::string()) + " frames  " +
+                           format_ms(rate) + " fps  ";
+        if (live)
+          line += std::to_string(frames.dropped()) + " dropped  " + clock_text(elapsed) + " elapsed";
+        else if (frame_count > frames_done)
+          line += clock_text((frame_count - frames_done) / std::max(rate, 1e-6)) + " left";
+        ctx.console.progress(line);
+      }
     }
+  };
+
+  // Every loop catches what it could throw (an exception escaping a std::thread ends the process),
+  // and a loop that fails closes its queues so that the others never wait for it.
+  std::thread decoder([&] {
+    try {
+      decode_loop();
+    } catch (const std::exception& e) {
+      stream_error = std::string("decoding failed: ") + e.what();
+    }
+    frames.close();
+  });
+  std::thread encoder;
+  if (opt.save) {
+    encoder = std::thread([&] {
+      try {
+        encode_loop();
+      } catch (const std::exception& e) {
+        ctx.console.warning(video_path + ": encoding failed (" + e.what() + "); the video stops at frame " +
+                            std::to_string(frames_written));
+        annotated.close();  // the detector's pushes now return at once
+      }
+    });
+  }
+  std::string detect_error;
+  try {
+    detect_loop();
+  } catch (const std::exception& e) {
+    // The detector may be unusable (a CUDA failure): stop this source, report it, go on with the rest.
+    detect_error = "frame " + std::to_string(frame.index) + ": " + e.what();
+    cancel = true;
+    frames.close();
   }
   decoder.join();
   annotated.close();
