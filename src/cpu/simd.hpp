@@ -39,7 +39,17 @@ inline bool cpu_has_avx2() {
 // built in the exponent bits. Rounding to n uses the 1.5 * 2^23 trick, so there is no branch and no
 // call and the loops calling it vectorize.
 YOLO12_CPU_INLINE float exp_approx(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  // Clamp to [-87, 88] with bit masks rather than ?: so the loop has no control flow (GCC does not
+  // if-convert float compares under its default -ftrapping-math, and would not vectorize).
+  const float lo = -87.0f, hi = 88.0f;
+  std::int32_t xi, loi, hii;
+  std::memcpy(&xi, &x, sizeof xi);
+  std::memcpy(&loi, &lo, sizeof loi);
+  std::memcpy(&hii, &hi, sizeof hii);
+  const std::int32_t below = -static_cast<std::int32_t>(x < lo), above = -static_cast<std::int32_t>(x > hi);
+  xi = (xi & ~below) | (loi & below);
+  xi = (xi & ~above) | (hii & above);
+  std::memcpy(&x, &xi, sizeof x);
   const float shifter = 12582912.0f;  // 1.5 * 2^23
   const float t = x * 1.44269504088896341f + shifter;
   const float n = t - shifter;
