@@ -166,19 +166,24 @@ class CliTest(unittest.TestCase):
             f.write(data[: len(data) // 2])
         with open(text, "w") as f:
             f.write("this is a text file renamed .jpg\n")
+        fake_video = os.path.join(bad, "fake.mp4")
+        with open(fake_video, "w") as f:
+            f.write("this is not a video\n")
         out = self.path("bad.jsonl")
-        rc, stdout, stderr = run_cli("--model", self.model, BUS, missing, truncated, text, ZIDANE, "--json", out)
+        rc, stdout, stderr = run_cli("--model", self.model, BUS, missing, truncated, text, fake_video, ZIDANE,
+                                     "--json", out)
         self.assertEqual(rc, 1, stderr)
         self.assertIn(f"error: {missing}: no such file or directory", stderr)
         self.assertIn(f"error: {truncated}: cannot decode image (truncated JPEG", stderr)
         self.assertIn(f"error: {text}: cannot decode image (truncated or not an image)", stderr)
+        self.assertIn(f"error: {fake_video}: cannot open video", stderr)
         lines = read_jsonl(out)
-        self.assertEqual([l["source"] for l in lines], [BUS, missing, truncated, text, ZIDANE])
+        self.assertEqual([l["source"] for l in lines], [BUS, missing, truncated, text, fake_video, ZIDANE])
         self.assertIn("detections", lines[0])
-        self.assertIn("detections", lines[4])
-        for l in lines[1:4]:
+        self.assertIn("detections", lines[5])
+        for l in lines[1:5]:
             self.assertEqual(set(l), {"source", "error"})
-        self.assertIn("3 of 5 inputs failed", stdout)
+        self.assertIn("4 of 6 inputs failed", stdout)
 
     def test_info(self):
         rc, stdout, stderr = run_cli("--model", self.model, "--info")
@@ -253,10 +258,14 @@ class CliTest(unittest.TestCase):
         self.assertEqual(out2.shape, (2, 84, 2100))
         np.testing.assert_allclose(out2[1], out[0], rtol=1e-4, atol=1e-4)
         # Wrong dtype and wrong rank are refused with a message, exit 1.
-        f64, rank3 = self.path("f64.npy"), self.path("rank3.npy")
+        f64, rank3, cut = self.path("f64.npy"), self.path("rank3.npy"), self.path("cut.npy")
         np.save(f64, np.zeros((1, 3, 320, 320)))
         np.save(rank3, np.zeros((3, 320, 320), np.float32))
-        for path, message in ((f64, "float32"), (rank3, "(B, 3, H, W)")):
+        with open(tensor, "rb") as f:
+            data = f.read()
+        with open(cut, "wb") as f:
+            f.write(data[: len(data) // 2])
+        for path, message in ((f64, "float32"), (rank3, "(B, 3, H, W)"), (cut, "truncated")):
             rc, _, stderr = run_cli("--model", self.model, "--input-tensor", path, "--dump-raw", raw)
             self.assertEqual(rc, 1, stderr)
             self.assertIn(path, stderr)
