@@ -115,6 +115,18 @@ YOLO12_CPU_INLINE void epilogue_tile(const ConvParams& p, int b, int o0, int row
 
 using TileKernel = GemmTileFn;
 
+// d[i] = src[i * stride] for i < n; the restrict pointers and the fixed strides let the compiler
+// vectorize (stride 2 with two loads and a shuffle).
+YOLO12_CPU_INLINE void copy_strided(float* __restrict d, const float* __restrict src, int n, int stride) {
+  if (stride == 1) {
+    for (int i = 0; i < n; ++i) d[i] = src[i];
+  } else if (stride == 2) {
+    for (int i = 0; i < n; ++i) d[i] = src[2 * i];
+  } else {
+    for (int i = 0; i < n; ++i) d[i] = src[static_cast<std::ptrdiff_t>(i) * stride];
+  }
+}
+
 // Gathers the im2col columns [n0, n0 + nstrips * NR) of image b, group g into NR-wide strips:
 // strip s holds dst[(s * K + kk) * NR + j] = X_col[kk, n0 + s * NR + j] (zero past N). The columns
 // of a strip are cut into runs that share an output row, so each (tap, run) is one bounds check on
@@ -122,19 +134,25 @@ using TileKernel = GemmTileFn;
 YOLO12_CPU_INLINE void pack_columns(const ConvParams& p, const ConvShape& s, int b, int g, std::ptrdiff_t n0,
                                     int nstrips, float* dst) {
   const bool pointwise = s.k == 1 && s.stride == 1 && s.pad == 0;
+  if (pointwise) {
+    // A plain copy. Channel-major order, so each input plane is read as one sequential run (the
+    // strip-major order touches cin_g planes per 16 columns and waits on memory).
+    for (int ci = 0; ci < s.cin_g; ++ci) {
+      const float* src = p.x.at(b, g * s.cin_g + ci) + n0;
+      for (int st = 0; st < nstrips; ++st) {
+        const std::ptrdiff_t nb = static_cast<std::ptrdiff_t>(st) * NR;
+        const int cols = static_cast<int>(std::min<std::ptrdiff_t>(NR, s.N - n0 - nb));
+        float* d = dst + (static_cast<std::ptrdiff_t>(st) * s.K + ci) * NR;
+        copy_strided(d, src + nb, cols, 1);
+        for (int j = cols; j < NR; ++j) d[j] = 0.f;
+      }
+    }
+    return;
+  }
   for (int st = 0; st < nstrips; ++st) {
     const std::ptrdiff_t nb = n0 + static_cast<std::ptrdiff_t>(st) * NR;
     const int cols = static_cast<int>(std::min<std::ptrdiff_t>(NR, s.N - nb));
     float* strip = dst + static_cast<std::ptrdiff_t>(st) * s.K * NR;
-    if (pointwise) {
-      for (int ci = 0; ci < s.cin_g; ++ci) {
-        const float* src = p.x.at(b, g * s.cin_g + ci) + nb;
-        float* d = strip + static_cast<std::ptrdiff_t>(ci) * NR;
-        for (int j = 0; j < cols; ++j) d[j] = src[j];
-        for (int j = cols; j < NR; ++j) d[j] = 0.f;
-      }
-      continue;
-    }
     // runs of columns on one output row: [run_j0[r], run_j0[r] + run_len[r]) at (run_oy, run_ox0)
     int run_j0[NR + 1], run_len[NR + 1], run_oy[NR + 1], run_ox0[NR + 1], runs = 0;
     for (int j = 0; j < cols;) {
@@ -165,11 +183,7 @@ YOLO12_CPU_INLINE void pack_columns(const ConvParams& p, const ConvShape& s, int
             while (lo < len && ix0 + lo * s.stride < 0) ++lo;
             while (hi > lo && ix0 + (hi - 1) * s.stride >= s.w) --hi;
             for (int i = 0; i < lo; ++i) dr[i] = 0.f;
-            if (s.stride == 1) {
-              for (int i = lo; i < hi; ++i) dr[i] = row[ix0 + i];
-            } else {
-              for (int i = lo; i < hi; ++i) dr[i] = row[ix0 + i * s.stride];
-            }
+            if (hi > lo) copy_strided(dr + lo, row + ix0 + lo * s.stride, hi - lo, s.stride);
             for (int i = hi; i < len; ++i) dr[i] = 0.f;
           }
           for (int j = cols; j < NR; ++j) d[j] = 0.f;
