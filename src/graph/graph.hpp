@@ -72,6 +72,11 @@ struct CopyOp {
 // k (d < dqk) and v (d < dv). out channel h * dv + d holds sum_j softmax_j(scale * q.k_j) v_j.
 // If v_image is valid, v is also written there, channel h * dv + d (the input of the pe conv).
 // Tokens per chunk = H*W / area (need not be whole rows; H*W must be divisible by area).
+// The builder sets q.c (likewise k.c, v.c) to the channel span the op touches from q.c0:
+// (heads - 1) * q_head_stride + dqk. Layouts it emits: Ultralytics AAttn (q, k, v refs into one qkv
+// value at c0 0 / 32 / 64, strides 96); turbo (q = qk[0, C), k = qk[C, 2C), v = the v conv output,
+// strides 32, no v_image since v already is the pe input); PSA Attention (per head key_dim q, key_dim
+// k, head_dim v, stride 2 * key_dim + head_dim, scale key_dim ** -0.5).
 struct AttentionOp {
   ValueRef q, k, v;
   ValueRef out;       // (heads * dv, H, W)
