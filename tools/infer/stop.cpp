@@ -30,6 +30,7 @@ void install_stop_handlers() {
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
   action.sa_handler = on_stop_signal;
+  action.sa_flags = SA_RESTART;  // reads and writes in progress resume instead of failing with EINTR
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
