@@ -128,9 +128,7 @@ YOLO12_CPU_INLINE void copy_strided(float* __restrict d, const float* __restrict
 }
 
 // Gathers the im2col columns [n0, n0 + nstrips * NR) of image b, group g into NR-wide strips:
-// strip s holds dst[(s * K + kk) * NR + j] = X_col[kk, n0 + s * NR + j] (zero past N). The columns
-// of a strip are cut into runs that share an output row, so each (tap, run) is one bounds check on
-// the input row and a contiguous (stride 1) or strided copy.
+// strip s holds dst[(s * K + kk) * NR + j] = X_col[kk, n0 + s * NR + j] (zero past N).
 YOLO12_CPU_INLINE void pack_columns(const ConvParams& p, const ConvShape& s, int b, int g, std::ptrdiff_t n0,
                                     int nstrips, float* dst) {
   const bool pointwise = s.k == 1 && s.stride == 1 && s.pad == 0;
@@ -149,45 +147,49 @@ YOLO12_CPU_INLINE void pack_columns(const ConvParams& p, const ConvShape& s, int
     }
     return;
   }
-  for (int st = 0; st < nstrips; ++st) {
-    const std::ptrdiff_t nb = n0 + static_cast<std::ptrdiff_t>(st) * NR;
-    const int cols = static_cast<int>(std::min<std::ptrdiff_t>(NR, s.N - nb));
-    float* strip = dst + static_cast<std::ptrdiff_t>(st) * s.K * NR;
-    // runs of columns on one output row: [run_j0[r], run_j0[r] + run_len[r]) at (run_oy, run_ox0)
-    int run_j0[NR + 1], run_len[NR + 1], run_oy[NR + 1], run_ox0[NR + 1], runs = 0;
-    for (int j = 0; j < cols;) {
-      const int oy = static_cast<int>((nb + j) / s.wo), ox = static_cast<int>((nb + j) % s.wo);
-      const int len = std::min(cols - j, s.wo - ox);
-      run_j0[runs] = j, run_len[runs] = len, run_oy[runs] = oy, run_ox0[runs] = ox, ++runs;
-      j += len;
-    }
-    int kk = 0;
-    for (int ci = 0; ci < s.cin_g; ++ci) {
-      const float* plane = p.x.at(b, g * s.cin_g + ci);
-      for (int ky = 0; ky < s.k; ++ky) {
-        for (int kx = 0; kx < s.k; ++kx, ++kk) {
-          float* d = strip + static_cast<std::ptrdiff_t>(kk) * NR;
-          const int dy = ky * s.dilation - s.pad, dx = kx * s.dilation - s.pad;
-          for (int r = 0; r < runs; ++r) {
-            float* dr = d + run_j0[r];
-            const int len = run_len[r];
-            const int iy = run_oy[r] * s.stride + dy;
-            if (iy < 0 || iy >= s.h) {
-              for (int i = 0; i < len; ++i) dr[i] = 0.f;
-              continue;
-            }
-            const float* row = plane + static_cast<std::ptrdiff_t>(iy) * s.w;
-            const int ix0 = run_ox0[r] * s.stride + dx;  // input column of the run's first output
-            // valid i: 0 <= ix0 + i * stride < w
-            int lo = 0, hi = len;
-            while (lo < len && ix0 + lo * s.stride < 0) ++lo;
-            while (hi > lo && ix0 + (hi - 1) * s.stride >= s.w) --hi;
-            for (int i = 0; i < lo; ++i) dr[i] = 0.f;
-            if (hi > lo) copy_strided(dr + lo, row + ix0 + lo * s.stride, hi - lo, s.stride);
-            for (int i = hi; i < len; ++i) dr[i] = 0.f;
+  // General kxk: one tap (ci, ky, kx) at a time over all the task's columns. The columns are cut
+  // into runs that share an output row; per run one bounds check on the input row and one
+  // (strided) copy into a row buffer, which is then dealt out to the NR-wide strips. Per-tap work
+  // is thus amortized over the whole block rather than 16 columns.
+  const int total = static_cast<int>(std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(nstrips) * NR, s.N - n0));
+  thread_local std::vector<float> rowbuf;
+  thread_local std::vector<int> run_j0, run_len, run_oy, run_ox0;
+  rowbuf.assign(static_cast<std::size_t>(nstrips) * NR, 0.f);  // columns past `total` stay zero
+  run_j0.clear(), run_len.clear(), run_oy.clear(), run_ox0.clear();
+  for (int j = 0; j < total;) {
+    const int oy = static_cast<int>((n0 + j) / s.wo), ox = static_cast<int>((n0 + j) % s.wo);
+    const int len = std::min(total - j, s.wo - ox);
+    run_j0.push_back(j), run_len.push_back(len), run_oy.push_back(oy), run_ox0.push_back(ox);
+    j += len;
+  }
+  const int runs = static_cast<int>(run_j0.size());
+  int kk = 0;
+  for (int ci = 0; ci < s.cin_g; ++ci) {
+    const float* plane = p.x.at(b, g * s.cin_g + ci);
+    for (int ky = 0; ky < s.k; ++ky) {
+      for (int kx = 0; kx < s.k; ++kx, ++kk) {
+        const int dy = ky * s.dilation - s.pad, dx = kx * s.dilation - s.pad;
+        for (int r = 0; r < runs; ++r) {
+          float* dr = rowbuf.data() + run_j0[r];
+          const int len = run_len[r];
+          const int iy = run_oy[r] * s.stride + dy;
+          if (iy < 0 || iy >= s.h) {
+            for (int i = 0; i < len; ++i) dr[i] = 0.f;
+            continue;
           }
-          for (int j = cols; j < NR; ++j) d[j] = 0.f;
+          const float* row = plane + static_cast<std::ptrdiff_t>(iy) * s.w;
+          const int ix0 = run_ox0[r] * s.stride + dx;  // input column of the run's first output
+          // valid i: 0 <= ix0 + i * stride < w
+          int lo = 0, hi = len;
+          if (ix0 < 0) lo = std::min(len, (-ix0 + s.stride - 1) / s.stride);
+          if (hi > lo && ix0 + (hi - 1) * s.stride >= s.w)
+            hi = s.w - 1 - ix0 < 0 ? lo : std::max(lo, std::min(hi, (s.w - 1 - ix0) / s.stride + 1));
+          for (int i = 0; i < lo; ++i) dr[i] = 0.f;
+          if (hi > lo) copy_strided(dr + lo, row + ix0 + lo * s.stride, hi - lo, s.stride);
+          for (int i = hi; i < len; ++i) dr[i] = 0.f;
         }
+        for (int st = 0; st < nstrips; ++st)
+          copy_strided(dst + (static_cast<std::ptrdiff_t>(st) * s.K + kk) * NR, rowbuf.data() + st * NR, NR, 1);
       }
     }
   }

@@ -171,6 +171,10 @@ TEST_CASE("conv2d matches a naive reference", "[cpu][conv]") {
       {1, 70, 130, 3, 3, 3, 1, 1, 1, 1, true, false, false},     // tiny map, many outputs
       {3, 5, 6, 1, 1, 1, 1, 0, 1, 1, true, true, true},          // 1x1 map
       {1, 4, 5, 33, 37, 1, 2, 0, 1, 1, true, false, false},      // pointwise stride 2
+      {1, 5, 7, 6, 5, 3, 2, 4, 1, 1, true, false, false},        // pad > k: whole taps off the image
+      {2, 6, 9, 3, 2, 5, 1, 2, 1, 1, false, true, true},         // map narrower than the kernel
+      {1, 8, 12, 70, 3, 3, 2, 1, 1, 1, true, false, false},      // many output rows per column block
+      {1, 3, 16, 64, 64, 3, 2, 1, 1, 1, true, false, false},     // stem at a larger size
   };
   for (const auto& t : cases) run_conv_case(t, pool, rng);
 }
