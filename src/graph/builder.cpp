@@ -371,7 +371,6 @@ class Builder {
     for (int x : out) {
       if (x == -1 && index != 0) fail("from -1 (the input image) is only valid for layer 0");
       if (x < -1 || x >= index) fail("from " + std::to_string(x) + " is not an earlier layer");
-      if (x == -1 && index == 0) continue;
     }
     if (index == 0 && (out.size() != 1 || out[0] != -1)) fail("layer 0 must read the input image (from -1)");
     return out;
