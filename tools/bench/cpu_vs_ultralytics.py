@@ -198,6 +198,10 @@ def main() -> int:
         f"- image: `{args.image.name}` ({w}x{h}); end to end runs at {ours_input[1]}x{ours_input[0]} (rect) on "
         "both sides; forward at "
         f"{args.size}x{args.size}",
+        "- measured: *forward* is the network alone on the letterboxed tensor (ours: `Detector::forward_raw` "
+        "through `yolo12-cpu-bench`; peer: the AutoBackend predict uses, under `torch.inference_mode`); "
+        "*end to end* goes from decoded BGR pixels to boxes in image pixels (ours: `Detector::detect`; peer: "
+        "`YOLO.predict` on the array), JPEG decoding excluded on both sides",
         f"- statistics: medians of {n_samples} timed runs per figure ({args.rounds} alternating rounds of "
         f"{args.runs}, {args.warmup} warm-up runs each), wall clock",
         f"- load average (1/5/15 min) before: {load_before}, after: {load_after}",
