@@ -137,7 +137,7 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
     [ -x "$build/tests/$t" ] || continue
     for tool in memcheck racecheck; do
       # Cases tagged [big] (full-size heads, thousands of candidates) are left to the plain run.
-      timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$build/tests/$t" "~[big]" > "$out/sanitizer_${tool}_$t.log" 2>&1
+      timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool $tool --error-exitcode 9 "$build/tests/$t" "~[big]" > "$out/sanitizer_${tool}_$t.log" 2>&1
       rc=$?
       note "compute-sanitizer $tool $t: $([ $rc -eq 0 ] && echo clean || echo "rc=$rc ($(grep -m1 -E 'ERROR SUMMARY|error' "$out/sanitizer_${tool}_$t.log"))")"
     done
