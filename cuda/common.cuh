@@ -17,10 +17,10 @@
 
 namespace yolo12::cuda {
 
-[[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+[[noreturn]] inline void throw_cuda_error(cudaError_t err, const std::string& call, const char* file, int line) {
   int dev = -1;
   cudaGetDevice(&dev);
-  throw CudaError(std::string("CUDA error: ") + call + " failed at " + file + ":" + std::to_string(line) +
+  throw CudaError("CUDA error: " + call + " failed at " + file + ":" + std::to_string(line) +
                   " on device " + std::to_string(dev) + ": " + cudaGetErrorName(err) + " (" +
                   cudaGetErrorString(err) + ")");
 }
@@ -28,25 +28,28 @@ namespace yolo12::cuda {
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 inline std::size_t align_up(std::size_t a, std::size_t b) { return (a + b - 1) / b * b; }
 
-// One device allocation. Freed in the destructor (errors there are ignored: nothing to report to).
-class DeviceBuffer {
+// One CUDA allocation owned by a handle: Alloc/Free are cudaMalloc/cudaFree (device memory) or
+// cudaMallocHost/cudaFreeHost (page-locked host memory). Freed in the destructor (errors there are
+// ignored: nothing to report to).
+template <cudaError_t (*Alloc)(void**, std::size_t), cudaError_t (*Free)(void*)>
+class CudaAllocation {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  CudaAllocation() = default;
+  explicit CudaAllocation(std::size_t bytes) : bytes_(bytes) {
     if (bytes_ > 0) {
-      cudaError_t err = cudaMalloc(&ptr_, bytes_);
-      if (err != cudaSuccess) throw_cuda_error(err, "cudaMalloc", __FILE__, __LINE__);
+      cudaError_t err = Alloc(&ptr_, bytes_);
+      if (err != cudaSuccess) throw_cuda_error(err, "allocation of " + std::to_string(bytes_) + " bytes", __FILE__, __LINE__);
     }
   }
-  ~DeviceBuffer() { if (ptr_) cudaFree(ptr_); }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  ~CudaAllocation() { if (ptr_) Free(ptr_); }
+  CudaAllocation(CudaAllocation&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  CudaAllocation& operator=(CudaAllocation&& o) noexcept {
     std::swap(ptr_, o.ptr_);
     std::swap(bytes_, o.bytes_);
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CudaAllocation(const CudaAllocation&) = delete;
+  CudaAllocation& operator=(const CudaAllocation&) = delete;
   void* get() const { return ptr_; }
   template <typename T> T* as(std::size_t byte_offset = 0) const {
     return reinterpret_cast<T*>(static_cast<char*>(ptr_) + byte_offset);
@@ -58,35 +61,13 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
-// One page-locked host allocation (staging for asynchronous copies that a CUDA graph can replay).
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes_ > 0) {
-      cudaError_t err = cudaMallocHost(&ptr_, bytes_);
-      if (err != cudaSuccess) throw_cuda_error(err, "cudaMallocHost", __FILE__, __LINE__);
-    }
-  }
-  ~PinnedBuffer() { if (ptr_) cudaFreeHost(ptr_); }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  void* get() const { return ptr_; }
-  template <typename T> T* as(std::size_t byte_offset = 0) const {
-    return reinterpret_cast<T*>(static_cast<char*>(ptr_) + byte_offset);
-  }
-  std::size_t bytes() const { return bytes_; }
+inline cudaError_t device_malloc(void** p, std::size_t n) { return cudaMalloc(p, n); }
+inline cudaError_t pinned_malloc(void** p, std::size_t n) { return cudaMallocHost(p, n); }
+inline cudaError_t device_free(void* p) { return cudaFree(p); }
+inline cudaError_t pinned_free(void* p) { return cudaFreeHost(p); }
 
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
+using DeviceBuffer = CudaAllocation<device_malloc, device_free>;  // device memory
+using PinnedBuffer = CudaAllocation<pinned_malloc, pinned_free>;  // page-locked host staging
 
 #ifdef __CUDACC__
 // fp32 <-> storage type conversions usable in templated kernels.
