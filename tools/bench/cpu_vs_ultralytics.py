@@ -216,8 +216,8 @@ def main() -> int:
         f"| - postprocess (NMS, boxes) | {o_post:.1f} | {p_post:.1f} | |",
         f"| detections kept (conf 0.25) | {ours_det} | {peer_det} | |",
         "",
-        "**Read with care:** this machine is shared; other jobs (compilers, other benchmarks) ran during the "
-        "measurement, as the load average shows, so absolute numbers are inflated and noisy. Both sides were "
+        "**Read with care:** a load average well above 0 before or after (listed above) means other jobs "
+        "shared the two cores, and absolute numbers are then inflated and noisy. Both sides were "
         "measured in alternating rounds under the same conditions, so the ratio is the figure to read. "
         "The random-weight model keeps many boxes (up to max_det 300), which makes postprocessing heavier "
         "than with trained weights on both sides.",
