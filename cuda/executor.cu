@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <map>
 #include <sstream>
 #include <type_traits>
 
@@ -16,6 +15,7 @@
 #include "detect.cuh"
 #include "elementwise.cuh"
 #include "graph/graph.hpp"
+#include "graph/memory_plan.hpp"
 #include "model/model_file.hpp"
 #include "preprocess.cuh"
 
@@ -50,73 +50,6 @@ ConvShape conv_shape(const graph::Graph& g, const graph::ConvOp& c, int batch) {
   s.dilation = c.dilation;
   return s;
 }
-
-// Every ValueRef an op touches (inputs and outputs alike), for lifetimes.
-std::vector<graph::ValueRef> refs_of(const graph::Op& op) {
-  switch (op.kind) {
-    case graph::OpKind::Conv: return {op.conv.in, op.conv.out, op.conv.residual};
-    case graph::OpKind::Upsample: return {op.upsample.in, op.upsample.out};
-    case graph::OpKind::MaxPool: return {op.maxpool.in, op.maxpool.out};
-    case graph::OpKind::Copy: return {op.copy.in, op.copy.out};
-    case graph::OpKind::Attention:
-      return {op.attention.q, op.attention.k, op.attention.v, op.attention.out, op.attention.v_image};
-    case graph::OpKind::Detect: {
-      std::vector<graph::ValueRef> r = op.detect.box;
-      r.insert(r.end(), op.detect.cls.begin(), op.detect.cls.end());
-      return r;  // op.detect.out is the fp32 raw head, kept outside the arena
-    }
-  }
-  return {};
-}
-
-// Greedy best-fit offsets for values with [first, last] op lifetimes (ggml-alloc style): at op i the
-// values born at i are placed (in the smallest free range that holds them, else at the top), then the
-// values whose last use is i are released and neighbouring free ranges merged.
-struct ArenaPlanner {
-  std::map<std::size_t, std::size_t> free_ranges;  // offset -> size
-  std::size_t top = 0;
-
-  std::size_t alloc(std::size_t size) {
-    auto best = free_ranges.end();
-    for (auto it = free_ranges.begin(); it != free_ranges.end(); ++it)
-      if (it->second >= size && (best == free_ranges.end() || it->second < best->second)) best = it;
-    if (best != free_ranges.end()) {
-      const std::size_t off = best->first, rest = best->second - size;
-      free_ranges.erase(best);
-      if (rest) free_ranges[off + size] = rest;
-      return off;
-    }
-    // Grow the top, reusing a free range that ends there.
-    if (!free_ranges.empty()) {
-      auto last = std::prev(free_ranges.end());
-      if (last->first + last->second == top) {
-        const std::size_t off = last->first;
-        free_ranges.erase(last);
-        top = off + size;
-        return off;
-      }
-    }
-    const std::size_t off = top;
-    top += size;
-    return off;
-  }
-
-  void release(std::size_t off, std::size_t size) {
-    auto it = free_ranges.emplace(off, size).first;
-    auto next = std::next(it);
-    if (next != free_ranges.end() && it->first + it->second == next->first) {
-      it->second += next->second;
-      free_ranges.erase(next);
-    }
-    if (it != free_ranges.begin()) {
-      auto prev = std::prev(it);
-      if (prev->first + prev->second == it->first) {
-        prev->second += it->second;
-        free_ranges.erase(it);
-      }
-    }
-  }
-};
 
 [[noreturn]] void cannot_run(const graph::Op& op, const std::string& what) {
   throw ModelError("CUDA backend: op '" + op.name + "': " + what +
@@ -260,7 +193,7 @@ class ExecutorImpl final : public Executor {
   MemoryPlan plan_;
   int anchors_ = 0;
   DeviceBuffer arena_;
-  std::vector<std::size_t> value_offset_;  // bytes into the arena per value (npos: none)
+  std::vector<std::size_t> value_offset_;  // bytes into the arena per value (ArenaPlan::kNone: outside)
   std::vector<std::function<void(int, cudaStream_t)>> steps_;
   DetectParams<T> detect_params_;
   DeviceBuffer workspace_;  // detect workspace | class filter | kept boxes + counts
@@ -274,7 +207,6 @@ class ExecutorImpl final : public Executor {
   cudaEvent_t ev_[4] = {};
   DeviceStageTimes times_;
 
-  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
   T* value_ptr(int v) const { return arena_.as<T>(value_offset_[v]); }
   T* slice_ptr(const graph::ValueRef& r) const { return value_ptr(r.value) + r.c0; }
@@ -293,35 +225,23 @@ class ExecutorImpl final : public Executor {
   void plan_memory() {
     const graph::Graph& g = graph_;
     const int nv = static_cast<int>(g.values.size());
-    std::vector<int> first(nv, -2), last(nv, -2);
-    first[graph::Graph::kInputValue] = -1;  // written by the preprocess, before op 0
-    last[graph::Graph::kInputValue] = -1;
-    for (int i = 0; i < static_cast<int>(g.ops.size()); ++i)
-      for (const graph::ValueRef& r : refs_of(g.ops[i])) {
-        if (!r.valid()) continue;
-        if (first[r.value] == -2) first[r.value] = i;
-        last[r.value] = std::max(last[r.value], i);
-      }
+    std::vector<graph::Lifetime> life = graph::value_lifetimes(g);
+    life[graph::Graph::kInputValue] = {-1, -1};  // written by the preprocess, before op 0
+    // The Detect output (the fp32 raw head) is kept outside the arena.
     std::vector<std::size_t> size(nv, 0);
     for (int v = 0; v < nv; ++v) {
-      if (v == g.output_value || first[v] == -2) continue;
+      if (v == g.output_value || life[v].first == graph::Lifetime::kUnused) continue;
       const graph::Value& val = g.values[v];
       size[v] = align_up(sizeof(T) * cfg_.max_batch * val.c * val.h * val.w, kAlign);
-      plan_.activations_naive += size[v];
     }
-    value_offset_.assign(nv, npos);
-    ArenaPlanner planner;
-    for (int i = -1; i < static_cast<int>(g.ops.size()); ++i) {
-      for (int v = 0; v < nv; ++v)
-        if (size[v] && first[v] == i) value_offset_[v] = planner.alloc(size[v]);
-      for (int v = 0; v < nv; ++v)
-        if (size[v] && last[v] == i) planner.release(value_offset_[v], size[v]);
-    }
-    plan_.activations = planner.top;
+    const graph::ArenaPlan arena = graph::plan_arena(life, size);
+    value_offset_ = arena.offset;
+    plan_.activations = arena.bytes;
+    plan_.activations_naive = arena.naive_bytes;
     plan_.weights = weights_->bytes;
     plan_.values = nv;
     plan_.ops = static_cast<int>(g.ops.size());
-    arena_ = DeviceBuffer(std::max<std::size_t>(planner.top, kAlign));
+    arena_ = DeviceBuffer(std::max<std::size_t>(arena.bytes, kAlign));
   }
 
   void check_and_bind_ops() {

@@ -3,10 +3,12 @@
 // At construction: build the graph, look up every tensor the ops use (converted to float32 once,
 // shared by all executors), prepack the GEMM conv weights, and plan one activation arena. Each value
 // of the graph gets an offset in the arena from its lifetime in execution order (first to last op
-// that touches it): values whose lifetimes overlap never share memory, the others may. The network
+// that touches it; graph/memory_plan.hpp, shared with the CUDA executor): values whose lifetimes overlap never share memory, the others may. The network
 // input is read in place from the caller's tensor and the Detect output is written straight into
 // the caller's output, so forward() allocates nothing and copies nothing it does not have to.
 #include "cpu/executor.hpp"
+
+#include "graph/memory_plan.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -117,68 +119,24 @@ void CpuExecutor::State::resolve_weights() {
 
 void CpuExecutor::State::plan_memory() {
   const std::size_t nv = g.values.size();
-  std::vector<int> first(nv, -1), last(nv, -1);
-  auto touch = [&](const graph::ValueRef& r, int op) {
-    if (!r.valid()) return;
-    if (first[r.value] < 0) first[r.value] = op;
-    last[r.value] = std::max(last[r.value], op);
-  };
-  for (std::size_t i = 0; i < g.ops.size(); ++i) {
-    const graph::Op& op = g.ops[i];
-    const int o = static_cast<int>(i);
-    switch (op.kind) {
-      case graph::OpKind::Conv:
-        touch(op.conv.in, o), touch(op.conv.out, o), touch(op.conv.residual, o);
-        break;
-      case graph::OpKind::Upsample:
-        touch(op.upsample.in, o), touch(op.upsample.out, o);
-        break;
-      case graph::OpKind::MaxPool:
-        touch(op.maxpool.in, o), touch(op.maxpool.out, o);
-        break;
-      case graph::OpKind::Copy:
-        touch(op.copy.in, o), touch(op.copy.out, o);
-        break;
-      case graph::OpKind::Attention:
-        touch(op.attention.q, o), touch(op.attention.k, o), touch(op.attention.v, o);
-        touch(op.attention.out, o), touch(op.attention.v_image, o);
-        break;
-      case graph::OpKind::Detect:
-        for (const auto& r : op.detect.box) touch(r, o);
-        for (const auto& r : op.detect.cls) touch(r, o);
-        touch(op.detect.out, o);
-        break;
-    }
+  std::vector<graph::Lifetime> life = graph::value_lifetimes(g);
+  if (keep_values) {  // every value stays readable after the run: no two share memory
+    for (graph::Lifetime& l : life)
+      if (l.first != graph::Lifetime::kUnused) l = {0, static_cast<int>(g.ops.size())};
   }
-  // Greedy placement, largest first, at the lowest offset free during the value's lifetime.
-  std::vector<int> order;
+  // The input and the output are the caller's buffers; every other value gets a slice of the arena
+  // (per image, in floats, rounded up to 16 floats = 64 bytes).
+  constexpr std::size_t kAlign = 16;
+  std::vector<std::size_t> size(nv, 0);
   for (std::size_t v = 0; v < nv; ++v)
-    if (static_cast<int>(v) != graph::Graph::kInputValue && static_cast<int>(v) != g.output_value && first[v] >= 0)
-      order.push_back(static_cast<int>(v));
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return numel(g.values[a]) > numel(g.values[b]); });
+    if (static_cast<int>(v) != graph::Graph::kInputValue && static_cast<int>(v) != g.output_value)
+      size[v] = (numel(g.values[v]) + kAlign - 1) / kAlign * kAlign;
+  const graph::ArenaPlan plan = graph::plan_arena(life, size);
   offset.assign(nv, 0);
-  std::vector<int> placed;
-  arena_per_image = 0;
-  std::size_t total = 0;
-  constexpr std::size_t kAlign = 16;  // floats (64 bytes)
-  for (int v : order) {
-    const std::size_t size = (numel(g.values[v]) + kAlign - 1) / kAlign * kAlign;
-    total += size;
-    std::vector<std::pair<std::size_t, std::size_t>> busy;  // [begin, end) of overlapping lifetimes
-    for (int u : placed)
-      if (keep_values || (first[u] <= last[v] && first[v] <= last[u]))
-        busy.emplace_back(offset[u], offset[u] + (numel(g.values[u]) + kAlign - 1) / kAlign * kAlign);
-    std::sort(busy.begin(), busy.end());
-    std::size_t at = 0;
-    for (const auto& [b, e] : busy) {
-      if (at + size <= b) break;
-      at = std::max(at, e);
-    }
-    offset[v] = at;
-    arena_per_image = std::max(arena_per_image, at + size);
-    placed.push_back(v);
-  }
+  for (std::size_t v = 0; v < nv; ++v)
+    if (plan.offset[v] != graph::ArenaPlan::kNone) offset[v] = plan.offset[v];
+  arena_per_image = plan.bytes;
+  const std::size_t total = plan.naive_bytes;
   arena.assign(arena_per_image * static_cast<std::size_t>(max_batch), 0.f);
   std::ostringstream msg;
   msg << "CPU executor " << g.input_h << "x" << g.input_w << ": " << g.ops.size() << " ops, " << nv
