@@ -3,9 +3,10 @@
 // At construction: build the graph, look up every tensor the ops use (converted to float32 once,
 // shared by all executors), prepack the GEMM conv weights, and plan one activation arena. Each value
 // of the graph gets an offset in the arena from its lifetime in execution order (first to last op
-// that touches it; graph/memory_plan.hpp, shared with the CUDA executor): values whose lifetimes overlap never share memory, the others may. The network
-// input is read in place from the caller's tensor and the Detect output is written straight into
-// the caller's output, so forward() allocates nothing and copies nothing it does not have to.
+// that touches it; graph/memory_plan.hpp, shared with the CUDA executor): values whose lifetimes
+// overlap never share memory, the others may. The network input is read in place from the caller's
+// tensor and the Detect output is written straight into the caller's output, so forward() allocates
+// nothing and copies nothing it does not have to.
 #include "cpu/executor.hpp"
 
 #include "graph/memory_plan.hpp"
