@@ -2,6 +2,7 @@
 // single-line ModelError (naming the file, and the tensor where there is one); nothing crashes.
 #include <cstdint>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <sys/stat.h>
 
@@ -262,4 +263,31 @@ TEST_CASE("the tensors must be exactly those the architecture requires", "[model
     m.header["layers"][2]["type"] = "FancyBlock";
     CHECK(contains(load_error(serialize(m)), "architecture:"));
   }
+}
+
+TEST_CASE("random byte flips anywhere in the header never crash the loader", "[model]") {
+  const std::string good = serialize(tiny_model());
+  std::uint64_t hlen = 0;
+  for (int i = 0; i < 8; ++i) hlen |= static_cast<std::uint64_t>(static_cast<unsigned char>(good[16 + i])) << (8 * i);
+  std::mt19937 rng(99);
+  int refused = 0, loaded = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    std::string b = good;
+    const int flips = 1 + static_cast<int>(rng() % 3);
+    for (int f = 0; f < flips; ++f) {
+      const std::size_t at = rng() % (24 + hlen);  // fixed header and JSON, where the structure lives
+      b[at] = static_cast<char>(static_cast<unsigned char>(b[at]) ^ (1u << (rng() % 8)));
+    }
+    // Either a clean load or a ModelError: anything else (another exception, a crash) fails the test.
+    const std::string path = tmp_path("fuzz.y12");
+    write_file(path, b);
+    try {
+      ModelFile::open(path)->info();
+      ++loaded;
+    } catch (const ModelError&) {
+      ++refused;
+    }
+  }
+  INFO("refused " << refused << ", loaded " << loaded);
+  CHECK(refused > 300);  // most flips break something the loader checks
 }
