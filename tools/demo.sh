@@ -4,7 +4,8 @@
 #   - with ../shared/data present: the COCO-pretrained YOLO11n weights found there (real detections)
 #     on bus.jpg;
 #   - without it: the committed random-weight YOLO12n test model (tests/data/yolo12n_rand.pt) on the
-#     bus image stored in tests/data. Its detections are meaningless; it only shows the pipeline.
+#     letterboxed bus fixture in tests/data (as a BMP). Its detections are meaningless; it only shows
+#     the pipeline.
 # Outputs go to runs/predict: the annotated image and detections.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,11 +33,12 @@ else
   echo "      (tests/data/yolo12n_rand.pt). Its detections are meaningless: it was never trained."
   echo "      The run only shows the pipeline working: decode, letterbox, network, NMS, outputs."
   python3 tools/export.py tests/data/yolo12n_rand.pt -o "$model"
-  # The sample image: bus.jpg's pixels, stored decoded in tests/data, written out as a BMP.
+  # The sample image: the committed letterboxed bus fixture (1, 3, 640, 640 RGB floats) as a BMP.
   python3 - "$image" <<'PY'
 import gzip, sys
 import numpy as np
-bgr = np.load(gzip.open("tests/data/decoded/bus_bgr.npy.gz"))  # (H, W, 3) uint8, BGR
+x = np.load(gzip.open("tests/data/input_bus_640.npy.gz"))[0]  # (3, H, W) RGB in [0, 1]
+bgr = np.ascontiguousarray((x[::-1].transpose(1, 2, 0) * 255.0).round().astype(np.uint8))
 h, w, _ = bgr.shape
 row = (w * 3 + 3) // 4 * 4  # BMP rows are padded to 4 bytes and stored bottom-up
 pixels = np.zeros((h, row), np.uint8)

@@ -17,6 +17,7 @@
 #   .whl/*.whl              Ultralytics + ultralytics-thop wheels, where Ultralytics is not installed
 #   .carry/catch2/          a Catch2 package to use when the machine has none (see `prepare-catch2`)
 #   .carry/shared/fixtures/ the shared data folder's fixtures (the turbo YOLOv12 fixture)
+#   .carry/shared/images/   the shared images (bus.jpg, zidane.jpg) for the real-weight detection test
 #   tools/gpu_check.sh prepare-catch2    (run where Debian's Catch2 v2 is installed) builds that folder.
 set -u
 cd "$(dirname "$0")/.."
@@ -119,6 +120,22 @@ if [ "$mode" != bench ]; then
   if [ -d .carry/shared ]; then
     export YOLO12_SHARED_DATA=$root/.carry/shared
     for pt in .carry/shared/fixtures/*.pt; do [ -f "$pt" ] && export_model "$pt" "$models/$(basename "${pt%.*}").y12"; done
+  fi
+  # The shared images, decoded to uint8 BGR .npy.gz for test_model_gpu (no OpenCV C++ here; the
+  # Python cv2 decodes them exactly as OpenCV does on the CPU side).
+  if [ -d .carry/shared/images ]; then
+    export YOLO12_DECODED_DIR=$build/decoded
+    mkdir -p "$YOLO12_DECODED_DIR"
+    timeout 60 python3 - .carry/shared/images "$YOLO12_DECODED_DIR" >> "$out/export.log" 2>&1 <<'PY' || note "decoding the shared images FAILED"
+import gzip, os, sys
+import cv2
+import numpy as np
+src, dst = sys.argv[1], sys.argv[2]
+for name in ("bus", "zidane"):
+    bgr = cv2.imread(os.path.join(src, name + ".jpg"), cv2.IMREAD_COLOR)
+    with gzip.open(os.path.join(dst, name + "_bgr.npy.gz"), "wb") as f:
+        np.save(f, np.ascontiguousarray(bgr))
+PY
   fi
   for onnx in .carry/weights/*.onnx; do [ -f "$onnx" ] && export_model "$onnx" "$models/$(basename "${onnx%.*}").y12"; done
   ls "$models" > "$out/models.txt" 2>&1

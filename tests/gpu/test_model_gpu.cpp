@@ -6,7 +6,8 @@
 //  * raw head, per fixture: GPU fp32 vs the CPU backend and vs the Ultralytics output within the
 //    fixture's tolerance (10x the model's own fp32-vs-fp64 error); GPU fp16 vs the Ultralytics output
 //    within 2x PyTorch's own fp16-vs-fp64 error on that input; a batch of 2 equals two single runs.
-//  * detections with the real COCO weights on the decoded shared images (tests/data/decoded): GPU fp32
+//  * detections with the real COCO weights on the shared images, decoded to uint8 BGR .npy.gz files in
+//    $YOLO12_DECODED_DIR (tools/gpu_check.sh makes them: the GPU machine has no OpenCV C++): GPU fp32
 //    == CPU backend (same boxes within 0.05 px, scores within 1e-3, classes), fixed and rect; GPU fp16
 //    finds every confident CPU box; a batch and a clone give the same detections as one image.
 #include <algorithm>
@@ -101,9 +102,15 @@ struct Decoded {
   ImageView view() const { return ImageView{bgr.data(), w, h, static_cast<std::size_t>(w) * 3, PixelFormat::BGR8}; }
 };
 
+// Where the decoded shared images are ("" when not prepared).
+std::string decoded_dir() {
+  const char* env = std::getenv("YOLO12_DECODED_DIR");
+  return env && test::file_exists(std::string(env) + "/bus_bgr.npy.gz") ? env : "";
+}
+
 Decoded load_image(const std::string& name) {
   Decoded d;
-  const auto a = load_npy_any(test::test_data_dir() + "/decoded/" + name + "_bgr.npy.gz");
+  const auto a = load_npy_any(decoded_dir() + "/" + name + "_bgr.npy.gz");
   d.h = static_cast<int>(a.shape.at(0));
   d.w = static_cast<int>(a.shape.at(1));
   d.bgr.resize(a.data.size());
@@ -197,6 +204,8 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
   const char* models[] = {"yolo11n_coco_int8dyn_320", "yolov8n_coco_int8dyn_320"};
   const char* ref_names[] = {"yolo11n_coco", "yolov8n_coco"};
   const char* images[] = {"bus", "zidane"};
+  YOLO12_SKIP_IF(decoded_dir().empty(),
+                 "YOLO12_DECODED_DIR does not hold the decoded shared images (tools/gpu_check.sh prepares them)");
   std::vector<Decoded> decoded;
   for (const char* im : images) decoded.push_back(load_image(im));
   int compared = 0;
