@@ -20,9 +20,15 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
+# The exporter and the Python tests need python3 with numpy: pip where it may install (a
+# user-managed Python), else Debian's python3-numpy (Debian's own python3 refuses pip installs).
 if ! python3 -c "import numpy" 2>/dev/null; then
   echo "setup: installing numpy for the exporter"
-  python3 -m pip install -q numpy
+  python3 -m pip install -q numpy 2>/dev/null || {
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3 python3-numpy >/dev/null
+  }
 fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH=/usr/local/cuda/bin:$PATH
 
