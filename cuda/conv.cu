@@ -15,6 +15,7 @@
 #include "conv.cuh"
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -72,7 +73,16 @@ bool conv_can_implement(const ConvShape& s) {
 namespace conv_detail {
 
 ConvVariants& conv_variants() {
-  static ConvVariants v;
+  // Start from YOLO12_CONV_VARIANTS (comma-separated names), so that the benchmark and the model tests
+  // can run a variant without a rebuild.
+  static ConvVariants v = [] {
+    ConvVariants d;
+    const char* env = std::getenv("YOLO12_CONV_VARIANTS");
+    const std::string list = env ? env : "";
+    d.f16_bk64 = list.find("f16_bk64") != std::string::npos;
+    d.dw_one_output = list.find("dw_one_output") != std::string::npos;
+    return d;
+  }();
   return v;
 }
 
@@ -154,6 +164,12 @@ void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream) {
 }
 template void conv2d_forward<float>(const ConvParams<float>&, cudaStream_t);
 template void conv2d_forward<__half>(const ConvParams<__half>&, cudaStream_t);
+
+const char* conv_algorithm_name(const ConvShape& s, bool fp16) {
+  if (is_depthwise(s)) return conv_detail::dwconv_direct_supports(s) ? "depthwise" : "direct_naive";
+  if (conv_detail::conv2d_direct_small_cin_supports(s)) return "direct_small_cin";
+  return fp16 ? "implicit_gemm_f16" : "implicit_gemm_f32";
+}
 
 template <typename T>
 void conv2d_forward_naive(const ConvParams<T>& p, cudaStream_t stream) {

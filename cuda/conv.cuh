@@ -53,5 +53,8 @@ void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream);
 // and a fallback. Slow: not for inference.
 template <typename T>
 void conv2d_forward_naive(const ConvParams<T>& p, cudaStream_t stream);
+// Which kernel conv2d_forward picks for this shape and element size ("implicit_gemm_f16", "depthwise",
+// ...), for the per-op profile of the benchmark.
+const char* conv_algorithm_name(const ConvShape& s, bool fp16);
 
 }  // namespace yolo12::cuda

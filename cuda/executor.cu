@@ -153,6 +153,59 @@ class ExecutorImpl final : public Executor {
     for (auto& step : steps_) step(batch, stream_);
   }
 
+  std::vector<OpProfile> profile_network(int batch, int warmup, int iters) override {
+    const std::size_t n = steps_.size();
+    std::vector<cudaEvent_t> ev(n + 1, nullptr);
+    for (auto& e : ev) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
+    std::vector<std::vector<float>> ms(n);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    try {
+      YOLO12_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      try {
+        YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev[0], stream_, cudaEventRecordExternal));
+        for (std::size_t i = 0; i < n; ++i) {
+          steps_[i](batch, stream_);
+          YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev[i + 1], stream_, cudaEventRecordExternal));
+        }
+      } catch (...) {
+        cudaGraph_t broken = nullptr;
+        cudaStreamEndCapture(stream_, &broken);
+        if (broken) cudaGraphDestroy(broken);
+        throw;
+      }
+      YOLO12_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+      YOLO12_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      for (int it = 0; it < warmup + iters; ++it) {
+        YOLO12_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+        YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        if (it < warmup) continue;
+        for (std::size_t i = 0; i < n; ++i) {
+          float t = 0;
+          YOLO12_CUDA_CHECK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
+          ms[i].push_back(t);
+        }
+      }
+    } catch (...) {
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+      for (auto& e : ev) cudaEventDestroy(e);
+      throw;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    for (auto& e : ev) cudaEventDestroy(e);
+    std::vector<OpProfile> out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::sort(ms[i].begin(), ms[i].end());
+      out[i].label = step_info_[i].label;
+      out[i].bytes = step_info_[i].bytes_per_image * batch + step_info_[i].bytes_fixed;
+      out[i].flops = step_info_[i].flops_per_image * batch;
+      out[i].median_ms = ms[i].empty() ? 0.0 : ms[i][ms[i].size() / 2];
+    }
+    return out;
+  }
+
   void enqueue_postprocess(int batch) override {
     DetectParams<T> d = detect_params_;
     d.batch = batch;
@@ -195,6 +248,11 @@ class ExecutorImpl final : public Executor {
   DeviceBuffer arena_;
   std::vector<std::size_t> value_offset_;  // bytes into the arena per value (ArenaPlan::kNone: outside)
   std::vector<std::function<void(int, cudaStream_t)>> steps_;
+  struct StepInfo {  // what profile_network reports per step
+    std::string label;
+    double bytes_per_image = 0, bytes_fixed = 0, flops_per_image = 0;
+  };
+  std::vector<StepInfo> step_info_;  // parallel to steps_
   DetectParams<T> detect_params_;
   DeviceBuffer workspace_;  // detect workspace | class filter | kept boxes + counts
   PinnedBuffer out_host_;
@@ -276,6 +334,16 @@ class ExecutorImpl final : public Executor {
             q.s.batch = batch;
             conv2d_forward<T>(q, st);
           });
+          {
+            std::ostringstream m;
+            m << "conv " << s.k << "x" << s.k << "/" << s.stride << " " << s.c_in << "->" << s.c_out << " g" << s.groups
+              << " " << s.h << "x" << s.w << "->" << s.ho << "x" << s.wo << (p.residual ? " +res" : "") << " ["
+              << conv_algorithm_name(s, sizeof(T) == 2) << "]";
+            const double in = 1.0 * s.h * s.w * s.c_in, outp = 1.0 * s.ho * s.wo * s.c_out;
+            step_info_.push_back({m.str(), sizeof(T) * (in + outp * (p.residual ? 2 : 1)),
+                                  sizeof(T) * 1.0 * s.c_out * (s.c_in / s.groups) * s.k * s.k,
+                                  2.0 * outp * (s.c_in / s.groups) * s.k * s.k});
+          }
           break;
         }
         case graph::OpKind::Upsample: {
@@ -296,6 +364,9 @@ class ExecutorImpl final : public Executor {
             q.batch = batch;
             upsample_nearest<T>(q, st);
           });
+          step_info_.push_back({"upsample x" + std::to_string(p.factor) + " " + std::to_string(p.c) + "ch " +
+                                    std::to_string(p.h) + "x" + std::to_string(p.w),
+                                sizeof(T) * 1.0 * p.h * p.w * p.c * (1 + p.factor * p.factor), 0, 0});
           break;
         }
         case graph::OpKind::MaxPool: {
@@ -316,6 +387,9 @@ class ExecutorImpl final : public Executor {
             q.batch = batch;
             max_pool_same<T>(q, st);
           });
+          step_info_.push_back({"maxpool k" + std::to_string(p.k) + " " + std::to_string(p.c) + "ch " +
+                                    std::to_string(p.h) + "x" + std::to_string(p.w),
+                                sizeof(T) * 2.0 * p.h * p.w * p.c, 0, 0});
           break;
         }
         case graph::OpKind::Copy: {
@@ -333,6 +407,8 @@ class ExecutorImpl final : public Executor {
             q.batch = batch;
             channel_copy<T>(q, st);
           });
+          step_info_.push_back({"copy " + std::to_string(p.c) + "ch " + std::to_string(p.pixels) + "px",
+                                sizeof(T) * 2.0 * p.pixels * p.c, 0, 0});
           break;
         }
         case graph::OpKind::Attention: {
@@ -370,6 +446,14 @@ class ExecutorImpl final : public Executor {
             q.batch = batch;
             area_attention_forward<T>(q, st);
           });
+          {
+            const double per_area = 1.0 * tokens / a.area;
+            step_info_.push_back({"attention " + std::to_string(tokens) + " tokens, area " + std::to_string(a.area) +
+                                      ", " + std::to_string(a.heads) + " heads, d " + std::to_string(a.dqk) + "/" +
+                                      std::to_string(a.dv),
+                                  sizeof(T) * 1.0 * tokens * a.heads * (a.dqk * 2 + a.dv * 2 + (p.v_image ? a.dv : 0)),
+                                  0, 2.0 * a.heads * a.area * per_area * per_area * (a.dqk + a.dv)});
+          }
           break;
         }
         case graph::OpKind::Detect: {

@@ -83,6 +83,14 @@ struct DeviceStageTimes {
   float preprocess_ms = 0, network_ms = 0, postprocess_ms = 0;
 };
 
+// One op of the network timed alone (benchmark's per-op profile).
+struct OpProfile {
+  std::string label;    // e.g. "conv 3x3/2 64->128 g1 160x160->80x80 [implicit_gemm_f16]"
+  double bytes = 0;     // activations read + written and weights read, whole batch (lower bound)
+  double flops = 0;     // multiply-adds x 2, whole batch
+  double median_ms = 0; // between CUDA events recorded around the op inside one captured graph
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -110,6 +118,9 @@ class Executor {
   virtual void enqueue_preprocess(int batch) = 0;  // H2D of the staged block + letterbox
   virtual void enqueue_network(int batch) = 0;
   virtual void enqueue_postprocess(int batch) = 0;  // decode + NMS + D2H of the kept boxes
+  // Every network op timed alone: one graph with an event between every two ops, replayed
+  // warmup + iters times; medians per op. The input must already be in place (enqueue_preprocess).
+  virtual std::vector<OpProfile> profile_network(int batch, int warmup, int iters) = 0;
 };
 
 // Builds the graph for cfg.input_h x cfg.input_w, plans the memory and checks every op. The stream is

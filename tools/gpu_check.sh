@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # tools/gpu_check.sh - the whole GPU check in one call on a machine with an NVIDIA GPU (sm_90a).
 #
-#   tools/gpu_check.sh [all|test|bench]        default: all
+#   tools/gpu_check.sh [all|test|bench|peer|ours]        default: all
 #
 #   test   configure + build (Release, sm_90a, -j$(nproc)), export the fixture models, run the GPU
-#          tests (ctest -L gpu), compute-sanitizer memcheck and racecheck on the GPU op tests, and
-#          build + run the example application against an install of the library (find_package).
-#   bench  the PyTorch peer (tools/bench/torch_peer.py: Ultralytics YOLO12 n/s/m/l/x, random weights)
-#          and yolo12-bench on the very same weights (exported from the peer's .pt files), then one
+#          tests (ctest -L gpu), compute-sanitizer memcheck and racecheck on every GPU test (in
+#          parallel, one process per test and tool), build + run the example application against an
+#          install of the library (find_package), and a per-op profile of yolo12n (yolo12-bench
+#          --profile-ops) with the default conv kernels and with the lab variants.
+#   bench  peer + ours:
+#   peer   the PyTorch peer (tools/bench/torch_peer.py: Ultralytics YOLO12 n/s/m/l/x, random weights);
+#          its JSON is kept in the build folder for a later `ours` call on the same warm machine;
+#   ours   yolo12-bench on the very same weights (exported from the peer's .pt files), then one
 #          side-by-side markdown table.
 # Logs go to $OUT (default ./out/gpu_check); a short summary is printed last. Each step has its own
 # timeout so one hang cannot eat the whole call.
@@ -97,14 +101,14 @@ timeout 120 cmake -S "$root" -B "$build" "${cmake_args[@]}" > "$out/configure.lo
 gpu_tests=()
 for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu; do [ -f "$f" ] && gpu_tests+=("$(basename "${f%.*}")"); done
 targets=(yolo12)
-[ "$mode" != bench ] && targets+=("${gpu_tests[@]}")
-[ -f tools/bench/bench.cpp ] && [ "$mode" != test ] && targets+=(yolo12-bench)
-timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1
-build_rc=$?
+case "$mode" in all|test) targets+=("${gpu_tests[@]}") ;; esac
+[ -f tools/bench/bench.cpp ] && targets+=(yolo12-bench)
+build_rc=0
+[ "$mode" != peer ] && { timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; build_rc=$?; }
 if [ $build_rc -ne 0 ]; then
   # Build what does build: one target at a time, so one broken test does not hide the others.
   for t in "${targets[@]}"; do timeout 300 cmake --build "$build" -j"$jobs" --target "$t" >> "$out/build.log" 2>&1 || note "build of $t FAILED"; done
-else
+elif [ "$mode" != peer ]; then
   note "build ok (${#targets[@]} targets)"
 fi
 grep -E "error" "$out/build.log" | head -20
@@ -114,7 +118,7 @@ export_model() {  # src dst
   [ -f "$2" ] && return 0
   timeout 120 python3 tools/export.py "$1" -o "$2" >> "$out/export.log" 2>&1 || note "export of $1 FAILED"
 }
-if [ "$mode" != bench ]; then
+if [ "$mode" = all ] || [ "$mode" = test ]; then
   for pt in tests/data/*.pt; do [ -f "$pt" ] && export_model "$pt" "$models/$(basename "${pt%.*}").y12"; done
   # Fixtures that live in the shared data folder (root "shared" in fixtures.json), if carried.
   if [ -d .carry/shared ]; then
@@ -148,36 +152,63 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
   (cd "$build" && timeout 900 ctest -L gpu ${CTEST_REGEX:+-R "$CTEST_REGEX"} --output-on-failure --timeout 400 > "$out/ctest.log" 2>&1)
   note "ctest -L gpu: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1)"
   grep -E "^\[model\]|^\[real\]" -r "$build/Testing/Temporary/LastTest.log" 2>/dev/null | head -40 > "$out/model_numbers.txt"
-  # compute-sanitizer on the op tests (each under its own time limit)
-  san_tests=${SANITIZE_TESTS:-"test_elementwise test_detect_nms test_preprocess"}
+  # compute-sanitizer, memcheck and racecheck, on every GPU test: one process per (test, tool), all at
+  # once (the sanitizers are slow on the host side, the GPU is mostly idle), each under its own limit.
+  # Cases tagged [big] (full-size heads, thousands of candidates) are left to the plain run. The example
+  # application builds and runs meanwhile.
+  san_tests=${SANITIZE_TESTS:-"${gpu_tests[*]}"}
+  san_jobs=()
   for t in $san_tests; do
     [ -x "$build/tests/$t" ] || continue
     for tool in memcheck racecheck; do
-      # Cases tagged [big] (full-size heads, thousands of candidates) are left to the plain run.
-      timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool $tool --error-exitcode 9 "$build/tests/$t" "~[big]" > "$out/sanitizer_${tool}_$t.log" 2>&1
-      rc=$?
-      note "compute-sanitizer $tool $t: $([ $rc -eq 0 ] && echo clean || echo "rc=$rc ($(grep -m1 -E 'ERROR SUMMARY|error' "$out/sanitizer_${tool}_$t.log"))")"
+      ( timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 9 "$build/tests/$t" "~[big]" \
+          > "$out/sanitizer_${tool}_$t.log" 2>&1; echo $? > "$out/sanitizer_${tool}_$t.rc" ) &
+      san_jobs+=("$tool $t")
     done
   done
-  # The example application, built against an install of the library with find_package(yolo12).
   if [ -f tests/example_app/check.sh ] && [ -f "$models/yolo12n_rand.y12" ]; then
     timeout 300 bash tests/example_app/check.sh "$build" "$models/yolo12n_rand.y12" cuda > "$out/example_app.log" 2>&1
     note "example app (find_package, cuda): rc=$? $(tail -1 "$out/example_app.log")"
   fi
+  wait
+  for j in "${san_jobs[@]}"; do
+    set -- $j
+    rc=$(cat "$out/sanitizer_$1_$2.rc" 2>/dev/null || echo "?")
+    summ=$(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$1_$2.log")
+    passed=$(grep -m1 -E 'All tests passed|test cases' "$out/sanitizer_$1_$2.log")
+    note "compute-sanitizer $1 $2: $([ "$rc" = 0 ] && echo clean || echo "rc=$rc") | $summ | $passed"
+  done
+  # Per-op profile of yolo12n, default kernels and lab variants; the model tests again with the variants.
+  if [ -x "$build/yolo12-bench" ] && [ -f "$models/yolo12n_rand.y12" ]; then
+    timeout 120 "$build/yolo12-bench" "$models/yolo12n_rand.y12" --batch 1,32 --precision fp16 --iters 50 --warmup 10 \
+      --profile-ops 40 --json "$out/profile_default.json" > "$out/profile_default.log" 2>&1
+    note "profile (default kernels): $(grep -E '^n ' "$out/profile_default.log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
+    YOLO12_CONV_VARIANTS=f16_bk64,dw_one_output timeout 120 "$build/yolo12-bench" "$models/yolo12n_rand.y12" \
+      --batch 1,32 --precision fp16 --iters 50 --warmup 10 --profile-ops 40 --json "$out/profile_variants.json" \
+      > "$out/profile_variants.log" 2>&1
+    note "profile (lab variants):   $(grep -E '^n ' "$out/profile_variants.log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
+    (cd "$build" && YOLO12_CONV_VARIANTS=f16_bk64,dw_one_output timeout 300 ctest -R test_model_gpu --output-on-failure \
+      > "$out/ctest_variants.log" 2>&1)
+    note "test_model_gpu with the lab variants: $(grep -E 'tests passed|tests failed' "$out/ctest_variants.log" | tail -1)"
+  fi
 fi
 
 # ---- benchmark -----------------------------------------------------------------------------------
-if [ "$mode" = all ] || [ "$mode" = bench ]; then
+peer_dir=$build/peer
+mkdir -p "$peer_dir"
+if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = peer ]; then
   if ! python3 -c "import ultralytics" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/yolo12-site .whl/*.whl \
       > "$out/pip.log" 2>&1 && export PYTHONPATH=/tmp/yolo12-site${PYTHONPATH:+:$PYTHONPATH}
   fi
-  peer_dir=$build/peer
-  mkdir -p "$peer_dir"
-  PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout 420 python3 tools/bench/torch_peer.py run --out "$out/peer.json" \
-    --save-dir "$peer_dir" --scales "${PEER_SCALES:-n,s,m,l,x}" --batches "${PEER_BATCHES:-1,32}" \
-    --compile "${PEER_COMPILE:-n}" > "$out/peer.log" 2>&1
+  PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout "${PEER_TIMEOUT:-420}" python3 tools/bench/torch_peer.py run \
+    --out "$peer_dir/peer.json" --save-dir "$peer_dir" --scales "${PEER_SCALES:-n,s,m,l,x}" \
+    --batches "${PEER_BATCHES:-1,32}" --compile "${PEER_COMPILE:-n}" > "$out/peer.log" 2>&1
   note "torch peer: rc=$? ($(grep -c '^peer' "$out/peer.log") rows)"
+  cp "$peer_dir/peer.json" "$out/peer.json" 2>/dev/null
+  cat "$out/peer.log" | grep -E "^peer|Error" | head -20
+fi
+if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = ours ]; then
   ours=()
   for pt in "$peer_dir"/yolo12*_peer.pt; do
     [ -f "$pt" ] || continue
@@ -189,9 +220,10 @@ if [ "$mode" = all ] || [ "$mode" = bench ]; then
       >> "$out/bench.log" 2>&1 && ours+=("$j") || note "yolo12-bench $(basename "$y12") FAILED"
   done
   cat "$out/bench.log"
-  if [ -f "$out/peer.json" ] && [ ${#ours[@]} -gt 0 ]; then
-    python3 tools/bench/torch_peer.py table --peer "$out/peer.json" --ours "${ours[@]}" \
-      --command "tools/gpu_check.sh $mode" > "$out/benchmarks-table.md" 2> "$out/table.log"
+  if [ -f "$peer_dir/peer.json" ] && [ ${#ours[@]} -gt 0 ]; then
+    cp "$peer_dir/peer.json" "$out/peer.json" 2>/dev/null
+    python3 tools/bench/torch_peer.py table --peer "$peer_dir/peer.json" --ours "${ours[@]}" \
+      --command "${BENCH_COMMAND:-tools/gpu_check.sh $mode}" > "$out/benchmarks-table.md" 2> "$out/table.log"
     cat "$out/benchmarks-table.md"
   fi
 fi

@@ -1,7 +1,7 @@
 // tools/bench/bench.cpp - yolo12-bench: latency and throughput of the CUDA executor, per stage.
 //
 //   yolo12-bench MODEL.y12 [--batch 1,32] [--precision fp16,fp32] [--size 640] [--image 1280x720]
-//                [--iters 200] [--warmup 30] [--json out.json]
+//                [--iters 200] [--warmup 30] [--json out.json] [--profile-ops N]
 //
 // For every (precision, batch): builds one executor (as a Detector does), then measures with CUDA
 // events after a warm-up, reporting medians and 90th percentiles:
@@ -11,6 +11,9 @@
 //                  images, letterbox, network, decode + NMS, D2H of the kept boxes), split by the
 //                  events inside the graph into preprocess / network / postprocess;
 //   end_to_end     the host's wall time of detect() (packing the pinned staging block included).
+//   --profile-ops N  also every network op timed alone (events between the ops of one captured graph):
+//                  the N slowest printed with their achieved bandwidth and FLOP rate, all in the JSON.
+// Lab conv variants are chosen with the environment variable YOLO12_CONV_VARIANTS (cuda/conv.cu).
 // Throughput = batch / median time. The image is synthetic (no OpenCV): a gradient with noise.
 #include <algorithm>
 #include <chrono>
@@ -65,7 +68,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr,
                "%s\nusage: yolo12-bench MODEL.y12 [--batch 1,32] [--precision fp16,fp32] [--size 640] "
-               "[--image WxH] [--iters N] [--warmup N] [--json FILE]\n",
+               "[--image WxH] [--iters N] [--warmup N] [--json FILE] [--profile-ops N]\n",
                msg);
   std::exit(2);
 }
@@ -77,7 +80,7 @@ int main(int argc, char** argv) {
   std::string model_path = argv[1], json_path;
   std::vector<int> batches = {1, 32};
   std::vector<std::string> precisions = {"fp16", "fp32"};
-  int size = 640, iters = 200, warmup = 30, img_w = 1280, img_h = 720;
+  int size = 640, iters = 200, warmup = 30, img_w = 1280, img_h = 720, profile_top = -1;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -95,6 +98,8 @@ int main(int argc, char** argv) {
       iters = std::atoi(next().c_str());
     } else if (a == "--warmup") {
       warmup = std::atoi(next().c_str());
+    } else if (a == "--profile-ops") {
+      profile_top = std::atoi(next().c_str());
     } else if (a == "--json") {
       json_path = next();
     } else if (a == "--image") {
@@ -169,6 +174,29 @@ int main(int argc, char** argv) {
         cudaGraphExecDestroy(net_exec);
         cudaGraphDestroy(net_graph);
 
+        nlohmann::json ops = nlohmann::json::array();
+        if (profile_top >= 0) {
+          const std::vector<cuda::OpProfile> prof = ex->profile_network(batch, warmup, iters);
+          double total = 0;
+          for (const auto& o : prof) total += o.median_ms;
+          std::vector<std::size_t> order(prof.size());
+          for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+          std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+            return prof[a].median_ms > prof[b].median_ms;
+          });
+          std::printf("per-op profile %s b%d: %zu ops, sum of medians %.3f ms (graph %.3f ms)\n", prec.c_str(), batch,
+                      prof.size(), total, stats_of(net_ms).median);
+          for (std::size_t r = 0; r < order.size() && static_cast<int>(r) < profile_top; ++r) {
+            const auto& o = prof[order[r]];
+            std::printf("  op %3zu %8.4f ms %5.1f%% %7.0f GB/s %7.1f TFLOP/s  %s\n", order[r], o.median_ms,
+                        100.0 * o.median_ms / total, o.bytes / (o.median_ms * 1e6), o.flops / (o.median_ms * 1e9),
+                        o.label.c_str());
+          }
+          for (std::size_t i = 0; i < prof.size(); ++i)
+            ops.push_back({{"op", i}, {"label", prof[i].label}, {"median_ms", prof[i].median_ms},
+                           {"bytes", prof[i].bytes}, {"flops", prof[i].flops}});
+        }
+
         // Full detect(), per stage and end to end.
         std::vector<double> pre_ms, mid_ms, post_ms, e2e_ms;
         std::size_t kept = 0;
@@ -200,6 +228,7 @@ int main(int argc, char** argv) {
             {"network_img_per_s", batch * 1000.0 / sn.median},
             {"end_to_end_img_per_s", batch * 1000.0 / se.median},
             {"detections_image0", kept},
+            {"ops", ops},
             {"memory_mib",
              {{"weights", plan.weights / 1048576.0},
               {"activations", plan.activations / 1048576.0},
@@ -219,6 +248,7 @@ int main(int argc, char** argv) {
                           {"scale", file->info().scale},
                           {"device", prop.name},
                           {"iters", iters},
+                          {"conv_variants", std::getenv("YOLO12_CONV_VARIANTS") ? std::getenv("YOLO12_CONV_VARIANTS") : ""},
                           {"warmup", warmup},
                           {"results", results}};
     if (!json_path.empty()) {

@@ -18,6 +18,7 @@ one CUDA graph (fp16). Median and p90 of --iters runs, timed with CUDA events af
 import argparse
 import datetime
 import json
+import time
 import os
 import sys
 
@@ -99,11 +100,13 @@ def cmd_run(args):
                         row["modes"][f"{prec}_graph"] = {"error": str(e)[:200]}
                     if prec == "fp16" and scale in compile_scales:
                         try:
-                            torch._dynamo.reset()
+                            torch._dynamo.reset()  # a fresh compile per batch size: no dynamic shapes
+                            t0 = time.perf_counter()
                             cm = torch.compile(m)
                             for _ in range(3):
                                 cm(x)
                             replay = _graphed(cm, x, torch)
+                            row["compile_s"] = round(time.perf_counter() - t0, 1)
                             row["modes"]["fp16_compile_graph"] = _time(replay, args.iters, 5, torch)
                         except Exception as e:  # noqa: BLE001
                             row["modes"]["fp16_compile_graph"] = {"error": str(e)[:200]}
@@ -112,8 +115,9 @@ def cmd_run(args):
             doc["results"].append(row)
             print(f"peer yolo12{scale} b{batch}: " + ", ".join(
                 f"{k} {v['median_ms']:.3f} ms" for k, v in row["modes"].items() if "median_ms" in v), flush=True)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
+            # Written after every row, so a run cut short by its time limit keeps what it measured.
+            with open(args.out, "w") as f:
+                json.dump(doc, f, indent=1)
 
 
 def _fmt(entry, batch):
@@ -121,6 +125,17 @@ def _fmt(entry, batch):
         return ""
     ms = entry["median_ms"]
     return f"{ms:.2f} ms" if batch == 1 else f"{ms:.2f} ms ({batch * 1000.0 / ms:.0f} img/s)"
+
+
+def _speedup(o16, modes):
+    peer = [modes[k]["median_ms"] for k in ("fp16_graph", "fp16_compile_graph")
+            if k in modes and "median_ms" in modes[k]]
+    if not o16 or "median_ms" not in o16 or not peer:
+        return ""
+    best = min(peer)
+    which = "compile+graph" if "median_ms" in modes.get("fp16_compile_graph", {}) and \
+        modes["fp16_compile_graph"]["median_ms"] == best else "graph"
+    return f"{best / o16['median_ms']:.2f}x vs {which}"
 
 
 def cmd_table(args):
@@ -142,15 +157,18 @@ def cmd_table(args):
                  "PyTorch eager / one CUDA graph / torch.compile + CUDA graph.")
     lines.append("")
     lines.append("| model | batch | yolo12 fp16 | yolo12 fp32 | PyTorch fp16 graph | PyTorch fp16 compile+graph | "
-                 "PyTorch fp32 graph | PyTorch fp16 eager | PyTorch fp32 eager |")
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+                 "PyTorch fp32 graph | PyTorch fp16 eager | PyTorch fp32 eager | yolo12 fp16 speed-up |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for row in peer["results"]:
         s, b, m = row["scale"], row["batch"], row["modes"]
         o16 = ours.get((s, "fp16", b), {}).get("network_graph")
         o32 = ours.get((s, "fp32", b), {}).get("network_graph")
         lines.append(f"| yolo12{s} | {b} | {_fmt(o16, b)} | {_fmt(o32, b)} | {_fmt(m.get('fp16_graph'), b)} | "
                      f"{_fmt(m.get('fp16_compile_graph'), b)} | {_fmt(m.get('fp32_graph'), b)} | "
-                     f"{_fmt(m.get('fp16_eager'), b)} | {_fmt(m.get('fp32_eager'), b)} |")
+                     f"{_fmt(m.get('fp16_eager'), b)} | {_fmt(m.get('fp32_eager'), b)} | {_speedup(o16, m)} |")
+    lines.append("")
+    lines.append("Speed-up = PyTorch's fastest fp16 mode measured for that row (compile+graph where it ran, else "
+                 "graph) divided by this engine's fp16 time; below 1.00x we are slower.")
     lines.append("")
     lines.append("This engine end to end (one `detect()`: H2D of a 1280x720 BGR frame, letterbox, network, decode + "
                  "NMS, D2H of the boxes; stage times from events inside the graph):")
