@@ -73,12 +73,13 @@ bool conv_can_implement(const ConvShape& s) {
 namespace conv_detail {
 
 ConvVariants& conv_variants() {
-  // Start from YOLO12_CONV_VARIANTS (comma-separated names), so that the benchmark and the model tests
-  // can run a variant without a rebuild.
+  // YOLO12_CONV_VARIANTS (comma-separated names, or "none"), when set, replaces the defaults, so that
+  // the benchmark and the model tests can compare variants without a rebuild.
   static ConvVariants v = [] {
     ConvVariants d;
     const char* env = std::getenv("YOLO12_CONV_VARIANTS");
-    const std::string list = env ? env : "";
+    if (!env) return d;
+    const std::string list = env;
     d.f16_bk64 = list.find("f16_bk64") != std::string::npos;
     d.dw_one_output = list.find("dw_one_output") != std::string::npos;
     return d;

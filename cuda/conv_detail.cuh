@@ -59,12 +59,14 @@ __device__ __forceinline__ float epilogue(float acc, const float* bias, const fl
   return v;
 }
 
-// Lab switches for variants written but not yet measured on the device: the tests and the benchmark
-// flip them, the defaults are the validated choices. Not thread-safe: set them before any launch.
+// Kernel variants, both on by default since 2026-11-30 (measured on the H200: yolo12n fp16 batch 1
+// 1.74 -> 1.29 ms, batch 32 7.48 -> 6.85 ms; docs/benchmarks-gpu.md). The environment variable
+// YOLO12_CONV_VARIANTS (a comma-separated list of the names below, or "none") replaces the defaults
+// when set; tests set the fields directly. Not thread-safe: set them before any launch.
 struct ConvVariants {
-  bool f16_bk64 = false;       // fp16 implicit GEMM: 64-wide K tiles (3 stages), epilogue staged through
-                               // shared memory for 16-byte stores
-  bool dw_one_output = false;  // dwconv_direct: one output per thread when the grid would not fill the GPU
+  bool f16_bk64 = true;       // fp16 implicit GEMM: 64-wide K tiles (3 stages), epilogue staged through
+                              // shared memory for 16-byte stores (off: 32-wide K tiles)
+  bool dw_one_output = true;  // dwconv_direct: one output per thread when the grid would not fill the GPU
 };
 ConvVariants& conv_variants();
 

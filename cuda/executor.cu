@@ -283,8 +283,8 @@ class ExecutorImpl final : public Executor {
   void plan_memory() {
     const graph::Graph& g = graph_;
     const int nv = static_cast<int>(g.values.size());
-    std::vector<graph::Lifetime> life = graph::value_lifetimes(g);
-    life[graph::Graph::kInputValue] = {-1, -1};  // written by the preprocess, before op 0
+    // The input lives from before op 0 (the preprocess writes it) to its last reader.
+    const std::vector<graph::Lifetime> life = graph::value_lifetimes(g);
     // The Detect output (the fp32 raw head) is kept outside the arena.
     std::vector<std::size_t> size(nv, 0);
     for (int v = 0; v < nv; ++v) {

@@ -36,6 +36,7 @@ std::vector<Lifetime> value_lifetimes(const Graph& g) {
       if (l.first == Lifetime::kUnused) l.first = i;
       l.last = std::max(l.last, i);
     }
+  if (!life.empty() && life[Graph::kInputValue].first != Lifetime::kUnused) life[Graph::kInputValue].first = -1;
   return life;
 }
 

@@ -25,7 +25,8 @@ struct Lifetime {
 
 // Every ValueRef an op reads or writes (invalid optional operands included; skip !valid()).
 std::vector<ValueRef> op_operands(const Op& op);
-// The lifetime of every value of g from the ops that touch it.
+// The lifetime of every value of g from the ops that touch it. The input image (Graph::kInputValue) is
+// written before op 0 (by the preprocessing or the caller): it lives from -1 to its last reader.
 std::vector<Lifetime> value_lifetimes(const Graph& g);
 
 struct ArenaPlan {
