@@ -35,7 +35,9 @@ struct SmallCinParams {
   bool silu, vec_out;  // vec_out: 8 output channels are one 16-byte store
 };
 
-template <typename T>
+// I: the type of the flat (pixel, chunk) index: int where the count allows, since 64-bit division
+// costs tens of instructions and this kernel does only 8 * k * k * c_in FMAs per index.
+template <typename T, typename I>
 __global__ void __launch_bounds__(kSmallCinThreads) conv2d_direct_small_cin(const SmallCinParams<T> a) {
   extern __shared__ __align__(16) float ws[];  // (k*k*c_in, c_out_pad): weight of (tap, ci) for channel c
   const int taps = a.k * a.k;
@@ -47,14 +49,16 @@ __global__ void __launch_bounds__(kSmallCinThreads) conv2d_direct_small_cin(cons
   }
   __syncthreads();
 
-  const int chunks = a.c_out_pad / 8;
-  const long long total = 1LL * a.batch * a.ho * a.wo * chunks;
-  for (long long idx = blockIdx.x * 1LL * blockDim.x + threadIdx.x; idx < total; idx += 1LL * gridDim.x * blockDim.x) {
+  const I chunks = a.c_out_pad / 8;
+  const I total = static_cast<I>(a.batch) * a.ho * a.wo * chunks;
+  for (I idx = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<I>(gridDim.x) * blockDim.x) {
     const int cc = static_cast<int>(idx % chunks);
-    const long long pix = idx / chunks;
+    const I pix = idx / chunks;  // (n, oy, ox)
     const int ox = static_cast<int>(pix % a.wo);
-    const int oy = static_cast<int>((pix / a.wo) % a.ho);
-    const int n = static_cast<int>(pix / (1LL * a.wo * a.ho));
+    const I rest = pix / a.wo;
+    const int oy = static_cast<int>(rest % a.ho);
+    const int n = static_cast<int>(rest / a.ho);
     const int c0 = cc * 8;
     float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     const T* ximg = a.x + static_cast<long long>(n) * a.h * a.w_in * a.ldx;  // (H, W, ldx)
@@ -81,8 +85,8 @@ __global__ void __launch_bounds__(kSmallCinThreads) conv2d_direct_small_cin(cons
         }
       }
     }
-    T* yp = a.y + pix * a.ldy + c0;
-    const T* rp = a.residual ? a.residual + pix * a.ldr + c0 : nullptr;
+    T* yp = a.y + static_cast<long long>(pix) * a.ldy + c0;
+    const T* rp = a.residual ? a.residual + static_cast<long long>(pix) * a.ldr + c0 : nullptr;
     if (a.vec_out) {  // c_out % 8 == 0 and 16-byte aligned rows
       constexpr int kPerVec = 16 / static_cast<int>(sizeof(T));  // 8 halves or 4 floats per 16 bytes
       __align__(16) T out[8];
@@ -152,15 +156,22 @@ void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream)
   a.vec_out = p.s.c_out % 8 == 0 && p.ldy % kVec == 0 && aligned(p.y) &&
               (!p.residual || (p.ldr % kVec == 0 && aligned(p.residual)));
   const int smem = p.s.k * p.s.k * p.s.c_in * a.c_out_pad * static_cast<int>(sizeof(float));
-  static const cudaError_t attr = cudaFuncSetAttribute(conv2d_direct_small_cin<T>,
-                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                       kSmallCinMax * 49 * kSmallCinMaxCout * 4);
-  YOLO12_CUDA_CHECK(attr);
+  constexpr int kMaxSmem = kSmallCinMax * 49 * kSmallCinMaxCout * 4;
+  static const cudaError_t attr32 = cudaFuncSetAttribute(conv2d_direct_small_cin<T, int>,
+                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem);
+  static const cudaError_t attr64 = cudaFuncSetAttribute(conv2d_direct_small_cin<T, long long>,
+                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem);
+  YOLO12_CUDA_CHECK(attr32);
+  YOLO12_CUDA_CHECK(attr64);
   const long long total = 1LL * p.s.batch * p.s.ho * p.s.wo * (a.c_out_pad / 8);
   // Grid-stride, at most 8 blocks per SM's worth (132 SMs): each block stages the weights once.
   const long long blocks = (total + kSmallCinThreads - 1) / kSmallCinThreads;
   const int grid = static_cast<int>(blocks < 132 * 8 ? blocks : 132 * 8);
-  conv2d_direct_small_cin<T><<<grid, kSmallCinThreads, smem, stream>>>(a);
+  // int indices while idx + one grid stride stays far from overflow.
+  if (total + 1LL * grid * kSmallCinThreads < (1LL << 30))
+    conv2d_direct_small_cin<T, int><<<grid, kSmallCinThreads, smem, stream>>>(a);
+  else
+    conv2d_direct_small_cin<T, long long><<<grid, kSmallCinThreads, smem, stream>>>(a);
   YOLO12_CUDA_CHECK_LAUNCH();
 }
 template void launch_conv2d_direct_small_cin<float>(const ConvParams<float>&, cudaStream_t);

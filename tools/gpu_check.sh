@@ -172,7 +172,7 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
       san_jobs+=("$tool $t")
     done
   done
-  if [ -f tests/example_app/check.sh ] && [ -f "$models/yolo12n_rand.y12" ]; then
+  if [ "${EXAMPLE_APP:-1}" = 1 ] && [ -f tests/example_app/check.sh ] && [ -f "$models/yolo12n_rand.y12" ]; then
     timeout 300 bash tests/example_app/check.sh "$build" "$models/yolo12n_rand.y12" cuda > "$out/example_app.log" 2>&1
     note "example app (find_package, cuda): rc=$? $(tail -1 "$out/example_app.log")"
   fi

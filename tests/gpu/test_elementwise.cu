@@ -97,9 +97,12 @@ template <typename T>
 void run_upsample() {
   std::mt19937 rng(1);
   for (const Shape& s : kShapes) {
-    for (int factor : {1, 2, 3}) {
-      const int ldx = s.C + 5, cx0 = 2, ldy = s.C + 7, cy0 = 3;
-      INFO("B " << s.B << " H " << s.H << " W " << s.W << " C " << s.C << " factor " << factor);
+    for (int factor : {1, 2, 3})
+    for (bool aligned : {false, true}) {  // aligned: 16-byte views, the vector kernel where C allows
+      const int c8 = (s.C + 7) / 8 * 8;
+      const int ldx = aligned ? c8 + 8 : s.C + 5, cx0 = aligned ? 8 : 2;
+      const int ldy = aligned ? c8 + 16 : s.C + 7, cy0 = aligned ? 8 : 3;
+      INFO("B " << s.B << " H " << s.H << " W " << s.W << " C " << s.C << " factor " << factor << " aligned " << aligned);
       const auto x = random_nhwc<T>(rng, static_cast<std::size_t>(s.B) * s.H * s.W * ldx);
       const int ho = s.H * factor, wo = s.W * factor;
       const std::size_t ny = static_cast<std::size_t>(s.B) * ho * wo * ldy;
@@ -166,9 +169,12 @@ void run_maxpool() {
 template <typename T>
 void run_copy() {
   std::mt19937 rng(3);
-  for (const Shape& s : kShapes) {
-    const int ldx = 3 * s.C, cx0 = s.C, ldy = 2 * s.C + 1, cy0 = s.C + 1;
-    INFO("B " << s.B << " H " << s.H << " W " << s.W << " C " << s.C);
+  for (const Shape& s : kShapes)
+  for (bool aligned : {false, true}) {  // aligned: 16-byte views, the vector kernel where C allows
+    const int c8 = (s.C + 7) / 8 * 8;
+    const int ldx = aligned ? 3 * c8 : 3 * s.C, cx0 = aligned ? c8 : s.C;
+    const int ldy = aligned ? 2 * c8 + 8 : 2 * s.C + 1, cy0 = aligned ? 8 : s.C + 1;
+    INFO("B " << s.B << " H " << s.H << " W " << s.W << " C " << s.C << " aligned " << aligned);
     const long long P = static_cast<long long>(s.H) * s.W;
     const auto x = random_nhwc<T>(rng, static_cast<std::size_t>(s.B) * P * ldx);
     const std::size_t ny = static_cast<std::size_t>(s.B) * P * ldy;
