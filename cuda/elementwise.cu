@@ -136,6 +136,14 @@ __global__ void nchw_to_nhwc_kernel(NchwToNhwcParams<T> p) {
   }
 }
 
+// One thread per item, grid-stride: the int-indexed kernel where the item count (plus one grid
+// stride, at most 65535 * 8 * 256) stays far from int overflow, else the 64-bit one.
+template <typename P>
+void launch_by_index_width(void (*kernel32)(P), void (*kernel64)(P), long long items, const P& p, cudaStream_t stream) {
+  if (items < std::numeric_limits<int>::max() / 2) kernel32<<<grid_for(items), kThreads, 0, stream>>>(p);
+  else kernel64<<<grid_for(items), kThreads, 0, stream>>>(p);
+}
+
 }  // namespace
 
 bool max_pool_can_implement(int k) { return k >= 1 && k % 2 == 1; }
@@ -146,10 +154,8 @@ void upsample_nearest(const UpsampleNearestParams<T>& p, cudaStream_t stream) {
   if (n == 0) return;
   if (vec16_fits<T>(p.x, p.ldx, p.y, p.ldy, p.c)) {
     const long long vectors = static_cast<long long>(p.batch) * p.h * p.w * (p.c / (16 / static_cast<int>(sizeof(T))));
-    if (vectors < std::numeric_limits<int>::max() / 2)
-      upsample_nearest_vec16_kernel<T, int><<<grid_for(vectors), kThreads, 0, stream>>>(p);
-    else
-      upsample_nearest_vec16_kernel<T, long long><<<grid_for(vectors), kThreads, 0, stream>>>(p);
+    launch_by_index_width(upsample_nearest_vec16_kernel<T, int>, upsample_nearest_vec16_kernel<T, long long>, vectors,
+                          p, stream);
   } else {
     upsample_nearest_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
   }
@@ -169,11 +175,8 @@ void channel_copy(const ChannelCopyParams<T>& p, cudaStream_t stream) {
   const long long n = static_cast<long long>(p.batch) * p.pixels * p.c;
   if (n == 0) return;
   if (vec16_fits<T>(p.x, p.ldx, p.y, p.ldy, p.c)) {
-    const long long vectors = n / (16 / static_cast<int>(sizeof(T)));
-    if (vectors < std::numeric_limits<int>::max() / 2)
-      channel_copy_vec16_kernel<T, int><<<grid_for(vectors), kThreads, 0, stream>>>(p);
-    else
-      channel_copy_vec16_kernel<T, long long><<<grid_for(vectors), kThreads, 0, stream>>>(p);
+    launch_by_index_width(channel_copy_vec16_kernel<T, int>, channel_copy_vec16_kernel<T, long long>,
+                          n / (16 / static_cast<int>(sizeof(T))), p, stream);
   } else {
     channel_copy_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
   }
