@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/gpu_check.sh - the whole GPU check in one call on a machine with an NVIDIA GPU (sm_90a).
 #
-#   tools/gpu_check.sh [all|test|bench|peer|ours]        default: all
+#   tools/gpu_check.sh [all|test|bench|peer|ours|cli]    default: all
 #
 #   test   configure + build (Release, sm_90a, -j$(nproc)), export the fixture models, run the GPU
 #          tests (ctest -L gpu), compute-sanitizer memcheck and racecheck on every GPU test (in
@@ -13,6 +13,10 @@
 #          its JSON is kept in the build folder for a later `ours` call on the same warm machine;
 #   ours   yolo12-bench on the very same weights (exported from the peer's .pt files), then one
 #          side-by-side markdown table.
+#   cli    only the carried CLI step (no build): .carry/cli/yolo12-infer, made elsewhere by
+#          tools/dev/build_cli_static.sh, on the shared images with the real YOLO11n and YOLOv8n on the
+#          CPU, on CUDA and on CUDA in FP16, compared by tools/dev/compare_detections.py (`test` and
+#          `all` run it too, after the example app).
 # Logs go to $OUT (default ./out/gpu_check); a short summary is printed last. Each step has its own
 # timeout so one hang cannot eat the whole call.
 #
@@ -22,6 +26,7 @@
 #   .carry/catch2/          a Catch2 package to use when the machine has none (see `prepare-catch2`)
 #   .carry/shared/fixtures/ the shared data folder's fixtures (the turbo YOLOv12 fixture)
 #   .carry/shared/images/   the shared images (bus.jpg, zidane.jpg) for the real-weight detection test
+#   .carry/cli/yolo12-infer the self-contained CLI for the `cli` step (tools/dev/build_cli_static.sh)
 #   tools/gpu_check.sh prepare-catch2    (run where Debian's Catch2 v2 is installed) builds that folder.
 set -u
 cd "$(dirname "$0")/.."
@@ -97,21 +102,21 @@ fi
 # EXTRA_CMAKE_ARGS: more -D options, split on spaces (e.g. -DCMAKE_DISABLE_FIND_PACKAGE_spdlog=ON).
 # shellcheck disable=SC2206
 cmake_args+=(${EXTRA_CMAKE_ARGS:-})
-timeout 120 cmake -S "$root" -B "$build" "${cmake_args[@]}" > "$out/configure.log" 2>&1 || note "configure FAILED (see configure.log)"
+[ "$mode" != cli ] && { timeout 120 cmake -S "$root" -B "$build" "${cmake_args[@]}" > "$out/configure.log" 2>&1 || note "configure FAILED (see configure.log)"; }
 gpu_tests=()
 for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu; do [ -f "$f" ] && gpu_tests+=("$(basename "${f%.*}")"); done
 targets=(yolo12)
 case "$mode" in all|test) targets+=("${gpu_tests[@]}") ;; esac
 [ -f tools/bench/bench.cpp ] && targets+=(yolo12-bench)
 build_rc=0
-[ "$mode" != peer ] && { timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; build_rc=$?; }
+[ "$mode" != peer ] && [ "$mode" != cli ] && { timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; build_rc=$?; }
 if [ $build_rc -ne 0 ]; then
   # Build what does build: one target at a time, so one broken test does not hide the others.
   for t in "${targets[@]}"; do timeout 300 cmake --build "$build" -j"$jobs" --target "$t" >> "$out/build.log" 2>&1 || note "build of $t FAILED"; done
-elif [ "$mode" != peer ]; then
+elif [ "$mode" != peer ] && [ "$mode" != cli ]; then
   note "build ok (${#targets[@]} targets)"
 fi
-grep -E "error" "$out/build.log" | head -20
+grep -E "error" "$out/build.log" 2>/dev/null | head -20
 
 # ---- models --------------------------------------------------------------------------------------
 export_model() {  # src dst
@@ -141,10 +146,62 @@ for name in ("bus", "zidane"):
         np.save(f, np.ascontiguousarray(bgr))
 PY
   fi
+fi
+if [ "$mode" = all ] || [ "$mode" = test ] || [ "$mode" = cli ]; then
   for onnx in .carry/weights/*.onnx; do [ -f "$onnx" ] && export_model "$onnx" "$models/$(basename "${onnx%.*}").y12"; done
   ls "$models" > "$out/models.txt" 2>&1
   note "models: $(ls "$models" | tr '\n' ' ')"
 fi
+
+# ---- the carried CLI -----------------------------------------------------------------------------
+# .carry/cli/yolo12-infer is built elsewhere (tools/dev/build_cli_static.sh: static OpenCV, static CUDA
+# runtime), since this machine has no OpenCV C++. It runs on the shared images with the real YOLO11n and
+# YOLOv8n on the CPU, on CUDA and on CUDA in FP16; tools/dev/compare_detections.py compares the JSON Lines.
+cli_check() {
+  local cli=$root/.carry/cli/yolo12-infer imgs=() m y12 run name label rc
+  for f in .carry/shared/images/*.jpg; do [ -f "$f" ] && imgs+=("$f"); done
+  if [ ! -x "$cli" ]; then
+    note "cli: skipped (no .carry/cli/yolo12-infer: build it with tools/dev/build_cli_static.sh and carry .carry/cli)"
+    return
+  fi
+  if [ ${#imgs[@]} = 0 ]; then
+    note "cli: skipped (no .carry/shared/images/*.jpg)"
+    return
+  fi
+  timeout 30 "$cli" --version > "$out/cli_version.log" 2>&1
+  rc=$?
+  note "cli: $(head -1 "$out/cli_version.log") (--version rc=$rc)"
+  for m in yolo11n yolov8n; do
+    y12=$models/${m}_coco_int8dyn_320.y12
+    if [ ! -f "$y12" ]; then
+      note "cli $m: skipped (no $(basename "$y12"): carry .carry/weights)"
+      continue
+    fi
+    timeout 30 "$cli" --model "$y12" --info > "$out/cli_info_$m.log" 2>&1
+    rc=$?
+    note "cli $m --info: rc=$rc $(grep -m1 -E '^family' "$out/cli_info_$m.log")"
+    for run in "cpu:--device cpu" "cuda:--device cuda" "cuda_half:--device cuda --half"; do
+      name=${run%%:*}
+      # shellcheck disable=SC2086
+      timeout 120 "$cli" --model "$y12" ${run#*:} --verbose --json "$out/cli_${m}_$name.jsonl" "${imgs[@]}" \
+        > "$out/cli_${m}_$name.log" 2>&1
+      rc=$?
+      [ $rc = 0 ] || note "cli $m $name: rc=$rc $(grep -m1 -E 'error' "$out/cli_${m}_$name.log")"
+    done
+    for run in "cuda:cuda fp32:" "cuda_half:cuda fp16:--min-score 0.3 --box-tol 2"; do
+      name=${run%%:*}
+      label=${run#*:}
+      label="cli $m ${label%%:*} vs cpu"
+      if [ ! -s "$out/cli_${m}_cpu.jsonl" ] || [ ! -s "$out/cli_${m}_$name.jsonl" ]; then
+        note "$label: not compared (a run wrote no JSON Lines)"
+        continue
+      fi
+      # shellcheck disable=SC2086
+      note "$(timeout 60 python3 tools/dev/compare_detections.py --label "$label" ${run##*:} \
+        "$out/cli_${m}_cpu.jsonl" "$out/cli_${m}_$name.jsonl" 2>&1 | tail -1)"
+    done
+  done
+}
 
 # ---- tests ---------------------------------------------------------------------------------------
 if [ "$mode" = all ] || [ "$mode" = test ]; then
@@ -176,6 +233,7 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
     timeout 300 bash tests/example_app/check.sh "$build" "$models/yolo12n_rand.y12" cuda > "$out/example_app.log" 2>&1
     note "example app (find_package, cuda): rc=$? $(tail -1 "$out/example_app.log")"
   fi
+  cli_check
   wait
   for j in "${san_jobs[@]}"; do
     set -- $j
@@ -195,6 +253,8 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
     note "profile (conv variants off): $(grep -E '^n ' "$out/profile_plain.log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
   fi
 fi
+
+[ "$mode" = cli ] && cli_check
 
 # ---- benchmark -----------------------------------------------------------------------------------
 peer_dir=$build/peer
