@@ -220,10 +220,11 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
     for tool in memcheck racecheck; do
       # racecheck on the whole-model test takes longer than any limit here: it runs the fixtures at 320
       # of the random yolo12n and narrow yolo12l (every kernel the model executor uses) and the real
-      # YOLO11n detections; memcheck runs everything.
+      # YOLO11n detections at 320; memcheck runs everything.
       filt=()
       [ "$t" = test_model_gpu ] && [ $tool = racecheck ] && \
-        filt=(env "YOLO12_TEST_FIXTURE=${SANITIZE_MODEL_FIXTURE:-rand_bus_320}" "YOLO12_TEST_REAL_MODEL=${SANITIZE_REAL_MODEL:-yolo11n}")
+        filt=(env "YOLO12_TEST_FIXTURE=${SANITIZE_MODEL_FIXTURE:-rand_bus_320}" "YOLO12_TEST_REAL_MODEL=${SANITIZE_REAL_MODEL:-yolo11n}" \
+              "YOLO12_TEST_REAL_SIZE=${SANITIZE_REAL_SIZE:-320}")
       ( timeout "${SANITIZE_TIMEOUT:-360}" "${filt[@]}" compute-sanitizer --tool $tool --error-exitcode 9 "$build/tests/$t" "~[big]" \
           > "$out/sanitizer_${tool}_$t.log" 2>&1; echo $? > "$out/sanitizer_${tool}_$t.rc" ) &
       san_jobs+=("$tool $t")

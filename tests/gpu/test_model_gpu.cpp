@@ -210,6 +210,7 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
   for (const char* im : images) decoded.push_back(load_image(im));
   int compared = 0;
   const char* only = std::getenv("YOLO12_TEST_REAL_MODEL");  // substring filter, for focused runs
+  const char* only_size = std::getenv("YOLO12_TEST_REAL_SIZE");  // e.g. "320": that input size only
   for (int mi = 0; mi < 2; ++mi) {
     if (only && std::string(models[mi]).find(only) == std::string::npos) continue;
     const std::string model = models_dir() + "/" + models[mi] + ".y12";
@@ -222,6 +223,7 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
       bool rect;
     };
     for (const Mode mode : {Mode{640, false}, Mode{640, true}, Mode{320, false}}) {
+      if (only_size && mode.size != std::atoi(only_size)) continue;
       DetectorOptions o;
       o.input_height = o.input_width = mode.size;
       o.rect = mode.rect;
