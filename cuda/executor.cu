@@ -51,6 +51,24 @@ ConvShape conv_shape(const graph::Graph& g, const graph::ConvOp& c, int batch) {
   return s;
 }
 
+// Captures what `enqueue` puts on `stream` into a new graph. If enqueue throws, the capture is ended
+// and its graph dropped before the exception goes on.
+template <typename F>
+cudaGraph_t capture_graph(cudaStream_t stream, F&& enqueue) {
+  YOLO12_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    cudaStreamEndCapture(stream, &broken);
+    if (broken) cudaGraphDestroy(broken);
+    throw;
+  }
+  cudaGraph_t graph = nullptr;
+  YOLO12_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  return graph;
+}
+
 [[noreturn]] void cannot_run(const graph::Op& op, const std::string& what) {
   throw ModelError("CUDA backend: op '" + op.name + "': " + what +
                    " is not supported by the CUDA kernels; run this model with device cpu");
@@ -150,57 +168,50 @@ class ExecutorImpl final : public Executor {
   }
 
   void enqueue_network(int batch) override {
-    for (auto& step : steps_) step(batch, stream_);
+    for (const Step& step : steps_) step.run(batch, stream_);
   }
 
   std::vector<OpProfile> profile_network(int batch, int warmup, int iters) override {
     const std::size_t n = steps_.size();
     std::vector<cudaEvent_t> ev(n + 1, nullptr);
-    for (auto& e : ev) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
-    std::vector<std::vector<float>> ms(n);
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    try {
-      YOLO12_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-      try {
-        YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev[0], stream_, cudaEventRecordExternal));
-        for (std::size_t i = 0; i < n; ++i) {
-          steps_[i](batch, stream_);
-          YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev[i + 1], stream_, cudaEventRecordExternal));
-        }
-      } catch (...) {
-        cudaGraph_t broken = nullptr;
-        cudaStreamEndCapture(stream_, &broken);
-        if (broken) cudaGraphDestroy(broken);
-        throw;
-      }
-      YOLO12_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-      YOLO12_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      for (int it = 0; it < warmup + iters; ++it) {
-        YOLO12_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
-        YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        if (it < warmup) continue;
-        for (std::size_t i = 0; i < n; ++i) {
-          float t = 0;
-          YOLO12_CUDA_CHECK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
-          ms[i].push_back(t);
-        }
-      }
-    } catch (...) {
+    struct Release {  // whatever was created, on every way out
+      std::function<void()> f;
+      ~Release() { f(); }
+    } release{[&] {
       if (exec) cudaGraphExecDestroy(exec);
       if (graph) cudaGraphDestroy(graph);
-      for (auto& e : ev) cudaEventDestroy(e);
-      throw;
+      for (cudaEvent_t e : ev)
+        if (e) cudaEventDestroy(e);
+    }};
+    for (auto& e : ev) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
+    graph = capture_graph(stream_, [&] {
+      YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev[0], stream_, cudaEventRecordExternal));
+      for (std::size_t i = 0; i < n; ++i) {
+        steps_[i].run(batch, stream_);
+        YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev[i + 1], stream_, cudaEventRecordExternal));
+      }
+    });
+    YOLO12_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    std::vector<std::vector<float>> ms(n);
+    for (int it = 0; it < warmup + iters; ++it) {
+      YOLO12_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+      YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      if (it < warmup) continue;
+      for (std::size_t i = 0; i < n; ++i) {
+        float t = 0;
+        YOLO12_CUDA_CHECK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
+        ms[i].push_back(t);
+      }
     }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    for (auto& e : ev) cudaEventDestroy(e);
     std::vector<OpProfile> out(n);
     for (std::size_t i = 0; i < n; ++i) {
+      const Step& st = steps_[i];
       std::sort(ms[i].begin(), ms[i].end());
-      out[i].label = step_info_[i].label;
-      out[i].bytes = step_info_[i].bytes_per_image * batch + step_info_[i].bytes_fixed;
-      out[i].flops = step_info_[i].flops_per_image * batch;
+      out[i].label = st.label;
+      out[i].bytes = st.bytes_per_image * batch + st.weight_bytes;
+      out[i].flops = st.flops_per_image * batch;
       out[i].median_ms = ms[i].empty() ? 0.0 : ms[i][ms[i].size() / 2];
     }
     return out;
@@ -247,12 +258,16 @@ class ExecutorImpl final : public Executor {
   int anchors_ = 0;
   DeviceBuffer arena_;
   std::vector<std::size_t> value_offset_;  // bytes into the arena per value (ArenaPlan::kNone: outside)
-  std::vector<std::function<void(int, cudaStream_t)>> steps_;
-  struct StepInfo {  // what profile_network reports per step
+  // One network op, bound to its buffers: run(batch, stream) enqueues it; the rest is what
+  // profile_network reports for it.
+  struct Step {
+    std::function<void(int, cudaStream_t)> run;
     std::string label;
-    double bytes_per_image = 0, bytes_fixed = 0, flops_per_image = 0;
+    double bytes_per_image = 0;  // activations read + written
+    double weight_bytes = 0;
+    double flops_per_image = 0;
   };
-  std::vector<StepInfo> step_info_;  // parallel to steps_
+  std::vector<Step> steps_;
   DetectParams<T> detect_params_;
   DeviceBuffer workspace_;  // detect workspace | class filter | kept boxes + counts
   PinnedBuffer out_host_;
@@ -329,21 +344,19 @@ class ExecutorImpl final : public Executor {
           p.y = slice_ptr(c.out);
           p.ldy = ld_of(c.out);
           p.silu = c.act == graph::Act::SiLU;
-          steps_.push_back([p](int batch, cudaStream_t st) {
-            ConvParams<T> q = p;
-            q.s.batch = batch;
-            conv2d_forward<T>(q, st);
-          });
-          {
-            std::ostringstream m;
-            m << "conv " << s.k << "x" << s.k << "/" << s.stride << " " << s.c_in << "->" << s.c_out << " g" << s.groups
-              << " " << s.h << "x" << s.w << "->" << s.ho << "x" << s.wo << (p.residual ? " +res" : "") << " ["
-              << conv_algorithm_name(s, sizeof(T) == 2) << "]";
-            const double in = 1.0 * s.h * s.w * s.c_in, outp = 1.0 * s.ho * s.wo * s.c_out;
-            step_info_.push_back({m.str(), sizeof(T) * (in + outp * (p.residual ? 2 : 1)),
-                                  sizeof(T) * 1.0 * s.c_out * (s.c_in / s.groups) * s.k * s.k,
-                                  2.0 * outp * (s.c_in / s.groups) * s.k * s.k});
-          }
+          std::ostringstream label;
+          label << "conv " << s.k << "x" << s.k << "/" << s.stride << " " << s.c_in << "->" << s.c_out << " g"
+                << s.groups << " " << s.h << "x" << s.w << "->" << s.ho << "x" << s.wo << (p.residual ? " +res" : "")
+                << " [" << conv_algorithm_name(s, sizeof(T) == 2) << "]";
+          const double in = 1.0 * s.h * s.w * s.c_in, out = 1.0 * s.ho * s.wo * s.c_out;
+          const double macs_per_output = 1.0 * (s.c_in / s.groups) * s.k * s.k;
+          steps_.push_back({[p](int batch, cudaStream_t st) {
+                              ConvParams<T> q = p;
+                              q.s.batch = batch;
+                              conv2d_forward<T>(q, st);
+                            },
+                            label.str(), sizeof(T) * (in + out * (p.residual ? 2 : 1)),
+                            sizeof(T) * s.c_out * macs_per_output, 2.0 * out * macs_per_output});
           break;
         }
         case graph::OpKind::Upsample: {
@@ -359,14 +372,14 @@ class ExecutorImpl final : public Executor {
           p.c = u.in.c;
           p.factor = u.factor;
           if (u.factor < 1 || u.out.c != u.in.c) cannot_run(op, "upsample factor " + std::to_string(u.factor));
-          steps_.push_back([p](int batch, cudaStream_t st) {
-            UpsampleNearestParams<T> q = p;
-            q.batch = batch;
-            upsample_nearest<T>(q, st);
-          });
-          step_info_.push_back({"upsample x" + std::to_string(p.factor) + " " + std::to_string(p.c) + "ch " +
-                                    std::to_string(p.h) + "x" + std::to_string(p.w),
-                                sizeof(T) * 1.0 * p.h * p.w * p.c * (1 + p.factor * p.factor), 0, 0});
+          steps_.push_back({[p](int batch, cudaStream_t st) {
+                              UpsampleNearestParams<T> q = p;
+                              q.batch = batch;
+                              upsample_nearest<T>(q, st);
+                            },
+                            "upsample x" + std::to_string(p.factor) + " " + std::to_string(p.c) + "ch " +
+                                std::to_string(p.h) + "x" + std::to_string(p.w),
+                            sizeof(T) * 1.0 * p.h * p.w * p.c * (1 + p.factor * p.factor)});
           break;
         }
         case graph::OpKind::MaxPool: {
@@ -382,14 +395,14 @@ class ExecutorImpl final : public Executor {
           p.w = in.w;
           p.c = m.in.c;
           p.k = m.k;
-          steps_.push_back([p](int batch, cudaStream_t st) {
-            MaxPoolParams<T> q = p;
-            q.batch = batch;
-            max_pool_same<T>(q, st);
-          });
-          step_info_.push_back({"maxpool k" + std::to_string(p.k) + " " + std::to_string(p.c) + "ch " +
-                                    std::to_string(p.h) + "x" + std::to_string(p.w),
-                                sizeof(T) * 2.0 * p.h * p.w * p.c, 0, 0});
+          steps_.push_back({[p](int batch, cudaStream_t st) {
+                              MaxPoolParams<T> q = p;
+                              q.batch = batch;
+                              max_pool_same<T>(q, st);
+                            },
+                            "maxpool k" + std::to_string(p.k) + " " + std::to_string(p.c) + "ch " +
+                                std::to_string(p.h) + "x" + std::to_string(p.w),
+                            sizeof(T) * 2.0 * p.h * p.w * p.c});
           break;
         }
         case graph::OpKind::Copy: {
@@ -402,13 +415,13 @@ class ExecutorImpl final : public Executor {
           p.ldy = ld_of(c.out);
           p.pixels = in.h * in.w;
           p.c = c.in.c;
-          steps_.push_back([p](int batch, cudaStream_t st) {
-            ChannelCopyParams<T> q = p;
-            q.batch = batch;
-            channel_copy<T>(q, st);
-          });
-          step_info_.push_back({"copy " + std::to_string(p.c) + "ch " + std::to_string(p.pixels) + "px",
-                                sizeof(T) * 2.0 * p.pixels * p.c, 0, 0});
+          steps_.push_back({[p](int batch, cudaStream_t st) {
+                              ChannelCopyParams<T> q = p;
+                              q.batch = batch;
+                              channel_copy<T>(q, st);
+                            },
+                            "copy " + std::to_string(p.c) + "ch " + std::to_string(p.pixels) + "px",
+                            sizeof(T) * 2.0 * p.pixels * p.c});
           break;
         }
         case graph::OpKind::Attention: {
@@ -441,19 +454,17 @@ class ExecutorImpl final : public Executor {
           p.dqk = a.dqk;
           p.dv = a.dv;
           p.scale = a.scale;
-          steps_.push_back([p](int batch, cudaStream_t st) {
-            AreaAttentionParams<T> q = p;
-            q.batch = batch;
-            area_attention_forward<T>(q, st);
-          });
-          {
-            const double per_area = 1.0 * tokens / a.area;
-            step_info_.push_back({"attention " + std::to_string(tokens) + " tokens, area " + std::to_string(a.area) +
-                                      ", " + std::to_string(a.heads) + " heads, d " + std::to_string(a.dqk) + "/" +
-                                      std::to_string(a.dv),
-                                  sizeof(T) * 1.0 * tokens * a.heads * (a.dqk * 2 + a.dv * 2 + (p.v_image ? a.dv : 0)),
-                                  0, 2.0 * a.heads * a.area * per_area * per_area * (a.dqk + a.dv)});
-          }
+          const double per_area = 1.0 * tokens / a.area;
+          steps_.push_back({[p](int batch, cudaStream_t st) {
+                              AreaAttentionParams<T> q = p;
+                              q.batch = batch;
+                              area_attention_forward<T>(q, st);
+                            },
+                            "attention " + std::to_string(tokens) + " tokens, area " + std::to_string(a.area) + ", " +
+                                std::to_string(a.heads) + " heads, d " + std::to_string(a.dqk) + "/" +
+                                std::to_string(a.dv),
+                            sizeof(T) * 1.0 * tokens * a.heads * (a.dqk * 2 + a.dv * 2 + (p.v_image ? a.dv : 0)), 0,
+                            2.0 * a.heads * a.area * per_area * per_area * (a.dqk + a.dv)});
           break;
         }
         case graph::OpKind::Detect: {
@@ -540,8 +551,7 @@ class ExecutorImpl final : public Executor {
     if (graphs_.size() < static_cast<std::size_t>(cfg_.max_batch)) graphs_.resize(cfg_.max_batch);
     GraphSlot& slot = graphs_[batch - 1];
     if (slot.exec) return slot;
-    YOLO12_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    try {
+    slot.graph = capture_graph(stream_, [&] {
       YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev_[0], stream_, cudaEventRecordExternal));
       enqueue_preprocess(batch);
       YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev_[1], stream_, cudaEventRecordExternal));
@@ -549,13 +559,7 @@ class ExecutorImpl final : public Executor {
       YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev_[2], stream_, cudaEventRecordExternal));
       enqueue_postprocess(batch);
       YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev_[3], stream_, cudaEventRecordExternal));
-    } catch (...) {
-      cudaGraph_t broken = nullptr;
-      cudaStreamEndCapture(stream_, &broken);
-      if (broken) cudaGraphDestroy(broken);
-      throw;
-    }
-    YOLO12_CUDA_CHECK(cudaStreamEndCapture(stream_, &slot.graph));
+    });
     // Find the staging copy: the one host-to-device memcpy node.
     std::size_t count = 0;
     YOLO12_CUDA_CHECK(cudaGraphGetNodes(slot.graph, nullptr, &count));

@@ -128,14 +128,12 @@ def _fmt(entry, batch):
 
 
 def _speedup(o16, modes):
-    peer = [modes[k]["median_ms"] for k in ("fp16_graph", "fp16_compile_graph")
-            if k in modes and "median_ms" in modes[k]]
+    peer = {name: modes[key]["median_ms"] for key, name in (("fp16_graph", "graph"), ("fp16_compile_graph", "compile+graph"))
+            if "median_ms" in modes.get(key, {})}
     if not o16 or "median_ms" not in o16 or not peer:
         return ""
-    best = min(peer)
-    which = "compile+graph" if "median_ms" in modes.get("fp16_compile_graph", {}) and \
-        modes["fp16_compile_graph"]["median_ms"] == best else "graph"
-    return f"{best / o16['median_ms']:.2f}x vs {which}"
+    which = min(peer, key=peer.get)
+    return f"{peer[which] / o16['median_ms']:.2f}x vs {which}"
 
 
 def cmd_table(args):
