@@ -211,6 +211,7 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
   int compared = 0;
   const char* only = std::getenv("YOLO12_TEST_REAL_MODEL");  // substring filter, for focused runs
   const char* only_size = std::getenv("YOLO12_TEST_REAL_SIZE");  // e.g. "320": that input size only
+  const char* only_image = std::getenv("YOLO12_TEST_REAL_IMAGE");  // e.g. "bus": that image only
   for (int mi = 0; mi < 2; ++mi) {
     if (only && std::string(models[mi]).find(only) == std::string::npos) continue;
     const std::string model = models_dir() + "/" + models[mi] + ".y12";
@@ -235,6 +236,7 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
       o.precision = Precision::Fp16;
       Detector gpu16(model, o);
       for (int ii = 0; ii < 2; ++ii) {
+        if (only_image && std::string(images[ii]) != only_image) continue;
         INFO(models[mi] << " on " << images[ii] << " at " << mode.size << (mode.rect ? " rect" : " fixed"));
         const ImageView v = decoded[static_cast<std::size_t>(ii)].view();
         const Result rc = cpu.detect(v);
