@@ -82,6 +82,7 @@ ConvVariants& conv_variants() {
     const std::string list = env;
     d.f16_bk64 = list.find("f16_bk64") != std::string::npos;
     d.dw_one_output = list.find("dw_one_output") != std::string::npos;
+    d.f16_split_k = list.find("f16_split_k") != std::string::npos;
     return d;
   }();
   return v;
@@ -169,7 +170,13 @@ template void conv2d_forward<__half>(const ConvParams<__half>&, cudaStream_t);
 const char* conv_algorithm_name(const ConvShape& s, bool fp16) {
   if (is_depthwise(s)) return conv_detail::dwconv_direct_supports(s) ? "depthwise" : "direct_naive";
   if (conv_detail::conv2d_direct_small_cin_supports(s)) return "direct_small_cin";
-  return fp16 ? "implicit_gemm_f16" : "implicit_gemm_f32";
+  if (!fp16) return "implicit_gemm_f32";
+  switch (conv_detail::f16_plan(s).split) {
+    case 8: return "implicit_gemm_f16 split-K 8";
+    case 4: return "implicit_gemm_f16 split-K 4";
+    case 2: return "implicit_gemm_f16 split-K 2";
+    default: return "implicit_gemm_f16";
+  }
 }
 
 template <typename T>

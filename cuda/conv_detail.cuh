@@ -59,16 +59,26 @@ __device__ __forceinline__ float epilogue(float acc, const float* bias, const fl
   return v;
 }
 
-// Kernel variants, both on by default since 2026-11-30 (measured on the H200: yolo12n fp16 batch 1
-// 1.74 -> 1.29 ms, batch 32 7.48 -> 6.85 ms; docs/benchmarks-gpu.md). The environment variable
-// YOLO12_CONV_VARIANTS (a comma-separated list of the names below, or "none") replaces the defaults
-// when set; tests set the fields directly. Not thread-safe: set them before any launch.
+// Kernel variants, all on by default. f16_bk64 and dw_one_output since 2026-11-30 (measured on the
+// H200: yolo12n fp16 batch 1 1.74 -> 1.29 ms, batch 32 7.48 -> 6.85 ms; docs/benchmarks-gpu.md);
+// f16_split_k since the third session (its figures are in docs/kernels-conv.md). The environment
+// variable YOLO12_CONV_VARIANTS (a comma-separated list of the names below, or "none") replaces the
+// defaults when set; tests set the fields directly. Not thread-safe: set them before any launch.
 struct ConvVariants {
   bool f16_bk64 = true;       // fp16 implicit GEMM: 64-wide K tiles (3 stages), epilogue staged through
                               // shared memory for 16-byte stores (off: 32-wide K tiles)
   bool dw_one_output = true;  // dwconv_direct: one output per thread when the grid would not fill the GPU
+  bool f16_split_k = true;    // fp16 implicit GEMM at BK 64: split-K over a cluster when the output tiles
+                              // are too few for the GPU (batch 1 at low resolution)
 };
 ConvVariants& conv_variants();
+
+// The fp16 implicit GEMM's configuration for a shape under the current variants: block tile bm x bn,
+// K tile bk, and split (blocks of one cluster that share an output tile, each summing 1/split of K).
+struct F16Plan {
+  int bm = 64, bn = 64, bk = kTileK, split = 1;
+};
+F16Plan f16_plan(const ConvShape& s);
 
 // Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p.s).
 template <typename T> void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream);

@@ -14,9 +14,15 @@
 //   fed by cp.async (16-byte chunks, zero-filled outside the image) in a multi-stage pipeline,
 //   fragments read with ldmatrix. When c_in / groups or ldx is not a multiple of 8 (the stem's 3
 //   channels, a slice at an odd offset) the A chunks are gathered with scalar loads instead.
+//   Split-K over a thread-block cluster: when the output tiles are too few to fill the GPU (batch 1 at
+//   20x20 and 40x40), SPLIT blocks of one cluster share an output tile, each summing its own range of
+//   K tiles; the partial fp32 tiles meet in distributed shared memory, where each block of the cluster
+//   adds up 1/SPLIT of the rows and runs the epilogue on them. No workspace, no second kernel.
 // conv2d_implicit_gemm_f32: the same GEMM on the CUDA cores (FFMA, 4x4 outputs per thread), fp32
 //   exact (no tf32), with the next K tile prefetched into registers during the current one.
 #include <cstdint>
+
+#include <cooperative_groups.h>
 
 #include "common.cuh"
 #include "conv_detail.cuh"
@@ -189,9 +195,13 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a
 // BK: K tile (32, or 64 for half the barriers and address work per MMA; packed K is padded to 32 only,
 // so at BK = 64 the last tile's upper half is zero-filled).
 // kPointwise: 1x1, stride 1, pad 0 (row m reads input pixel m). kVecA: 16-byte A chunks (cp.async).
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool kPointwise, bool kVecA>
+// SPLIT: blocks per output tile (split-K, BK = 64 only). Grid x = M tiles * SPLIT, launched as clusters
+// of (SPLIT, 1, 1), so the blocks of one cluster are the SPLIT ranks of one output tile.
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool kPointwise, bool kVecA, int SPLIT = 1>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     conv2d_implicit_gemm_f16(const ImplicitGemmParams<__half> a) {
+  static_assert(SPLIT == 1 || BK == 64, "split-K reduces through the staged epilogue of BK = 64");
+  static_assert(BM % SPLIT == 0, "each rank of a split finishes BM / SPLIT rows");
   constexpr int kThreads = WARPS_M * WARPS_N * 32;
   constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
   constexpr int MI = WM / 16, NI = WN / 8;
@@ -211,7 +221,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   const int tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+  const int m0 = (blockIdx.x / SPLIT) * BM, n0 = blockIdx.y * BN;
+  const int rank = blockIdx.x % SPLIT;  // == the block's rank in its cluster
   const int g = blockIdx.z;
   const int chunk = tid % kChunksPerRow;  // this thread's 8-element column of every K tile
   const int row0 = tid / kChunksPerRow;
@@ -229,13 +240,16 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     }
   }
   const __half* wg = a.w + static_cast<long long>(g) * a.n_g * a.k_pad;  // (n_g, k_pad)
-  const int num_k_tiles = (a.k_pad + BK - 1) / BK;
+  // This rank's K tiles: [kt_begin, kt_begin + num_k_tiles) of all (a rank may get none).
+  const int all_k_tiles = (a.k_pad + BK - 1) / BK;
+  const int kt_begin = rank * all_k_tiles / SPLIT;
+  const int num_k_tiles = (rank + 1) * all_k_tiles / SPLIT - kt_begin;
 
   auto load_tile = [&](int kt, int stage) {
 #pragma unroll
    for (int hk = 0; hk < BK / kTileK; ++hk) {
     const int kcol = hk * kTileK + chunk * kChunk;  // column inside the tile
-    const int kk = kt * BK + kcol;
+    const int kk = (kt_begin + kt) * BK + kcol;
     __half* as = As + stage * BM * kRowHalves;
 #pragma unroll
     for (int i = 0; i < kAPasses; ++i) {
@@ -332,10 +346,14 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     }
     __syncthreads();  // every warp is done reading As / Bs: the C tile reuses them
     float* Cs = reinterpret_cast<float*>(smem_raw);  // (BM, kCRow)
+    // With split-K the staged values are raw partial sums: the epilogue runs after the reduction.
     auto finish = [&](float v, float b, float gm) {
-      v += b;
-      if (a.silu) v = v / (1.f + __expf(-v));
-      return a.gamma ? v * gm : v;
+      if constexpr (SPLIT == 1) {
+        v += b;
+        if (a.silu) v = v / (1.f + __expf(-v));
+        if (a.gamma) v *= gm;
+      }
+      return v;
     };
 #pragma unroll
     for (int i = 0; i < MI; ++i)
@@ -348,16 +366,35 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
         *reinterpret_cast<float2*>(Cs + (r + 8) * kCRow + cl) =
             make_float2(finish(acc[i][j][2], bias_r[j].x, gamma_r[j].x), finish(acc[i][j][3], bias_r[j].y, gamma_r[j].y));
       }
-    __syncthreads();
+    namespace cg = cooperative_groups;
+    if constexpr (SPLIT > 1) cg::this_cluster().sync();  // every rank's partial tile is staged
+    else __syncthreads();
     constexpr int kChunksN = BN / 8;
-    for (int idx = tid; idx < BM * kChunksN; idx += kThreads) {
-      const int r = idx / kChunksN, q = idx % kChunksN;
+    constexpr int kRows = BM / SPLIT;  // rows this block finishes: [rank * kRows, (rank + 1) * kRows)
+    for (int idx = tid; idx < kRows * kChunksN; idx += kThreads) {
+      const int r = rank * kRows + idx / kChunksN, q = idx % kChunksN;
       const int m = m0 + r, n = n0 + q * 8;
       if (m >= a.m || n >= a.n_g) continue;
-      const float4 lo = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8);
-      const float4 hi = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8 + 4);
-      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      float v[8];
       const long long c = static_cast<long long>(g) * a.n_g + n;
+      if constexpr (SPLIT == 1) {
+        const float4 lo = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8);
+        const float4 hi = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8 + 4);
+        v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = 0.f;
+#pragma unroll
+        for (int src = 0; src < SPLIT; ++src) {  // the same rows of every rank's tile, rank order
+          const float* cs = cg::this_cluster().map_shared_rank(Cs, src) + r * kCRow + q * 8;
+          const float4 lo = *reinterpret_cast<const float4*>(cs);
+          const float4 hi = *reinterpret_cast<const float4*>(cs + 4);
+          v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w, v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (n + e < a.n_g) v[e] = epilogue(v[e], a.bias, a.gamma, a.silu, static_cast<int>(c) + e);
+      }
       __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
       const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
       if (a.vec_out && n + 8 <= a.n_g) {
@@ -382,6 +419,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
           if (n + e < a.n_g) yp[e] = __float2half_rn(v[e] + (rp ? __half2float(rp[e]) : 0.f));
       }
     }
+    if constexpr (SPLIT > 1) cg::this_cluster().sync();  // no block leaves while others read its tile
   } else {
 #pragma unroll
     for (int i = 0; i < MI; ++i)
@@ -395,30 +433,59 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   }
 }
 
-// Launches one kernel instantiation with `smem` bytes of dynamic shared memory. Above 48 KiB a kernel
-// must opt in; that is done once per instantiation (a static per template argument: one per kernel,
-// not per kernel type) and is not a stream operation, so it is legal during graph capture.
+// Launches one kernel instantiation with `smem` bytes of dynamic shared memory, in clusters of
+// (cluster_x, 1, 1) blocks when cluster_x > 1. Above 48 KiB a kernel must opt in; that is done once per
+// instantiation (a static per template argument: one per kernel, not per kernel type) and is not a
+// stream operation, so it is legal during graph capture.
 template <auto kKernel, typename Args>
-void launch_with_smem(dim3 grid, dim3 block, int smem, const Args& a, cudaStream_t stream) {
+void launch_with_smem(dim3 grid, dim3 block, int smem, const Args& a, cudaStream_t stream, int cluster_x = 1) {
   static const cudaError_t attr = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   YOLO12_CUDA_CHECK(attr);
-  kKernel<<<grid, block, smem, stream>>>(a);
-  YOLO12_CUDA_CHECK_LAUNCH();
+  if (cluster_x == 1) {
+    kKernel<<<grid, block, smem, stream>>>(a);
+    YOLO12_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = static_cast<unsigned>(cluster_x);
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = static_cast<std::size_t>(smem);
+  config.stream = stream;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  YOLO12_CUDA_CHECK(cudaLaunchKernelEx(&config, kKernel, a));
 }
 
-template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, int BK = kTileK>
+template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, int BK = kTileK, int SPLIT = 1>
 void launch_f16_tile(const ImplicitGemmParams<__half>& a, int groups, bool pointwise, bool vec_a, cudaStream_t stream) {
   constexpr int smem = STAGES * (BM + BN) * smem_row_halves(BK) * static_cast<int>(sizeof(__half));
-  const dim3 grid(ceil_div(a.m, BM), ceil_div(a.n_g, BN), groups);
+  const dim3 grid(ceil_div(a.m, BM) * SPLIT, ceil_div(a.n_g, BN), groups);
   const dim3 block(WARPS_M * WARPS_N * 32);
   if (pointwise && vec_a)
-    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, true>>(grid, block, smem, a, stream);
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, true, SPLIT>>(grid, block, smem, a, stream, SPLIT);
   else if (pointwise)
-    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, false>>(grid, block, smem, a, stream);
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, false, SPLIT>>(grid, block, smem, a, stream, SPLIT);
   else if (vec_a)
-    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, true>>(grid, block, smem, a, stream);
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, true, SPLIT>>(grid, block, smem, a, stream, SPLIT);
   else
-    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, false>>(grid, block, smem, a, stream);
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, false, SPLIT>>(grid, block, smem, a, stream, SPLIT);
+}
+
+// A BK = 64 tile configuration at split-K 1, 2, 4 or 8.
+template <int BM, int BN, int WARPS_M, int WARPS_N>
+void launch_f16_bk64_split(const ImplicitGemmParams<__half>& a, int groups, bool pointwise, bool vec_a, int split,
+                           cudaStream_t stream) {
+  switch (split) {
+    case 8: launch_f16_tile<BM, BN, WARPS_M, WARPS_N, 3, 64, 8>(a, groups, pointwise, vec_a, stream); break;
+    case 4: launch_f16_tile<BM, BN, WARPS_M, WARPS_N, 3, 64, 4>(a, groups, pointwise, vec_a, stream); break;
+    case 2: launch_f16_tile<BM, BN, WARPS_M, WARPS_N, 3, 64, 2>(a, groups, pointwise, vec_a, stream); break;
+    default: launch_f16_tile<BM, BN, WARPS_M, WARPS_N, 3, 64, 1>(a, groups, pointwise, vec_a, stream); break;
+  }
 }
 
 // ---- fp32: CUDA-core SIMT ------------------------------------------------------------------------
@@ -493,30 +560,50 @@ __global__ void __launch_bounds__(kF32Threads) conv2d_implicit_gemm_f32(const Im
 
 }  // namespace
 
+F16Plan f16_plan(const ConvShape& s) {
+  const GemmLayout l = gemm_layout(s);
+  const int m = s.batch * s.ho * s.wo;
+  F16Plan plan;
+  // Tile choice: the widest N tile that the group's channels fill, then the tallest M tile that still
+  // gives about two blocks per SM (132 SMs on the H200).
+  const long long blocks_128 = 1LL * ceil_div(m, 128) * ceil_div(l.n_g, l.n_g <= 64 ? 64 : 128) * s.groups;
+  if (l.n_g <= 32) plan.bm = 128, plan.bn = 32;
+  else if (blocks_128 < 264) plan.bm = 64, plan.bn = 64;
+  else if (l.n_g <= 64) plan.bm = 128, plan.bn = 64;
+  else plan.bm = 128, plan.bn = 128;
+  plan.bk = conv_variants().f16_bk64 ? 64 : kTileK;
+  plan.split = 1;
+  // Split-K when the output tiles cannot fill the GPU: the most ranks (8, 4, 2) that keep the grid
+  // within two blocks per SM and give every rank at least two K tiles.
+  if (plan.bk == 64 && conv_variants().f16_split_k && plan.bn <= 64) {
+    const long long blocks = 1LL * ceil_div(m, plan.bm) * ceil_div(l.n_g, plan.bn) * s.groups;
+    const int k_tiles = ceil_div(l.k_pad, 64);
+    for (const int split : {8, 4, 2})
+      if (blocks * split <= 264 && k_tiles >= 2 * split) {
+        plan.split = split;
+        break;
+      }
+  }
+  return plan;
+}
+
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t stream) {
   const ImplicitGemmParams<__half> a = make_params(p);
   const bool pointwise = p.s.k == 1 && p.s.stride == 1 && p.s.pad == 0;
   const bool vec_a = a.cin_g % kChunk == 0 && p.ldx % kChunk == 0 && reinterpret_cast<std::uintptr_t>(p.x) % 16 == 0;
   const int groups = p.s.groups;
-  // Tile choice: the widest N tile that the group's channels fill, then the tallest M tile that still
-  // gives about two blocks per SM (132 SMs on the H200).
-  const long long blocks_128 = 1LL * ceil_div(a.m, 128) * ceil_div(a.n_g, a.n_g <= 64 ? 64 : 128) * groups;
-  if (conv_variants().f16_bk64) {  // same tiles, 64-wide K, 3 stages (shared memory: 128x128 takes 108 KiB)
-    if (a.n_g <= 32) launch_f16_tile<128, 32, 4, 1, 3, 64>(a, groups, pointwise, vec_a, stream);
-    else if (blocks_128 < 264) launch_f16_tile<64, 64, 2, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
-    else if (a.n_g <= 64) launch_f16_tile<128, 64, 2, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
+  const F16Plan plan = f16_plan(p.s);
+  if (plan.bk == 64) {  // 64-wide K, 3 stages (shared memory: 128x128 takes 108 KiB)
+    if (plan.bn == 32) launch_f16_bk64_split<128, 32, 4, 1>(a, groups, pointwise, vec_a, plan.split, stream);
+    else if (plan.bm == 64) launch_f16_bk64_split<64, 64, 2, 2>(a, groups, pointwise, vec_a, plan.split, stream);
+    else if (plan.bn == 64) launch_f16_tile<128, 64, 2, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
     else launch_f16_tile<128, 128, 2, 4, 3, 64>(a, groups, pointwise, vec_a, stream);
     return;
   }
-  if (a.n_g <= 32) {
-    launch_f16_tile<128, 32, 4, 1, 4>(a, groups, pointwise, vec_a, stream);
-  } else if (a.n_g <= 64) {
-    if (blocks_128 >= 264) launch_f16_tile<128, 64, 2, 2, 4>(a, groups, pointwise, vec_a, stream);
-    else launch_f16_tile<64, 64, 2, 2, 4>(a, groups, pointwise, vec_a, stream);
-  } else {
-    if (blocks_128 >= 264) launch_f16_tile<128, 128, 2, 4, 4>(a, groups, pointwise, vec_a, stream);
-    else launch_f16_tile<64, 64, 2, 2, 4>(a, groups, pointwise, vec_a, stream);
-  }
+  if (plan.bn == 32) launch_f16_tile<128, 32, 4, 1, 4>(a, groups, pointwise, vec_a, stream);
+  else if (plan.bm == 64) launch_f16_tile<64, 64, 2, 2, 4>(a, groups, pointwise, vec_a, stream);
+  else if (plan.bn == 64) launch_f16_tile<128, 64, 2, 2, 4>(a, groups, pointwise, vec_a, stream);
+  else launch_f16_tile<128, 128, 2, 4, 4>(a, groups, pointwise, vec_a, stream);
 }
 
 void launch_conv2d_implicit_gemm_f32(const ConvParams<float>& p, cudaStream_t stream) {

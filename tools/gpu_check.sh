@@ -7,7 +7,7 @@
 #          tests (ctest -L gpu), compute-sanitizer memcheck and racecheck on every GPU test (in
 #          parallel, one process per test and tool), build + run the example application against an
 #          install of the library (find_package), and a per-op profile of yolo12n (yolo12-bench
-#          --profile-ops) with the default conv kernels and with the lab variants.
+#          --profile-ops) under each conv-variant setting of PROFILE_VARIANTS.
 #   bench  peer + ours:
 #   peer   the PyTorch peer (tools/bench/torch_peer.py: Ultralytics YOLO12 n/s/m/l/x, random weights);
 #          its JSON is kept in the build folder for a later `ours` call on the same warm machine;
@@ -218,7 +218,7 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
   san_job() {  # tool test name catch-filter [env VAR=value ...]: one sanitizer process in the background
     local tool=$1 t=$2 name=$3 catch_filter=$4; shift 4
     ( timeout "${SANITIZE_TIMEOUT:-360}" "$@" compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/$t" \
-        "$catch_filter" > "$out/sanitizer_${tool}_$name.log" 2>&1; echo $? > "$out/sanitizer_${tool}_$name.rc" ) &
+        "${SANITIZE_FILTER:-$catch_filter}" > "$out/sanitizer_${tool}_$name.log" 2>&1; echo $? > "$out/sanitizer_${tool}_$name.rc" ) &
     san_jobs+=("$tool $name")
   }
   for t in $san_tests; do
@@ -249,15 +249,16 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
     passed=$(grep -m1 -E 'All tests passed|test cases' "$out/sanitizer_$1_$2.log")
     note "compute-sanitizer $1 $2: $([ "$rc" = 0 ] && echo clean || echo "rc=$rc") | $summ | $passed"
   done
-  # Per-op profile of yolo12n, default kernels and with the conv variants off (the plain kernels).
+  # Per-op profile of yolo12n under each conv-variant setting of PROFILE_VARIANTS (name=value of
+  # YOLO12_CONV_VARIANTS, "default" leaves it unset): the defaults, split-K off, the plain kernels.
   if [ -x "$build/yolo12-bench" ] && [ -f "$models/yolo12n_rand.y12" ]; then
-    timeout 120 "$build/yolo12-bench" "$models/yolo12n_rand.y12" --batch 1,32 --precision fp16 --iters 50 --warmup 10 \
-      --profile-ops 40 --json "$out/profile_default.json" > "$out/profile_default.log" 2>&1
-    note "profile (default kernels): $(grep -E '^n ' "$out/profile_default.log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
-    YOLO12_CONV_VARIANTS=none timeout 120 "$build/yolo12-bench" "$models/yolo12n_rand.y12" \
-      --batch 1,32 --precision fp16 --iters 50 --warmup 10 --profile-ops 40 --json "$out/profile_plain.json" \
-      > "$out/profile_plain.log" 2>&1
-    note "profile (conv variants off): $(grep -E '^n ' "$out/profile_plain.log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
+    for pv in ${PROFILE_VARIANTS:-default nosplit=f16_bk64,dw_one_output plain=none}; do
+      name=${pv%%=*}
+      if [ "$pv" = "$name" ]; then envv=(env -u YOLO12_CONV_VARIANTS); else envv=(env "YOLO12_CONV_VARIANTS=${pv#*=}"); fi
+      "${envv[@]}" timeout 120 "$build/yolo12-bench" "$models/yolo12n_rand.y12" --batch 1,32 --precision fp16 \
+        --iters 50 --warmup 10 --profile-ops 40 --json "$out/profile_$name.json" > "$out/profile_$name.log" 2>&1
+      note "profile ($name): $(grep -E '^n ' "$out/profile_$name.log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
+    done
   fi
 fi
 

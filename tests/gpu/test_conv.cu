@@ -422,6 +422,49 @@ TEST_CASE("conv2d_forward matches the reference on random shapes", "[conv][gpu]"
   }
 }
 
+TEST_CASE("fp16 split-K over a cluster: the plan splits small-M long-K convs, and they match the reference",
+          "[conv][gpu][splitk]") {
+  using yolo12::cuda::conv_detail::f16_plan;
+  struct SplitCase {
+    Case c;
+    int split, bm;  // what f16_plan must choose (so that these cases keep reaching every split)
+  };
+  auto with = [](Case c, bool gamma, bool res, int x_c0 = 0, int x_extra = 0, int y_c0 = 0, int y_extra = 0) {
+    c.gamma = gamma;
+    c.residual = res;
+    c.x_c0 = x_c0;
+    c.x_extra = x_extra;
+    c.y_c0 = y_c0;
+    c.y_extra = y_extra;
+    return c;
+  };
+  const SplitCase cases[] = {
+      {with(make_case(1, 20, 20, 256, 64, 3, 1, 1), true, true, 0, 0, 64, 0), 8, 64},   // K 36 tiles: 4-5 per rank
+      {with(make_case(1, 20, 20, 64, 64, 3, 1, 1), false, true), 4, 64},                // 9 tiles: 2, 2, 2, 3
+      {with(make_case(1, 20, 20, 256, 128, 1, 1, 1), false, false, 0, 0, 0, 16), 2, 64}, // 1x1, two N tiles
+      {with(make_case(1, 13, 11, 128, 20, 3, 1, 1), true, false), 8, 128},              // 128x32 tile, 20 channels
+      {with(make_case(1, 40, 40, 32, 32, 3, 1, 1), false, true), 2, 128},               // yolo12n's 32->32 @40
+      {with(make_case(1, 10, 10, 256, 128, 3, 1, 2), false, false), 8, 64},             // grouped
+      {with(make_case(1, 9, 7, 61, 72, 3, 1, 1), true, true, 3, 0, 8, 0), 4, 64},       // scalar A gathers, odd slice
+      {with(make_case(2, 7, 9, 96, 40, 3, 2, 1), false, false), 4, 64},                 // stride 2, batch 2: one tile, 14 K tiles
+  };
+  int i = 0;
+  for (const SplitCase& sc : cases) {
+    INFO(describe(sc.c));
+    const auto plan = f16_plan(sc.c.s);
+    CHECK(plan.split == sc.split);
+    CHECK(plan.bm == sc.bm);
+    check_case<__half>(sc.c, 4000 + i++, Kernel::Forward);
+  }
+  // The same shapes with split-K off (one block per output tile) also match: the two paths agree.
+  yolo12::cuda::conv_detail::conv_variants().f16_split_k = false;
+  for (const SplitCase& sc : cases) {
+    CHECK(f16_plan(sc.c.s).split == 1);
+    check_case<__half>(sc.c, 4100 + i++, Kernel::Forward);
+  }
+  yolo12::cuda::conv_detail::conv_variants().f16_split_k = true;
+}
+
 namespace {
 // Sets the kernel variants (conv_detail::ConvVariants) for one scope, back to the defaults after. The
 // other test cases run the defaults (variants on); this one keeps the plain kernels tested.
@@ -429,6 +472,7 @@ struct VariantsSet {
   explicit VariantsSet(bool on) {
     yolo12::cuda::conv_detail::conv_variants().f16_bk64 = on;
     yolo12::cuda::conv_detail::conv_variants().dw_one_output = on;
+    yolo12::cuda::conv_detail::conv_variants().f16_split_k = on;
   }
   ~VariantsSet() { yolo12::cuda::conv_detail::conv_variants() = yolo12::cuda::conv_detail::ConvVariants(); }
 };
@@ -457,6 +501,9 @@ TEST_CASE("conv2d_forward_naive (the oracle kernel) matches the reference", "[co
 TEST_CASE("conv2d_forward is capturable in a CUDA graph and replays to the same result", "[conv][gpu]") {
   Case c = make_case(2, 20, 20, 64, 64, 3, 1, 1);
   const ConvShape& s = c.s;
+  // This shape takes split-K (clusters of 4 blocks): their launch must capture and replay too, and the
+  // cluster's reduction order is fixed, so the replay is bit-identical.
+  REQUIRE(yolo12::cuda::conv_detail::f16_plan(s).split == 4);
   const std::size_t nx = 1ull * s.batch * s.h * s.w * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
   std::vector<float> w(1ull * s.c_out * s.c_in * 9), hx(nx);
   std::mt19937 rng(7);
