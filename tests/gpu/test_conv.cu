@@ -289,22 +289,25 @@ void check_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   }
 }
 
+// A case with its fusions and slice placement set.
+Case with_options(Case c, bool gamma, bool res, bool silu, int x_c0 = 0, int x_extra = 0, int y_c0 = 0,
+                  int y_extra = 0, int r_c0 = 0, int r_extra = 0) {
+  c.gamma = gamma;
+  c.residual = res;
+  c.silu = silu;
+  c.x_c0 = x_c0;
+  c.x_extra = x_extra;
+  c.y_c0 = y_c0;
+  c.y_extra = y_extra;
+  c.r_c0 = r_c0;
+  c.r_extra = r_extra;
+  return c;
+}
+
 // The fixed cases: every kernel path and its edges.
 std::vector<Case> fixed_cases() {
   std::vector<Case> v;
-  auto add = [&](Case c, bool gamma, bool res, bool silu, int x_c0 = 0, int x_extra = 0, int y_c0 = 0,
-                 int y_extra = 0, int r_c0 = 0, int r_extra = 0) {
-    c.gamma = gamma;
-    c.residual = res;
-    c.silu = silu;
-    c.x_c0 = x_c0;
-    c.x_extra = x_extra;
-    c.y_c0 = y_c0;
-    c.y_extra = y_extra;
-    c.r_c0 = r_c0;
-    c.r_extra = r_extra;
-    v.push_back(c);
-  };
+  auto add = [&](const Case& c, auto... options) { v.push_back(with_options(c, options...)); };
   // 1x1 GEMMs: several M, N, K tiles; aligned and unaligned slices.
   add(make_case(2, 20, 20, 96, 160, 1, 1, 1), false, false, true);
   add(make_case(1, 13, 11, 64, 32, 1, 1, 1), true, true, true, 0, 0, 32, 64, 64, 0);
@@ -429,14 +432,8 @@ TEST_CASE("fp16 split-K over a cluster: the plan splits small-M long-K convs, an
     Case c;
     int split, bm;  // what f16_plan must choose (so that these cases keep reaching every split)
   };
-  auto with = [](Case c, bool gamma, bool res, int x_c0 = 0, int x_extra = 0, int y_c0 = 0, int y_extra = 0) {
-    c.gamma = gamma;
-    c.residual = res;
-    c.x_c0 = x_c0;
-    c.x_extra = x_extra;
-    c.y_c0 = y_c0;
-    c.y_extra = y_extra;
-    return c;
+  auto with = [](const Case& c, bool gamma, bool res, auto... slices) {
+    return with_options(c, gamma, res, true, slices...);
   };
   const SplitCase cases[] = {
       {with(make_case(1, 20, 20, 256, 64, 3, 1, 1), true, true, 0, 0, 64, 0), 8, 64},   // K 36 tiles: 4-5 per rank
