@@ -69,6 +69,17 @@ cudaGraph_t capture_graph(cudaStream_t stream, F&& enqueue) {
   return graph;
 }
 
+// The launch of a network step whose kernel parameters carry the batch in `batch`: the parameters
+// bound at build time, with the batch of each inference filled in.
+template <typename P>
+std::function<void(int, cudaStream_t)> with_batch(const P& p, void (*launch)(const P&, cudaStream_t)) {
+  return [p, launch](int batch, cudaStream_t stream) {
+    P q = p;
+    q.batch = batch;
+    launch(q, stream);
+  };
+}
+
 [[noreturn]] void cannot_run(const graph::Op& op, const std::string& what) {
   throw ModelError("CUDA backend: op '" + op.name + "': " + what +
                    " is not supported by the CUDA kernels; run this model with device cpu");
@@ -372,11 +383,7 @@ class ExecutorImpl final : public Executor {
           p.c = u.in.c;
           p.factor = u.factor;
           if (u.factor < 1 || u.out.c != u.in.c) cannot_run(op, "upsample factor " + std::to_string(u.factor));
-          steps_.push_back({[p](int batch, cudaStream_t st) {
-                              UpsampleNearestParams<T> q = p;
-                              q.batch = batch;
-                              upsample_nearest<T>(q, st);
-                            },
+          steps_.push_back({with_batch(p, &upsample_nearest<T>),
                             "upsample x" + std::to_string(p.factor) + " " + std::to_string(p.c) + "ch " +
                                 std::to_string(p.h) + "x" + std::to_string(p.w),
                             sizeof(T) * 1.0 * p.h * p.w * p.c * (1 + p.factor * p.factor)});
@@ -395,11 +402,7 @@ class ExecutorImpl final : public Executor {
           p.w = in.w;
           p.c = m.in.c;
           p.k = m.k;
-          steps_.push_back({[p](int batch, cudaStream_t st) {
-                              MaxPoolParams<T> q = p;
-                              q.batch = batch;
-                              max_pool_same<T>(q, st);
-                            },
+          steps_.push_back({with_batch(p, &max_pool_same<T>),
                             "maxpool k" + std::to_string(p.k) + " " + std::to_string(p.c) + "ch " +
                                 std::to_string(p.h) + "x" + std::to_string(p.w),
                             sizeof(T) * 2.0 * p.h * p.w * p.c});
@@ -415,11 +418,7 @@ class ExecutorImpl final : public Executor {
           p.ldy = ld_of(c.out);
           p.pixels = in.h * in.w;
           p.c = c.in.c;
-          steps_.push_back({[p](int batch, cudaStream_t st) {
-                              ChannelCopyParams<T> q = p;
-                              q.batch = batch;
-                              channel_copy<T>(q, st);
-                            },
+          steps_.push_back({with_batch(p, &channel_copy<T>),
                             "copy " + std::to_string(p.c) + "ch " + std::to_string(p.pixels) + "px",
                             sizeof(T) * 2.0 * p.pixels * p.c});
           break;
@@ -455,11 +454,7 @@ class ExecutorImpl final : public Executor {
           p.dv = a.dv;
           p.scale = a.scale;
           const double per_area = 1.0 * tokens / a.area;
-          steps_.push_back({[p](int batch, cudaStream_t st) {
-                              AreaAttentionParams<T> q = p;
-                              q.batch = batch;
-                              area_attention_forward<T>(q, st);
-                            },
+          steps_.push_back({with_batch(p, &area_attention_forward<T>),
                             "attention " + std::to_string(tokens) + " tokens, area " + std::to_string(a.area) + ", " +
                                 std::to_string(a.heads) + " heads, d " + std::to_string(a.dqk) + "/" +
                                 std::to_string(a.dv),
