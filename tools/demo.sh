@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/demo.sh BUILD_DIR - detect objects in a sample image with yolo12-infer (what
-# `bash tools/setup.sh demo` runs after building). It exports its own model with tools/export.py:
+# `bash tools/setup.sh demo` runs after building). It exports its own model with exporter/export.py:
 #   - with ../shared/data present: the COCO-pretrained YOLO11n weights found there (real detections)
 #     on bus.jpg;
 #   - without it: the committed random-weight YOLO12n test model (tests/data/yolo12n_rand.pt) on the
@@ -24,15 +24,15 @@ if [ -f "$shared/weights/yolo11n_coco_int8dyn_320.onnx" ] && [ -f "$shared/image
   model=models/yolo11n_coco.y12
   image=$shared/images/bus.jpg
   echo "demo: model: YOLO11n pretrained on COCO (80 classes) by Ultralytics, from $shared/weights"
-  echo "      (an int8 ONNX export, dequantized to float by tools/export.py); input 320x320"
-  python3 tools/export.py "$shared/weights/yolo11n_coco_int8dyn_320.onnx" -o "$model"
+  echo "      (an int8 ONNX export, dequantized to float by exporter/export.py); input 320x320"
+  python3 exporter/export.py "$shared/weights/yolo11n_coco_int8dyn_320.onnx" -o "$model"
 else
   model=models/yolo12n_rand.y12
   image=$build/bus.bmp  # written below; the annotated copy goes to $out/bus.bmp
   echo "demo: $shared is not here, so the demo uses the committed RANDOM-WEIGHT YOLO12n test model"
   echo "      (tests/data/yolo12n_rand.pt). Its detections are meaningless: it was never trained."
   echo "      The run only shows the pipeline working: decode, letterbox, network, NMS, outputs."
-  python3 tools/export.py tests/data/yolo12n_rand.pt -o "$model"
+  python3 exporter/export.py tests/data/yolo12n_rand.pt -o "$model"
   # The sample image: the committed letterboxed bus fixture (1, 3, 640, 640 RGB floats) as a BMP.
   python3 - "$image" <<'PY'
 import gzip, sys

@@ -9,7 +9,7 @@
 #          install of the library (find_package), and a per-op profile of yolo12n (yolo12-bench
 #          --profile-ops) under each conv-variant setting of PROFILE_VARIANTS.
 #   bench  peer + ours:
-#   peer   the PyTorch peer (tools/bench/torch_peer.py: Ultralytics YOLO12 n/s/m/l/x, random weights);
+#   peer   the PyTorch peer (bench/torch_peer.py: Ultralytics YOLO12 n/s/m/l/x, random weights);
 #          its JSON is kept in the build folder for a later `ours` call on the same warm machine;
 #   ours   yolo12-bench on the very same weights (exported from the peer's .pt files), then one
 #          side-by-side markdown table.
@@ -107,7 +107,7 @@ gpu_tests=()
 for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu; do [ -f "$f" ] && gpu_tests+=("$(basename "${f%.*}")"); done
 targets=(yolo12)
 case "$mode" in all|test) targets+=("${gpu_tests[@]}") ;; esac
-[ -f tools/bench/bench.cpp ] && targets+=(yolo12-bench)
+[ -f bench/bench.cpp ] && targets+=(yolo12-bench)
 build_rc=0
 [ "$mode" != peer ] && [ "$mode" != cli ] && { timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; build_rc=$?; }
 if [ $build_rc -ne 0 ]; then
@@ -121,7 +121,7 @@ grep -E "error" "$out/build.log" 2>/dev/null | head -20
 # ---- models --------------------------------------------------------------------------------------
 export_model() {  # src dst
   [ -f "$2" ] && return 0
-  timeout 120 python3 tools/export.py "$1" -o "$2" >> "$out/export.log" 2>&1 || note "export of $1 FAILED"
+  timeout 120 python3 exporter/export.py "$1" -o "$2" >> "$out/export.log" 2>&1 || note "export of $1 FAILED"
 }
 if [ "$mode" = all ] || [ "$mode" = test ]; then
   for pt in tests/data/*.pt; do [ -f "$pt" ] && export_model "$pt" "$models/$(basename "${pt%.*}").y12"; done
@@ -272,7 +272,7 @@ if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = peer ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/yolo12-site .whl/*.whl \
       > "$out/pip.log" 2>&1 && export PYTHONPATH=/tmp/yolo12-site${PYTHONPATH:+:$PYTHONPATH}
   fi
-  PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout "${PEER_TIMEOUT:-420}" python3 tools/bench/torch_peer.py run \
+  PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout "${PEER_TIMEOUT:-420}" python3 bench/torch_peer.py run \
     --out "$peer_dir/peer.json" --save-dir "$peer_dir" --scales "${PEER_SCALES:-n,s,m,l,x}" \
     --batches "${PEER_BATCHES:-1,32}" --compile "${PEER_COMPILE:-n}" > "$out/peer.log" 2>&1
   note "torch peer: rc=$? ($(grep -c '^peer' "$out/peer.log") rows)"
@@ -293,7 +293,7 @@ if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = ours ]; then
   cat "$out/bench.log"
   if [ -f "$peer_dir/peer.json" ] && [ ${#ours[@]} -gt 0 ]; then
     cp "$peer_dir/peer.json" "$out/peer.json" 2>/dev/null
-    python3 tools/bench/torch_peer.py table --peer "$peer_dir/peer.json" --ours "${ours[@]}" \
+    python3 bench/torch_peer.py table --peer "$peer_dir/peer.json" --ours "${ours[@]}" \
       --command "${BENCH_COMMAND:-tools/gpu_check.sh $mode}" > "$out/benchmarks-table.md" 2> "$out/table.log"
     cat "$out/benchmarks-table.md"
   fi

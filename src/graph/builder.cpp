@@ -69,7 +69,7 @@ class Builder {
   // ---- errors and field access ----------------------------------------------------------------
   [[noreturn]] void fail(const std::string& what) const {
     throw ModelError(ctx_.prefix() + what +
-                     "; re-export the model with tools/export.py from a supported Ultralytics checkpoint");
+                     "; re-export the model with exporter/export.py from a supported Ultralytics checkpoint");
   }
   const json& field(const json& layer, const char* key) const {
     if (!layer.is_object() || !layer.contains(key)) fail(std::string("missing field '") + key + "'");

@@ -1,6 +1,6 @@
 // graph/memory_plan.hpp - one activation arena for a graph, planned from value lifetimes.
 //
-// Both executors (src/cpu, cuda/) place every intermediate value of a graph at an offset in one
+// Both executors (src/backends/cpu, cuda/) place every intermediate value of a graph at an offset in one
 // arena. A value lives from the first op that touches it to the last; values whose lifetimes overlap
 // never share memory. Placement walks the ops in execution order, ggml-alloc style: at op i the
 // values born at i take the smallest free range that holds them (else the top of the arena grows),

@@ -30,7 +30,7 @@ constexpr std::uint32_t kVersion = 1;
 constexpr std::size_t kFixedHeader = 24;
 constexpr std::uint64_t kMaxHeaderBytes = 64ull << 20;
 constexpr std::size_t kAlign = 256;
-constexpr const char* kReexport = "re-export the model with tools/export.py";
+constexpr const char* kReexport = "re-export the model with exporter/export.py";
 
 std::string shape_str(const std::vector<long long>& shape) {
   std::string s = "[";
@@ -181,7 +181,7 @@ std::shared_ptr<const ModelFile> ModelFile::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     fail(path, std::string("cannot open the model file (") + std::strerror(errno) + ")",
-         "check the path (export a model with tools/export.py)");
+         "check the path (export a model with exporter/export.py)");
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
@@ -202,13 +202,13 @@ std::shared_ptr<const ModelFile> ModelFile::open(const std::string& path) {
   // 1. Magic.
   if (file_size < sizeof kMagic || std::memcmp(bytes, kMagic, sizeof kMagic) != 0)
     fail(path, "not a yolo12 model file: magic bytes: expected \"Y12MODEL\"",
-         "convert the checkpoint with tools/export.py (a .pt or .onnx file is not read directly)");
+         "convert the checkpoint with exporter/export.py (a .pt or .onnx file is not read directly)");
   // 2. Version.
   if (file_size < 12) fail(path, "truncated: the file ends inside the fixed header (" + std::to_string(file_size) + " bytes)", kReexport);
   const auto version = read_le<std::uint32_t>(bytes + 8);
   if (version != kVersion)
     fail(path, "format version: expected " + std::to_string(kVersion) + ", got " + std::to_string(version),
-         "this build reads version 1 only; re-export the model with this release's tools/export.py");
+         "this build reads version 1 only; re-export the model with this release's exporter/export.py");
   // 3. Header length.
   if (file_size < kFixedHeader)
     fail(path, "truncated: the file ends inside the fixed header (" + std::to_string(file_size) + " bytes)", kReexport);

@@ -23,8 +23,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "attention.cuh"
-#include "common.cuh"
+#include "backends/cuda/attention.cuh"
+#include "backends/cuda/common.cuh"
 
 namespace {
 

@@ -24,8 +24,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "conv.cuh"
-#include "conv_detail.cuh"
+#include "backends/cuda/conv.cuh"
+#include "backends/cuda/conv_detail.cuh"
 
 using yolo12::cuda::ConvParams;
 using yolo12::cuda::ConvShape;

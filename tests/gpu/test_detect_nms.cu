@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "common.cuh"
+#include "backends/cuda/common.cuh"
 #include "core/half.hpp"
-#include "detect.cuh"
+#include "backends/cuda/detect.cuh"
 #include "post/nms.hpp"
 
 using namespace yolo12;

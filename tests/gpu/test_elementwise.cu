@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "common.cuh"
+#include "backends/cuda/common.cuh"
 #include "core/half.hpp"
-#include "elementwise.cuh"
+#include "backends/cuda/elementwise.cuh"
 
 using namespace yolo12;
 using namespace yolo12::cuda;

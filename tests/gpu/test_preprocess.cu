@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "common.cuh"
+#include "backends/cuda/common.cuh"
 #include "core/half.hpp"
 #include "pre/letterbox.hpp"
-#include "preprocess.cuh"
+#include "backends/cuda/preprocess.cuh"
 
 using namespace yolo12;
 using namespace yolo12::cuda;

@@ -4,7 +4,7 @@
 // dequantized weights): same number of detections, same classes, boxes within 1 pixel, scores
 // within 0.01; fixed letterbox at 320 and 640 and the rect letterbox at 640.
 //
-// The .onnx weights are converted at test time with tools/export.py into the build tree; the test
+// The .onnx weights are converted at test time with exporter/export.py into the build tree; the test
 // skips with a message when ../shared/data, python3 + numpy or the exporter are missing.
 #include <cmath>
 #include <cstdio>
@@ -36,9 +36,9 @@ std::string export_model(const std::string& shared, const std::string& onnx_rel,
   static std::map<std::string, std::string> done;
   if (done.count(name)) return done[name];
   const std::string onnx = shared + "/" + onnx_rel;
-  const std::string exporter = t::source_dir() + "/tools/export.py";
+  const std::string exporter = t::source_dir() + "/exporter/export.py";
   if (!t::file_exists(onnx)) return why = "weights " + onnx + " are absent", "";
-  if (!t::file_exists(exporter)) return why = "tools/export.py is absent", "";
+  if (!t::file_exists(exporter)) return why = "exporter/export.py is absent", "";
   if (std::system("python3 -c 'import numpy' > /dev/null 2>&1") != 0)
     return why = "python3 with numpy is not available to run the exporter", "";
   const std::string dir = t::binary_dir() + "/real_models";

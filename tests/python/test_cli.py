@@ -58,7 +58,7 @@ class CliTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="yolo12_cli_")
         cls.model = os.path.join(cls.tmp, "yolo11n_coco.y12")
-        subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "tools", "export.py"), WEIGHTS, "-o", cls.model],
+        subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "exporter", "export.py"), WEIGHTS, "-o", cls.model],
                        check=True, capture_output=True, timeout=300)
         with open(os.path.join(TEST_DATA, "references_real.json")) as f:
             refs = json.load(f)["results"]

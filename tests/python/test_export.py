@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of tools/export.py (plain python3 + numpy).
+"""Tests of exporter/export.py (plain python3 + numpy).
 
 Runs the exporter as a user would (a subprocess), then reads the produced .y12 back with the small,
 independent reader below and checks the layout rules of docs/model-format.md, the tensor names and
@@ -25,7 +25,7 @@ import numpy as np
 
 REPO = os.environ.get("YOLO12_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(REPO, "..", "shared", "data")
-EXPORT = os.path.join(REPO, "tools", "export.py")
+EXPORT = os.path.join(REPO, "exporter", "export.py")
 TURBO = os.path.join(SHARED, "fixtures", "yolov12n-turbo_rand.pt")
 ONNX11 = os.path.join(SHARED, "weights", "yolo11n_coco_int8dyn_320.onnx")
 ONNX8 = os.path.join(SHARED, "weights", "yolov8n_coco_int8dyn_320.onnx")
@@ -296,7 +296,7 @@ class Hostile(Tmp):
 
     def test_benign_metadata_is_read(self):
         # numpy scalars/arrays, paths and sets (as training metadata holds them) load as plain data
-        sys.path.insert(0, os.path.join(REPO, "tools"))
+        sys.path.insert(0, os.path.join(REPO, "exporter"))
         from y12export import pt_reader
         import pathlib
         obj = {"model": None, "f": np.float64(0.5), "a": np.arange(3, dtype=np.int32), "p": pathlib.PurePosixPath("/a/b"),

@@ -22,7 +22,7 @@ import numpy as np
 
 REPO = os.environ.get("YOLO12_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(REPO, "..", "shared", "data")
-EXPORT = os.path.join(REPO, "tools", "export.py")
+EXPORT = os.path.join(REPO, "exporter", "export.py")
 
 
 def load_y12(path):

@@ -1,4 +1,4 @@
-"""Every fixture converts with tools/export.py and `yolo12-infer --model FILE --info` loads each one.
+"""Every fixture converts with exporter/export.py and `yolo12-infer --model FILE --info` loads each one.
 
 Fixtures: the committed Ultralytics checkpoints (tests/data/*.pt), the shared turbo YOLOv12 checkpoint
 and the real COCO YOLO11n / YOLOv8n ONNX exports (../shared/data, skipped when absent). For each, the
@@ -45,7 +45,7 @@ class InfoOnEveryFixture(unittest.TestCase):
             for src in inputs:
                 with self.subTest(fixture=os.path.basename(src)):
                     out = os.path.join(tmp, os.path.basename(src) + ".y12")
-                    exp = subprocess.run([sys.executable, os.path.join(SRC, "tools", "export.py"), src, "-o", out],
+                    exp = subprocess.run([sys.executable, os.path.join(SRC, "exporter", "export.py"), src, "-o", out],
                                          capture_output=True, text=True, timeout=600)
                     self.assertEqual(exp.returncode, 0, exp.stderr)
                     header = header_of(out)

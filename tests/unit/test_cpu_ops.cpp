@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "cpu/attention.hpp"
-#include "cpu/conv.hpp"
-#include "cpu/detect_head.hpp"
-#include "cpu/resample.hpp"
-#include "cpu/thread_pool.hpp"
+#include "backends/cpu/attention.hpp"
+#include "backends/cpu/conv.hpp"
+#include "backends/cpu/detect_head.hpp"
+#include "backends/cpu/resample.hpp"
+#include "backends/cpu/thread_pool.hpp"
 #include "support.hpp"
 #include "yolo12/errors.hpp"
 

@@ -2,7 +2,7 @@
 //
 // Every entry of tests/data/fixtures.json names a checkpoint (or the shared ONNX weights it was made
 // from), an input tensor and the reference output (1, 4 + nc, A) that Ultralytics computed in fp32.
-// The model is converted with tools/export.py into the build tree, loaded with ModelFile::open,
+// The model is converted with exporter/export.py into the build tree, loaded with ModelFile::open,
 // run by CpuExecutor, and its relative L2 error must be within the manifest's tolerance (about ten
 // times the reference's own fp32-versus-fp64 difference). Skips with a message when python3 +
 // numpy, the exporter or ../shared/data are missing.
@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
-#include "cpu/executor.hpp"
+#include "backends/cpu/executor.hpp"
 #include "model/model_file.hpp"
 #include "support.hpp"
 
@@ -30,9 +30,9 @@ std::string quoted(const std::string& s) { return "'" + s + "'"; }
 std::string export_model(const std::string& src, const std::string& name, std::string& why) {
   static std::map<std::string, std::string> done;
   if (done.count(src)) return done[src];
-  const std::string exporter = t::source_dir() + "/tools/export.py";
+  const std::string exporter = t::source_dir() + "/exporter/export.py";
   if (!t::file_exists(src)) return why = "model " + src + " is absent", "";
-  if (!t::file_exists(exporter)) return why = "tools/export.py is absent", "";
+  if (!t::file_exists(exporter)) return why = "exporter/export.py is absent", "";
   static const bool have_numpy = std::system("python3 -c 'import numpy' > /dev/null 2>&1") == 0;
   if (!have_numpy) return why = "python3 with numpy is not available to run the exporter", "";
   const std::string dir = t::binary_dir() + "/parity_models";

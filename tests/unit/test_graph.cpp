@@ -33,7 +33,7 @@ json header_with(const char* layers_json) {
   return h;
 }
 
-// The layers tools/export.py writes for Ultralytics yolo12n (yolo12.yaml, scale n).
+// The layers exporter/export.py writes for Ultralytics yolo12n (yolo12.yaml, scale n).
 const char* kYolo12n = R"([
 {"index":0,"type":"Conv","from":[-1],"c1":3,"c2":16,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},
 {"index":1,"type":"Conv","from":[0],"c1":16,"c2":32,"k":3,"s":2,"p":1,"g":1,"d":1,"act":"silu"},

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/dev/attention_check.sh - the area-attention kernels on their own, without configuring the
-# whole project: builds tests/gpu/test_attention.cu + cuda/attention.cu with nvcc, runs the
+# whole project: builds tests/gpu/test_attention.cu + src/backends/cuda/attention.cu with nvcc, runs the
 # correctness tests, then the timings ("[.bench]").
 #
 #   tools/dev/attention_check.sh build [BIN_DIR]   build only (here: no GPU needed)
@@ -32,7 +32,7 @@ build() {
   "$nvcc_bin" "${common[@]}" -DYOLO12_TEST_NEEDS_GPU=1 -DYOLO12_CATCH_IMPL -c tests/test_main.cpp -o "$bin/test_main.o" &
   "$nvcc_bin" "${common[@]}" -c tests/support.cpp -o "$bin/support.o" &
   "$nvcc_bin" "${common[@]}" -c tests/gpu/test_attention.cu -o "$bin/test_attention.o" &
-  "$nvcc_bin" "${common[@]}" --expt-relaxed-constexpr -lineinfo -Xptxas -v -c cuda/attention.cu \
+  "$nvcc_bin" "${common[@]}" --expt-relaxed-constexpr -lineinfo -Xptxas -v -c src/backends/cuda/attention.cu \
     -o "$bin/attention.o" 2>"$logs/attention_ptxas.log" &
   wait %1 && wait %2 && wait %3 && wait %4
   grep -E "registers|spill" "$logs/attention_ptxas.log" || true

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""The PyTorch peer for yolo12-bench: Ultralytics YOLO12 on the same GPU, network forward only.
+
+    python3 bench/torch_peer.py run --out peer.json --save-dir models/peer \
+        [--scales n,s,m,l,x] [--batches 1,32] [--compile n] [--iters 50]
+    python3 bench/torch_peer.py table --peer peer.json --ours ours_n.json ours_s.json ... \
+        --command "tools/gpu_check.sh" > table.md
+
+`run`: for each scale, a random-weight model from Ultralytics' yolo12{scale}.yaml (default init,
+saved unfused as {save_dir}/yolo12{scale}_peer.pt through Ultralytics' own Model.save, so that
+exporter/export.py can convert the very same weights for our engine), then fuse(), eval, on the GPU,
+at 640x640 on random input. Modes: eager fp32 / fp16, the eager model captured in one CUDA graph
+(fp32 / fp16), and for the scales in --compile torch.compile (inductor, default mode) then captured in
+one CUDA graph (fp16). Median and p90 of --iters runs, timed with CUDA events after warm-up.
+`table`: one side-by-side markdown table (ours from yolo12-bench JSON, the peer from `run`).
+"""
+
+import argparse
+import datetime
+import json
+import time
+import os
+import sys
+
+
+def _stats(ms):
+    ms = sorted(ms)
+    return {"median_ms": ms[len(ms) // 2], "p90_ms": ms[min(len(ms) - 1, int(len(ms) * 0.9))]}
+
+
+def _time(fn, iters, warmup, torch):
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(iters):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end))
+    return _stats(out)
+
+
+def _graphed(model, x, torch):
+    """The model's forward on the static input x captured in one CUDA graph."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            model(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        model(x)
+    return g.replay
+
+
+def cmd_run(args):
+    import torch
+    from ultralytics import YOLO
+
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device("cuda:0")
+    scales = args.scales.split(",")
+    batches = [int(b) for b in args.batches.split(",")]
+    compile_scales = set(s for s in args.compile.split(",") if s)
+    os.makedirs(args.save_dir, exist_ok=True)
+    doc = {
+        "device": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "ultralytics": __import__("ultralytics").__version__,
+        "input": [640, 640],
+        "iters": args.iters,
+        "results": [],
+    }
+    for scale in scales:
+        torch.manual_seed(0)
+        wrapper = YOLO(f"yolo12{scale}.yaml", task="detect")
+        pt = os.path.join(args.save_dir, f"yolo12{scale}_peer.pt")
+        wrapper.save(pt)
+        model = wrapper.model.fuse(verbose=False) if hasattr(wrapper.model, "fuse") else wrapper.model
+        model = model.eval().to(dev)
+        params = sum(p.numel() for p in model.parameters())
+        for batch in batches:
+            x32 = torch.rand(batch, 3, 640, 640, device=dev)
+            row = {"scale": scale, "batch": batch, "parameters": params, "modes": {}}
+            with torch.inference_mode():
+                for prec in ("fp32", "fp16"):
+                    m = model if prec == "fp32" else __import__("copy").deepcopy(model).half()
+                    x = x32 if prec == "fp32" else x32.half()
+                    if batch == 1 or prec == "fp16":  # eager fp32 at batch 32 adds little and costs time
+                        row["modes"][f"{prec}_eager"] = _time(lambda: m(x), args.iters, 5, torch)
+                    try:
+                        replay = _graphed(m, x, torch)
+                        row["modes"][f"{prec}_graph"] = _time(replay, args.iters, 5, torch)
+                    except Exception as e:  # noqa: BLE001 - record and go on
+                        row["modes"][f"{prec}_graph"] = {"error": str(e)[:200]}
+                    if prec == "fp16" and scale in compile_scales:
+                        try:
+                            torch._dynamo.reset()  # a fresh compile per batch size: no dynamic shapes
+                            t0 = time.perf_counter()
+                            cm = torch.compile(m)
+                            for _ in range(3):
+                                cm(x)
+                            replay = _graphed(cm, x, torch)
+                            row["compile_s"] = round(time.perf_counter() - t0, 1)
+                            row["modes"]["fp16_compile_graph"] = _time(replay, args.iters, 5, torch)
+                        except Exception as e:  # noqa: BLE001
+                            row["modes"]["fp16_compile_graph"] = {"error": str(e)[:200]}
+                    del m
+            torch.cuda.empty_cache()
+            doc["results"].append(row)
+            print(f"peer yolo12{scale} b{batch}: " + ", ".join(
+                f"{k} {v['median_ms']:.3f} ms" for k, v in row["modes"].items() if "median_ms" in v), flush=True)
+            # Written after every row, so a run cut short by its time limit keeps what it measured.
+            with open(args.out, "w") as f:
+                json.dump(doc, f, indent=1)
+
+
+def _fmt(entry, batch):
+    if not entry or "median_ms" not in entry:
+        return ""
+    ms = entry["median_ms"]
+    return f"{ms:.2f} ms" if batch == 1 else f"{ms:.2f} ms ({batch * 1000.0 / ms:.0f} img/s)"
+
+
+def _speedup(o16, modes):
+    peer = {name: modes[key]["median_ms"] for key, name in (("fp16_graph", "graph"), ("fp16_compile_graph", "compile+graph"))
+            if "median_ms" in modes.get(key, {})}
+    if not o16 or "median_ms" not in o16 or not peer:
+        return ""
+    which = min(peer, key=peer.get)
+    return f"{peer[which] / o16['median_ms']:.2f}x vs {which}"
+
+
+def cmd_table(args):
+    with open(args.peer) as f:
+        peer = json.load(f)
+    ours = {}
+    for path in args.ours:
+        with open(path) as f:
+            d = json.load(f)
+        for r in d["results"]:
+            ours[(d["scale"], r["precision"], r["batch"])] = r
+    lines = []
+    lines.append(f"Measured {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {peer['device']} "
+                 f"(torch {peer['torch']}, Ultralytics {peer['ultralytics']}), 640x640, random weights, "
+                 f"median of {peer['iters']} runs (PyTorch) / yolo12-bench defaults (ours), CUDA events after "
+                 f"warm-up. Command: `{args.command}`.")
+    lines.append("")
+    lines.append("Network forward only (input already on the GPU). yolo12 = this engine, one CUDA graph; "
+                 "PyTorch eager / one CUDA graph / torch.compile + CUDA graph.")
+    lines.append("")
+    lines.append("| model | batch | yolo12 fp16 | yolo12 fp32 | PyTorch fp16 graph | PyTorch fp16 compile+graph | "
+                 "PyTorch fp32 graph | PyTorch fp16 eager | PyTorch fp32 eager | yolo12 fp16 speed-up |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    for row in peer["results"]:
+        s, b, m = row["scale"], row["batch"], row["modes"]
+        o16 = ours.get((s, "fp16", b), {}).get("network_graph")
+        o32 = ours.get((s, "fp32", b), {}).get("network_graph")
+        lines.append(f"| yolo12{s} | {b} | {_fmt(o16, b)} | {_fmt(o32, b)} | {_fmt(m.get('fp16_graph'), b)} | "
+                     f"{_fmt(m.get('fp16_compile_graph'), b)} | {_fmt(m.get('fp32_graph'), b)} | "
+                     f"{_fmt(m.get('fp16_eager'), b)} | {_fmt(m.get('fp32_eager'), b)} | {_speedup(o16, m)} |")
+    lines.append("")
+    lines.append("Speed-up = PyTorch's fastest fp16 mode measured for that row (compile+graph where it ran, else "
+                 "graph) divided by this engine's fp16 time; below 1.00x we are slower.")
+    lines.append("")
+    lines.append("This engine end to end (one `detect()`: H2D of a 1280x720 BGR frame, letterbox, network, decode + "
+                 "NMS, D2H of the boxes; stage times from events inside the graph):")
+    lines.append("")
+    lines.append("| model | precision | batch | preprocess | network | postprocess | end to end (host) | throughput |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for (s, p, b), r in sorted(ours.items()):
+        e2e = r["end_to_end"]["median_ms"]
+        lines.append(f"| yolo12{s} | {p} | {b} | {r['preprocess']['median_ms']:.3f} ms | "
+                     f"{r['network']['median_ms']:.3f} ms | {r['postprocess']['median_ms']:.3f} ms | "
+                     f"{e2e:.3f} ms (p90 {r['end_to_end']['p90_ms']:.3f}) | {b * 1000.0 / e2e:.0f} img/s |")
+    print("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--out", required=True)
+    r.add_argument("--save-dir", required=True)
+    r.add_argument("--scales", default="n,s,m,l,x")
+    r.add_argument("--batches", default="1,32")
+    r.add_argument("--compile", default="n")
+    r.add_argument("--iters", type=int, default=50)
+    t = sub.add_parser("table")
+    t.add_argument("--peer", required=True)
+    t.add_argument("--ours", nargs="+", required=True)
+    t.add_argument("--command", default="tools/gpu_check.sh")
+    args = ap.parse_args()
+    if args.cmd == "run":
+        cmd_run(args)
+    else:
+        cmd_table(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

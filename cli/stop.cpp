@@ -1,0 +1,41 @@
+// cli/stop.cpp - SIGINT/SIGTERM handling: ask the pipelines to stop, then drain.
+//
+// The handler only sets a flag (and writes one line with write(2), which is async-signal-safe); the
+// pipelines poll stop_requested() between frames, finish what is in flight, release their video
+// writers and flush the JSON, so every file written so far is complete. A second signal while
+// draining ends the process at once.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "run.hpp"
+
+namespace yolo12_cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_stop_signal(int) {
+  if (g_stop.exchange(true)) _exit(kExitInterrupted);  // second signal: quit now
+  const char message[] = "\nstopping: finishing the frames in flight (signal again to quit at once)\n";
+  ssize_t ignored = write(STDERR_FILENO, message, sizeof message - 1);
+  (void)ignored;
+}
+
+}  // namespace
+
+void install_stop_handlers() {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_handler = on_stop_signal;
+  action.sa_flags = SA_RESTART;  // reads and writes in progress resume instead of failing with EINTR
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+bool stop_requested() { return g_stop.load(); }
+
+}  // namespace yolo12_cli

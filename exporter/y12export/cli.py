@@ -1,0 +1,78 @@
+"""The exporter's command line: `yolo12-export` (installed) or `python3 exporter/export.py`.
+
+Converts an Ultralytics YOLO detection checkpoint (.pt) or ONNX export into a yolo12 model file
+(.y12); see docs/exporter.md. Exit status: 0 on success, 1 with one line on stderr for any input it
+refuses, 2 for bad usage.
+"""
+
+import argparse
+import hashlib
+import os
+import sys
+
+from y12export import EXPORTER_VERSION
+from y12export.errors import ExportError
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def export(src, dst, dtype="f32", warn=None):
+    """Converts src (.pt or .onnx) to dst; returns the header written. Raises ExportError."""
+    from y12export.writer import write_model
+
+    warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr))
+    if not os.path.isfile(src):
+        raise ExportError(f"{src}: no such file")
+    with open(src, "rb") as f:
+        head = f.read(4)
+    if head[:2] == b"PK" or src.lower().endswith((".pt", ".pth")):
+        from y12export.from_pt import read_pt
+        header, layers, tensors, fmt, producer = read_pt(src, warn)
+    elif src.lower().endswith(".onnx"):
+        from y12export.from_onnx import read_onnx
+        header, layers, tensors, fmt, producer = read_onnx(src, warn)
+    else:
+        raise ExportError(f"{src}: neither a PyTorch zip checkpoint (.pt) nor an ONNX model (.onnx)")
+    header["dtype"] = dtype
+    header["source"] = {"path": os.path.basename(src), "format": fmt, "sha256": _sha256(src),
+                        "producer": producer, "exporter": EXPORTER_VERSION}
+    header["layers"] = layers
+    return write_model(dst, header, tensors, dtype)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Convert an Ultralytics YOLO detection model to a .y12 file.")
+    ap.add_argument("input", help="Ultralytics .pt checkpoint or .onnx export")
+    ap.add_argument("-o", "--output", required=True, help="the .y12 file to write")
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--fp32", dest="dtype", action="store_const", const="f32", help="store f32 weights (default)")
+    g.add_argument("--fp16", dest="dtype", action="store_const", const="f16", help="store f16 weights")
+    ap.set_defaults(dtype="f32")
+    args = ap.parse_args(argv)
+    try:
+        h = export(args.input, args.output, args.dtype)
+    except ExportError as e:
+        msg = str(e)
+        if not msg.startswith(args.input):
+            msg = f"{args.input}: {msg}"
+        print(f"export.py: error: {msg}", file=sys.stderr)
+        return 1
+    except RecursionError:
+        print(f"export.py: error: {args.input}: structure nested too deeply", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug or an input we failed to anticipate: still one line
+        if os.environ.get("Y12EXPORT_DEBUG"):
+            raise
+        print(f"export.py: error: {args.input}: cannot convert ({type(e).__name__}: {e}); "
+              "set Y12EXPORT_DEBUG=1 for a traceback", file=sys.stderr)
+        return 1
+    print(f"{h['family']} scale {h['scale'] or '-'}: {len(h['layers'])} layers, {h['parameters']:,} parameters, "
+          f"{h['nc']} classes, {h['dtype']} -> {args.output}")
+    return 0
+

@@ -1,0 +1,60 @@
+// src/backends/cuda/conv.cuh - convolution kernels (NHWC, fp32 and fp16) with the fused epilogue
+//   y = act(conv(x, W) + bias) * (gamma ? gamma[c] : 1) + (residual ? residual : 0)
+// written straight into a channel slice of the output buffer (concat for free).
+//
+// Tensors are NHWC views: element (n, y, x, c) of a view lives at ptr[((n * H + y) * W + x) * ld + c]
+// where ptr already points at the slice's first channel and ld is the buffer's total channels.
+// Weights are repacked once at load time by conv_pack_weights into the layout the kernel wants.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace yolo12::cuda {
+
+struct ConvShape {
+  int batch = 1;
+  int h = 0, w = 0, c_in = 0;      // input
+  int ho = 0, wo = 0, c_out = 0;   // output
+  int k = 1, stride = 1, pad = 0, groups = 1, dilation = 1;
+};
+
+template <typename T>  // T = float or __half; accumulation is always fp32
+struct ConvParams {
+  ConvShape s;
+  const T* x = nullptr;         // (B, H, W, ldx) view, c_in channels used
+  int ldx = 0;
+  const T* w = nullptr;         // packed by conv_pack_weights (conv_packed_weight_elems elements)
+  const float* bias = nullptr;  // (c_out)
+  const float* gamma = nullptr; // (c_out) or nullptr
+  const T* residual = nullptr;  // (B, Ho, Wo, ldr) view or nullptr
+  int ldr = 0;
+  T* y = nullptr;               // (B, Ho, Wo, ldy) view
+  int ldy = 0;
+  bool silu = true;
+};
+
+// Number of T elements the packed weights of this conv take.
+std::size_t conv_packed_weight_elems(const ConvShape& s);
+// oihw: PyTorch layout (c_out, c_in / groups, k, k), float32. dst: conv_packed_weight_elems values.
+// Place each conv's packed weights at a 16-byte aligned address (ConvParams::w): the tiled kernels read
+// them in 16-byte vectors, and an unaligned w falls back to the slow naive kernel.
+template <typename T>
+void conv_pack_weights(const ConvShape& s, const float* oihw, T* dst);
+// Whether conv2d_forward supports this shape (checked when the graph is built, never mid-inference).
+bool conv_can_implement(const ConvShape& s);
+// Launches on `stream`; no allocation, no synchronisation (safe inside CUDA graph capture).
+template <typename T>
+void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream);
+// The simple direct kernel (one thread per output element), same contract: the oracle of the tests
+// and a fallback. Slow: not for inference.
+template <typename T>
+void conv2d_forward_naive(const ConvParams<T>& p, cudaStream_t stream);
+// Which kernel conv2d_forward picks for this shape and element size ("implicit_gemm_f16", "depthwise",
+// ...), for the per-op profile of the benchmark.
+const char* conv_algorithm_name(const ConvShape& s, bool fp16);
+
+}  // namespace yolo12::cuda

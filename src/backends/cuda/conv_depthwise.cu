@@ -1,0 +1,213 @@
+// src/backends/cuda/conv_depthwise.cu - dwconv_direct: depthwise k x k convolution (groups == c_in == c_out), NHWC.
+//
+//   y[n, oy, ox, c] = act(sum_{ky, kx} x[n, oy*s - p + ky, ox*s - p + kx, c] * W[c, ky, kx] + bias[c])
+//                     * gamma[c] + residual[n, oy, ox, c]
+// Memory-bound (2 * k*k FLOPs per output element against one element read and one written), so the
+// kernel is about bytes: each thread owns V consecutive channels (16 bytes: 8 halves or 4 floats) of
+// kOutX horizontally adjacent outputs, reads each input vector of its rows once and reuses it for every
+// output whose window covers it. Weights are packed (k*k, c_pad) so a tap's V channels are one vector.
+// k in {3, 5, 7}, stride in {1, 2}, dilation 1 are compiled; anything else goes to the naive kernel.
+// When channels, leading dimensions or pointers are not 16-byte aligned, V = 1 (scalar loads).
+#include <cstdint>
+
+#include "common.cuh"
+#include "conv_detail.cuh"
+
+namespace yolo12::cuda::conv_detail {
+
+namespace {
+
+template <typename T>
+struct DwParams {
+  const T* x;          // (B, H, W, ldx) view
+  const T* w;          // (k*k, c_pad) packed
+  const float* bias;   // (c) or nullptr
+  const float* gamma;  // (c) or nullptr
+  const T* residual;   // (B, Ho, Wo, ldr) view or nullptr
+  T* y;                // (B, Ho, Wo, ldy) view
+  int ldx, ldr, ldy;
+  int batch, h, w_in, ho, wo, c, c_pad, pad;
+  bool silu;
+};
+
+// V consecutive elements as floats: one 16-byte load when V > 1, else a scalar load.
+template <typename T, int V>
+__device__ __forceinline__ void load_vec(const T* p, float (&v)[V]) {
+  if constexpr (V == 1) {
+    v[0] = to_float(p[0]);
+  } else if constexpr (sizeof(T) == 2) {
+    static_assert(V == 8, "fp16 vectors are 8 halves");
+    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+    const __half2* h2 = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(h2[i]);
+      v[2 * i] = f.x;
+      v[2 * i + 1] = f.y;
+    }
+  } else {
+    static_assert(V == 4, "fp32 vectors are 4 floats");
+    const float4 f = __ldg(reinterpret_cast<const float4*>(p));
+    v[0] = f.x;
+    v[1] = f.y;
+    v[2] = f.z;
+    v[3] = f.w;
+  }
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void store_vec(T* p, const float (&v)[V]) {
+  if constexpr (V == 1) {
+    p[0] = from_float<T>(v[0]);
+  } else if constexpr (sizeof(T) == 2) {
+    uint4 raw;
+    __half2* h2 = reinterpret_cast<__half2*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) h2[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+    *reinterpret_cast<uint4*>(p) = raw;
+  } else {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+}
+
+// One thread: channels [cv*V, cv*V + V) of outputs (n, oy, ox0 .. ox0 + kOutX - 1).
+template <typename T, int K, int S, int V, int kOutX>
+__global__ void __launch_bounds__(256) dwconv_direct(const DwParams<T> a) {
+  constexpr int kSpan = (kOutX - 1) * S + K;  // input columns one row of the window group touches
+  const int chunks = a.c / V;
+  const int groups_x = (a.wo + kOutX - 1) / kOutX;
+  const long long total = 1LL * a.batch * a.ho * groups_x * chunks;
+  const long long idx = blockIdx.x * 1LL * blockDim.x + threadIdx.x;
+  if (idx >= total) return;
+  const int cv = static_cast<int>(idx % chunks);
+  long long rest = idx / chunks;
+  const int gx = static_cast<int>(rest % groups_x);
+  rest /= groups_x;
+  const int oy = static_cast<int>(rest % a.ho);
+  const int n = static_cast<int>(rest / a.ho);
+  const int c0 = cv * V;
+  const int ox0 = gx * kOutX;
+  const int ix0 = ox0 * S - a.pad;
+
+  float acc[kOutX][V];
+#pragma unroll
+  for (int o = 0; o < kOutX; ++o)
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[o][v] = 0.f;
+
+  const T* ximg = a.x + static_cast<long long>(n) * a.h * a.w_in * a.ldx + c0;  // (H, W, ldx) at channel c0
+#pragma unroll 1
+  for (int ky = 0; ky < K; ++ky) {
+    const int iy = oy * S - a.pad + ky;
+    if (iy < 0 || iy >= a.h) continue;
+    float wr[K][V];  // this row's taps
+#pragma unroll
+    for (int kx = 0; kx < K; ++kx) load_vec<T, V>(a.w + (ky * K + kx) * a.c_pad + c0, wr[kx]);
+    const T* xrow = ximg + static_cast<long long>(iy) * a.w_in * a.ldx;
+#pragma unroll
+    for (int j = 0; j < kSpan; ++j) {
+      const int ix = ix0 + j;
+      if (ix < 0 || ix >= a.w_in) continue;
+      float xv[V];
+      load_vec<T, V>(xrow + static_cast<long long>(ix) * a.ldx, xv);
+#pragma unroll
+      for (int o = 0; o < kOutX; ++o) {
+        const int kx = j - o * S;  // compile-time after unrolling
+        if (kx >= 0 && kx < K) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) acc[o][v] = fmaf(xv[v], wr[kx][v], acc[o][v]);
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int o = 0; o < kOutX; ++o) {
+    const int ox = ox0 + o;
+    if (ox >= a.wo) break;
+    const long long pix = (static_cast<long long>(n) * a.ho + oy) * a.wo + ox;
+    float out[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) out[v] = epilogue(acc[o][v], a.bias, a.gamma, a.silu, c0 + v);
+    if (a.residual) {
+      float r[V];
+      load_vec<T, V>(a.residual + pix * a.ldr + c0, r);
+#pragma unroll
+      for (int v = 0; v < V; ++v) out[v] += r[v];
+    }
+    store_vec<T, V>(a.y + pix * a.ldy + c0, out);
+  }
+}
+
+template <typename T, int K, int S, int V, int kOutX>
+void launch_dw_out(const DwParams<T>& a, cudaStream_t stream) {
+  const long long total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c / V);
+  const int threads = 256;
+  dwconv_direct<T, K, S, V, kOutX><<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, stream>>>(a);
+  YOLO12_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, int K, int S, int V>
+void launch_dw(const DwParams<T>& a, cudaStream_t stream) {
+  // 4 outputs per thread at stride 1 (each input vector feeds up to 4 of them), 2 at stride 2.
+  constexpr int kOutX = S == 1 ? 4 : 2;
+  const long long threads_total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c / V);
+  // Batch 1 at P5 (dw7x7 128 @ 20x20): 1600 threads, 7 blocks, 20 us, every thread a long serial
+  // chain. With one output per thread there are kOutX times more, shorter chains.
+  if (conv_variants().dw_one_output && threads_total < 132LL * 2 * 256) launch_dw_out<T, K, S, V, 1>(a, stream);
+  else launch_dw_out<T, K, S, V, kOutX>(a, stream);
+}
+
+template <typename T, int K, int S>
+void launch_dw_vec(const DwParams<T>& a, bool vec, cudaStream_t stream) {
+  constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+  if (vec) launch_dw<T, K, S, kVec>(a, stream);
+  else launch_dw<T, K, S, 1>(a, stream);
+}
+
+}  // namespace
+
+bool dwconv_direct_supports(const ConvShape& s) {
+  return (s.k == 3 || s.k == 5 || s.k == 7) && (s.stride == 1 || s.stride == 2) && s.dilation == 1;
+}
+
+template <typename T>
+void launch_dwconv_direct(const ConvParams<T>& p, cudaStream_t stream) {
+  DwParams<T> a;
+  a.x = p.x;
+  a.w = p.w;
+  a.bias = p.bias;
+  a.gamma = p.gamma;
+  a.residual = p.residual;
+  a.y = p.y;
+  a.ldx = p.ldx;
+  a.ldr = p.ldr;
+  a.ldy = p.ldy;
+  a.batch = p.s.batch;
+  a.h = p.s.h;
+  a.w_in = p.s.w;
+  a.ho = p.s.ho;
+  a.wo = p.s.wo;
+  a.c = p.s.c_out;
+  a.c_pad = round_up(p.s.c_out, kChunk);
+  a.pad = p.s.pad;
+  a.silu = p.silu;
+  constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+  const auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
+  const bool vec = a.c % kVec == 0 && a.ldx % kVec == 0 && a.ldy % kVec == 0 && aligned(p.x) && aligned(p.y) &&
+                   aligned(p.w) && (!p.residual || (a.ldr % kVec == 0 && aligned(p.residual)));
+  const int key = p.s.k * 10 + p.s.stride;
+  switch (key) {
+    case 31: launch_dw_vec<T, 3, 1>(a, vec, stream); break;
+    case 32: launch_dw_vec<T, 3, 2>(a, vec, stream); break;
+    case 51: launch_dw_vec<T, 5, 1>(a, vec, stream); break;
+    case 52: launch_dw_vec<T, 5, 2>(a, vec, stream); break;
+    case 71: launch_dw_vec<T, 7, 1>(a, vec, stream); break;
+    case 72: launch_dw_vec<T, 7, 2>(a, vec, stream); break;
+    default: launch_conv2d_direct_naive(p, stream); break;  // not reached: conv.cu checks dwconv_direct_supports
+  }
+}
+template void launch_dwconv_direct<float>(const ConvParams<float>&, cudaStream_t);
+template void launch_dwconv_direct<__half>(const ConvParams<__half>&, cudaStream_t);
+
+}  // namespace yolo12::cuda::conv_detail

@@ -1,0 +1,92 @@
+// src/backends/cuda/conv_detail.cuh - what the conv kernel files share: the packed-weight layout, the fused
+// epilogue, and the launchers conv.cu dispatches to. Not part of the executor's interface.
+//
+// Packed weights (conv_pack_weights), T = float or __half, zero where padded:
+//   depthwise (groups == c_in == c_out > 1):  (k*k, c_pad)                     c_pad = round_up(c, 8)
+//   every other conv:                          (groups, n_g, k_pad)            n_g = c_out / groups
+//     the GEMM's K index is tap * cin_pad + ci, tap = ky * k + kx, cin_pad = round_up(c_in / groups, 8),
+//     so an 8-channel chunk never straddles two taps; k_pad = round_up(k*k*cin_pad, 32) (one K tile).
+#pragma once
+
+#include <cstdint>
+
+#include "common.cuh"
+#include "conv.cuh"
+
+namespace yolo12::cuda::conv_detail {
+
+constexpr int kChunk = 8;   // channels per 16-byte fp16 chunk
+constexpr int kTileK = 32;  // K tile of the implicit-GEMM kernels; packed K is padded to it
+
+inline int round_up(int a, int b) { return (a + b - 1) / b * b; }
+
+inline bool is_depthwise(const ConvShape& s) {
+  return s.groups > 1 && s.groups == s.c_in && s.groups == s.c_out;
+}
+
+struct GemmLayout {
+  int n_g;      // output channels per group
+  int cin_g;    // input channels per group
+  int cin_pad;  // cin_g rounded up to kChunk
+  int k_real;   // k * k * cin_pad
+  int k_pad;    // k_real rounded up to kTileK: the packed row length
+};
+
+inline GemmLayout gemm_layout(const ConvShape& s) {
+  GemmLayout l;
+  l.n_g = s.c_out / s.groups;
+  l.cin_g = s.c_in / s.groups;
+  l.cin_pad = round_up(l.cin_g, kChunk);
+  l.k_real = s.k * s.k * l.cin_pad;
+  l.k_pad = round_up(l.k_real, kTileK);
+  return l;
+}
+
+template <typename T> __device__ __forceinline__ float to_float(T v);
+template <> __device__ __forceinline__ float to_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+
+// The fused epilogue for output channel c of a value whose conv sum is acc; `res` is the residual
+// element (read by the caller only when p.residual is set).
+__device__ __forceinline__ float epilogue(float acc, const float* bias, const float* gamma, bool silu,
+                                          int c) {
+  float v = acc + (bias ? __ldg(bias + c) : 0.f);
+  if (silu) v = v / (1.f + __expf(-v));
+  if (gamma) v *= __ldg(gamma + c);
+  return v;
+}
+
+// Kernel variants, all on by default. f16_bk64 and dw_one_output since 2026-11-30 (measured on the
+// H200: yolo12n fp16 batch 1 1.74 -> 1.29 ms, batch 32 7.48 -> 6.85 ms; docs/benchmarks-gpu.md);
+// f16_split_k since the third session (its figures are in docs/kernels-conv.md). The environment
+// variable YOLO12_CONV_VARIANTS (a comma-separated list of the names below, or "none") replaces the
+// defaults when set; tests set the fields directly. Not thread-safe: set them before any launch.
+struct ConvVariants {
+  bool f16_bk64 = true;       // fp16 implicit GEMM: 64-wide K tiles (3 stages), epilogue staged through
+                              // shared memory for 16-byte stores (off: 32-wide K tiles)
+  bool dw_one_output = true;  // dwconv_direct: one output per thread when the grid would not fill the GPU
+  bool f16_split_k = true;    // fp16 implicit GEMM at BK 64: split-K over a cluster when the output tiles
+                              // are too few for the GPU (batch 1 at low resolution)
+};
+ConvVariants& conv_variants();
+
+// The fp16 implicit GEMM's configuration for a shape under the current variants: block tile bm x bn,
+// K tile bk, and split (blocks of one cluster that share an output tile, each summing 1/split of K).
+struct F16Plan {
+  int bm = 64, bn = 64, bk = kTileK, split = 1;
+};
+F16Plan f16_plan(const ConvShape& s);
+
+// Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p.s).
+template <typename T> void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream);
+bool dwconv_direct_supports(const ConvShape& s);  // k in {3, 5, 7}, stride in {1, 2}, dilation 1
+template <typename T> void launch_dwconv_direct(const ConvParams<T>& p, cudaStream_t stream);
+bool conv2d_direct_small_cin_supports(const ConvShape& s);  // groups 1, c_in <= 4, c_out <= 64, k <= 7
+template <typename T> void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream);
+void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t stream);
+void launch_conv2d_implicit_gemm_f32(const ConvParams<float>& p, cudaStream_t stream);
+
+}  // namespace yolo12::cuda::conv_detail

@@ -1,0 +1,618 @@
+// src/backends/cuda/conv_implicit_gemm.cu - every non-depthwise conv as an implicit GEMM, NHWC.
+//
+// Per group g:  Y[m, n] = sum_k A[m, k] * B[n, k]  with
+//   m = (b, oy, ox) the output pixel (M = B * Ho * Wo rows, row-major like the NHWC output),
+//   n the output channel within the group (N = n_g),
+//   k = tap * cin_pad + ci, tap = ky * k + kx (K = k*k*cin_pad, zero-padded to k_pad, see conv_detail.cuh),
+//   A[m, k] = x[b, oy*s - p + ky*d, ox*s - p + kx*d, g*cin_g + ci] (zero outside the image or ci >= cin_g),
+//   B = the packed weights, (groups, n_g, k_pad) row-major.
+// A is never materialised: each K tile of A is gathered from x while it is loaded into shared memory.
+// The epilogue (bias, SiLU, gamma, residual) is applied to the fp32 accumulators, which are then
+// written straight into the output's channel slice.
+//
+// conv2d_implicit_gemm_f16: tensor cores through mma.sync m16n8k16 (fp16 in, fp32 accumulate), tiles
+//   fed by cp.async (16-byte chunks, zero-filled outside the image) in a multi-stage pipeline,
+//   fragments read with ldmatrix. When c_in / groups or ldx is not a multiple of 8 (the stem's 3
+//   channels, a slice at an odd offset) the A chunks are gathered with scalar loads instead.
+//   Split-K over a thread-block cluster: when the output tiles are too few to fill the GPU (batch 1 at
+//   20x20 and 40x40), SPLIT blocks of one cluster share an output tile, each summing its own range of
+//   K tiles; the partial fp32 tiles meet in distributed shared memory, where each block of the cluster
+//   adds up 1/SPLIT of the rows and runs the epilogue on them. No workspace, no second kernel.
+// conv2d_implicit_gemm_f32: the same GEMM on the CUDA cores (FFMA, 4x4 outputs per thread), fp32
+//   exact (no tf32), with the next K tile prefetched into registers during the current one.
+#include <cstdint>
+
+#include <cooperative_groups.h>
+
+#include "common.cuh"
+#include "conv_detail.cuh"
+
+namespace yolo12::cuda::conv_detail {
+
+namespace {
+
+// Everything a kernel needs, computed on the host once per launch.
+template <typename T>
+struct ImplicitGemmParams {
+  const T* x;          // (B, H, W, ldx) view, pointing at channel 0 of the input slice
+  const T* w;          // (groups, n_g, k_pad) packed weights
+  const float* bias;   // (c_out) or nullptr
+  const float* gamma;  // (c_out) or nullptr
+  const T* residual;   // (B, Ho, Wo, ldr) view or nullptr
+  T* y;                // (B, Ho, Wo, ldy) view
+  int ldx, ldr, ldy;
+  int h, w_in, ho, wo;
+  int k, stride, pad, dilation;
+  int m;               // B * Ho * Wo
+  int n_g, cin_g, cin_pad, k_real, k_pad;
+  bool silu;
+  bool pair_out;       // the epilogue may store channel pairs (2-element aligned y / residual)
+  bool vec_out;        // 16-byte stores of 16 bytes of channels (n_g, ldy, ldr multiples of 16 bytes, aligned)
+};
+
+template <typename T>
+ImplicitGemmParams<T> make_params(const ConvParams<T>& p) {
+  const GemmLayout l = gemm_layout(p.s);
+  ImplicitGemmParams<T> a;
+  a.x = p.x;
+  a.w = p.w;
+  a.bias = p.bias;
+  a.gamma = p.gamma;
+  a.residual = p.residual;
+  a.y = p.y;
+  a.ldx = p.ldx;
+  a.ldr = p.ldr;
+  a.ldy = p.ldy;
+  a.h = p.s.h;
+  a.w_in = p.s.w;
+  a.ho = p.s.ho;
+  a.wo = p.s.wo;
+  a.k = p.s.k;
+  a.stride = p.s.stride;
+  a.pad = p.s.pad;
+  a.dilation = p.s.dilation;
+  a.m = p.s.batch * p.s.ho * p.s.wo;
+  a.n_g = l.n_g;
+  a.cin_g = l.cin_g;
+  a.cin_pad = l.cin_pad;
+  a.k_real = l.k_real;
+  a.k_pad = l.k_pad;
+  a.silu = p.silu;
+  const auto aligned = [](const void* ptr, int bytes) { return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0; };
+  const int per16 = 16 / static_cast<int>(sizeof(T));
+  a.vec_out = l.n_g % per16 == 0 && p.ldy % per16 == 0 && aligned(p.y, 16) &&
+              (!p.residual || (p.ldr % per16 == 0 && aligned(p.residual, 16)));
+  a.pair_out = l.n_g % 2 == 0 && p.ldy % 2 == 0 && aligned(p.y, 2 * sizeof(T)) &&
+               (!p.residual || (p.ldr % 2 == 0 && aligned(p.residual, 2 * sizeof(T))));
+  return a;
+}
+
+// Where output row m reads its input: the image's base pointer (group offset included) and the top-left
+// tap's coordinates. Rows past M get coordinates that fail every bounds check.
+template <typename T>
+struct RowOrigin {
+  const T* base;  // (H, W, ldx) image of row m, at channel g * cin_g
+  int iy0, ix0;
+};
+
+template <typename T>
+__device__ __forceinline__ RowOrigin<T> row_origin(const ImplicitGemmParams<T>& a, int m, int g) {
+  RowOrigin<T> r;
+  if (m >= a.m) {
+    r.base = a.x;
+    r.iy0 = r.ix0 = -(1 << 28);
+    return r;
+  }
+  const int hw = a.ho * a.wo;
+  const int b = m / hw;
+  const int rem = m - b * hw;
+  const int oy = rem / a.wo;
+  const int ox = rem - oy * a.wo;
+  r.base = a.x + static_cast<long long>(b) * a.h * a.w_in * a.ldx + blockIdx.z * a.cin_g;
+  r.iy0 = oy * a.stride - a.pad;
+  r.ix0 = ox * a.stride - a.pad;
+  return r;
+}
+
+// The input element offset of (row origin, K index kk) or -1 when it reads zero (outside the image,
+// or kk in the padding). cin_pad is a multiple of 8, so an aligned 8-chunk shares one tap.
+template <typename T>
+__device__ __forceinline__ long long a_offset(const ImplicitGemmParams<T>& a, const RowOrigin<T>& r, int kk) {
+  if (kk >= a.k_real) return -1;
+  const int tap = kk / a.cin_pad;
+  const int ci = kk - tap * a.cin_pad;
+  const int ky = tap / a.k;
+  const int kx = tap - ky * a.k;
+  const int iy = r.iy0 + ky * a.dilation;
+  const int ix = r.ix0 + kx * a.dilation;
+  if (iy < 0 || iy >= a.h || ix < 0 || ix >= a.w_in) return -1;
+  return (static_cast<long long>(iy) * a.w_in + ix) * a.ldx + ci;
+}
+
+// Bias, SiLU, gamma, residual for output (row m, group channel n), written as T.
+template <typename T>
+__device__ __forceinline__ void store_output(const ImplicitGemmParams<T>& a, int m, int n, float v0, float v1) {
+  if (m >= a.m || n >= a.n_g) return;
+  const int c = blockIdx.z * a.n_g + n;
+  const bool two = n + 1 < a.n_g;
+  v0 = epilogue(v0, a.bias, a.gamma, a.silu, c);
+  if (two) v1 = epilogue(v1, a.bias, a.gamma, a.silu, c + 1);
+  T* yp = a.y + static_cast<long long>(m) * a.ldy + c;
+  const T* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
+  if constexpr (sizeof(T) == 2) {
+    if (two && a.pair_out) {
+      if (rp) {
+        const float2 r = __half22float2(*reinterpret_cast<const __half2*>(rp));
+        v0 += r.x;
+        v1 += r.y;
+      }
+      *reinterpret_cast<__half2*>(yp) = __floats2half2_rn(v0, v1);
+      return;
+    }
+  }
+  if (rp) v0 += to_float(rp[0]);
+  yp[0] = from_float<T>(v0);
+  if (two) {
+    if (rp) v1 += to_float(rp[1]);
+    yp[1] = from_float<T>(v1);
+  }
+}
+
+// ---- fp16: mma.sync m16n8k16 ---------------------------------------------------------------------
+
+// A shared-memory row of a K tile holds BK halves + 8 of padding (80 B at BK = 32, 144 B at BK = 64),
+// which makes the 8 rows of each ldmatrix phase hit distinct banks.
+constexpr int smem_row_halves(int bk) { return bk + 8; }
+
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte global -> shared copy; src_bytes = 0 writes zeros without reading.
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                          std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Block tile BM x BN, warps arranged WARPS_M x WARPS_N, STAGES K tiles in flight.
+// BK: K tile (32, or 64 for half the barriers and address work per MMA; packed K is padded to 32 only,
+// so at BK = 64 the last tile's upper half is zero-filled).
+// kPointwise: 1x1, stride 1, pad 0 (row m reads input pixel m). kVecA: 16-byte A chunks (cp.async).
+// SPLIT: blocks per output tile (split-K, BK = 64 only). Grid x = M tiles * SPLIT, launched as clusters
+// of (SPLIT, 1, 1), so the blocks of one cluster are the SPLIT ranks of one output tile.
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool kPointwise, bool kVecA, int SPLIT = 1>
+__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
+    conv2d_implicit_gemm_f16(const ImplicitGemmParams<__half> a) {
+  static_assert(SPLIT == 1 || BK == 64, "split-K reduces through the staged epilogue of BK = 64");
+  static_assert(BM % SPLIT == 0, "each rank of a split finishes BM / SPLIT rows");
+  constexpr int kThreads = WARPS_M * WARPS_N * 32;
+  constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  constexpr int MI = WM / 16, NI = WN / 8;
+  static_assert(NI % 2 == 0, "B fragments are read two n8 blocks at a time");
+  constexpr int kRowHalves = smem_row_halves(BK);
+  static_assert(BK % kTileK == 0, "BK is a multiple of 32");
+  constexpr int kChunksPerRow = kTileK / kChunk;  // 4 threads per row, each BK / 32 chunks of 8
+  constexpr int kARows = kThreads / kChunksPerRow;  // rows one pass of the block loads
+  constexpr int kAPasses = BM / kARows;
+  constexpr int kBPasses = (BN + kARows - 1) / kARows;
+  static_assert(BM % kARows == 0, "A tile rows must split evenly over the threads");
+
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __half* As = reinterpret_cast<__half*>(smem_raw);           // (STAGES, BM, kRowHalves)
+  __half* Bs = As + STAGES * BM * kRowHalves;                  // (STAGES, BN, kRowHalves)
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int m0 = (blockIdx.x / SPLIT) * BM, n0 = blockIdx.y * BN;
+  const int rank = blockIdx.x % SPLIT;  // == the block's rank in its cluster
+  const int g = blockIdx.z;
+  const int chunk = tid % kChunksPerRow;  // this thread's 8-element column of every K tile
+  const int row0 = tid / kChunksPerRow;
+
+  // Per-thread A rows: their input origin, computed once.
+  RowOrigin<__half> rows[kAPasses];
+#pragma unroll
+  for (int i = 0; i < kAPasses; ++i) {
+    const int m = m0 + row0 + i * kARows;
+    if constexpr (kPointwise) {
+      rows[i].base = a.x + static_cast<long long>(m < a.m ? m : 0) * a.ldx + g * a.cin_g;
+      rows[i].iy0 = m < a.m ? 0 : -1;
+    } else {
+      rows[i] = row_origin(a, m, g);
+    }
+  }
+  const __half* wg = a.w + static_cast<long long>(g) * a.n_g * a.k_pad;  // (n_g, k_pad)
+  // This rank's K tiles: [kt_begin, kt_begin + num_k_tiles) of all (a rank may get none).
+  const int all_k_tiles = (a.k_pad + BK - 1) / BK;
+  const int kt_begin = rank * all_k_tiles / SPLIT;
+  const int num_k_tiles = (rank + 1) * all_k_tiles / SPLIT - kt_begin;
+
+  auto load_tile = [&](int kt, int stage) {
+#pragma unroll
+   for (int hk = 0; hk < BK / kTileK; ++hk) {
+    const int kcol = hk * kTileK + chunk * kChunk;  // column inside the tile
+    const int kk = (kt_begin + kt) * BK + kcol;
+    __half* as = As + stage * BM * kRowHalves;
+#pragma unroll
+    for (int i = 0; i < kAPasses; ++i) {
+      const int r = row0 + i * kARows;
+      __half* dst = as + r * kRowHalves + kcol;
+      long long off;
+      if constexpr (kPointwise) off = (rows[i].iy0 == 0 && kk < a.k_real) ? kk : -1;
+      else off = a_offset(a, rows[i], kk);
+      if constexpr (kVecA) {
+        cp_async_16(dst, off >= 0 ? rows[i].base + off : a.x, off >= 0 ? 16 : 0);
+      } else {
+        const int ci = kk % a.cin_pad;  // channels ci..ci+7 of one tap; those >= cin_g read zero
+        __align__(16) __half v[kChunk];
+#pragma unroll
+        for (int j = 0; j < kChunk; ++j)
+          v[j] = (off >= 0 && ci + j < a.cin_g) ? rows[i].base[off + j] : __float2half_rn(0.f);
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(v);
+      }
+    }
+    __half* bs = Bs + stage * BN * kRowHalves;
+#pragma unroll
+    for (int i = 0; i < kBPasses; ++i) {
+      const int r = row0 + i * kARows;
+      if (r < BN) {
+        const int n = n0 + r;
+        const bool ok = n < a.n_g && kk < a.k_pad;
+        cp_async_16(bs + r * kRowHalves + kcol, ok ? wg + static_cast<long long>(n) * a.k_pad + kk : a.w,
+                    ok ? 16 : 0);
+      }
+    }
+   }
+  };
+
+  float acc[MI][NI][4];
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < num_k_tiles) load_tile(s, s);
+    cp_async_commit();
+  }
+
+  for (int kt = 0; kt < num_k_tiles; ++kt) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile kt has landed for every thread; stage (kt - 1) % STAGES is free again
+    const int next = kt + STAGES - 1;
+    if (next < num_k_tiles) load_tile(next, next % STAGES);
+    cp_async_commit();
+
+    const __half* as = As + (kt % STAGES) * BM * kRowHalves;
+    const __half* bs = Bs + (kt % STAGES) * BN * kRowHalves;
+#pragma unroll
+    for (int ks = 0; ks < BK; ks += 16) {
+      std::uint32_t af[MI][4], bf[NI][2];
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+        ldmatrix_x4(af[i], as + (wm * WM + i * 16 + lane % 16) * kRowHalves + ks + (lane / 16) * 8);
+#pragma unroll
+      for (int j = 0; j < NI; j += 2) {
+        std::uint32_t r[4];
+        ldmatrix_x4(r, bs + (wn * WN + j * 8 + (lane / 16) * 8 + lane % 8) * kRowHalves + ks + ((lane / 8) % 2) * 8);
+        bf[j][0] = r[0];
+        bf[j][1] = r[1];
+        bf[j + 1][0] = r[2];
+        bf[j + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
+    }
+  }
+  cp_async_wait<0>();
+
+  if constexpr (BK == 64) {
+    // Lab variant: bias and gamma of this thread's 2 * NI channels loaded once; the finished fp32 values
+    // go through shared memory so that each thread then writes 16-byte row chunks (8 channels) with
+    // the residual read the same way, instead of 4-byte pairs 8 rows apart.
+    constexpr int kCRow = BN + 8;  // floats; float2 writes of a half-warp (4 rows) hit distinct banks
+    static_assert(BM * kCRow * 4 <= STAGES * (BM + BN) * kRowHalves * 2, "C tile fits in the pipeline's smem");
+    float2 bias_r[NI], gamma_r[NI];
+#pragma unroll
+    for (int j = 0; j < NI; ++j) {
+      const int n = n0 + wn * WN + j * 8 + (lane % 4) * 2;
+      const int c = g * a.n_g + n;
+      const bool ok0 = n < a.n_g, ok1 = n + 1 < a.n_g;
+      bias_r[j] = make_float2(a.bias && ok0 ? __ldg(a.bias + c) : 0.f, a.bias && ok1 ? __ldg(a.bias + c + 1) : 0.f);
+      gamma_r[j] = make_float2(a.gamma && ok0 ? __ldg(a.gamma + c) : 1.f, a.gamma && ok1 ? __ldg(a.gamma + c + 1) : 1.f);
+    }
+    __syncthreads();  // every warp is done reading As / Bs: the C tile reuses them
+    float* Cs = reinterpret_cast<float*>(smem_raw);  // (BM, kCRow)
+    // With split-K the staged values are raw partial sums: the epilogue runs after the reduction.
+    auto finish = [&](float v, float b, float gm) {
+      if constexpr (SPLIT == 1) {
+        v += b;
+        if (a.silu) v = v / (1.f + __expf(-v));
+        if (a.gamma) v *= gm;
+      }
+      return v;
+    };
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        const int r = wm * WM + i * 16 + lane / 4;
+        const int cl = wn * WN + j * 8 + (lane % 4) * 2;
+        *reinterpret_cast<float2*>(Cs + r * kCRow + cl) =
+            make_float2(finish(acc[i][j][0], bias_r[j].x, gamma_r[j].x), finish(acc[i][j][1], bias_r[j].y, gamma_r[j].y));
+        *reinterpret_cast<float2*>(Cs + (r + 8) * kCRow + cl) =
+            make_float2(finish(acc[i][j][2], bias_r[j].x, gamma_r[j].x), finish(acc[i][j][3], bias_r[j].y, gamma_r[j].y));
+      }
+    namespace cg = cooperative_groups;
+    if constexpr (SPLIT > 1) cg::this_cluster().sync();  // every rank's partial tile is staged
+    else __syncthreads();
+    constexpr int kChunksN = BN / 8;
+    constexpr int kRows = BM / SPLIT;  // rows this block finishes: [rank * kRows, (rank + 1) * kRows)
+    for (int idx = tid; idx < kRows * kChunksN; idx += kThreads) {
+      const int r = rank * kRows + idx / kChunksN, q = idx % kChunksN;
+      const int m = m0 + r, n = n0 + q * 8;
+      if (m >= a.m || n >= a.n_g) continue;
+      float v[8];
+      const long long c = static_cast<long long>(g) * a.n_g + n;
+      if constexpr (SPLIT == 1) {
+        const float4 lo = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8);
+        const float4 hi = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8 + 4);
+        v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = 0.f;
+#pragma unroll
+        for (int src = 0; src < SPLIT; ++src) {  // the same rows of every rank's tile, rank order
+          const float* cs = cg::this_cluster().map_shared_rank(Cs, src) + r * kCRow + q * 8;
+          const float4 lo = *reinterpret_cast<const float4*>(cs);
+          const float4 hi = *reinterpret_cast<const float4*>(cs + 4);
+          v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w, v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (n + e < a.n_g) v[e] = epilogue(v[e], a.bias, a.gamma, a.silu, static_cast<int>(c) + e);
+      }
+      __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
+      const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
+      if (a.vec_out && n + 8 <= a.n_g) {
+        if (rp) {
+          const uint4 raw = __ldg(reinterpret_cast<const uint4*>(rp));
+          const __half2* r2 = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float2 f = __half22float2(r2[e]);
+            v[2 * e] += f.x;
+            v[2 * e + 1] += f.y;
+          }
+        }
+        uint4 out;
+        __half2* o2 = reinterpret_cast<__half2*>(&out);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+        *reinterpret_cast<uint4*>(yp) = out;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (n + e < a.n_g) yp[e] = __float2half_rn(v[e] + (rp ? __half2float(rp[e]) : 0.f));
+      }
+    }
+    if constexpr (SPLIT > 1) cg::this_cluster().sync();  // no block leaves while others read its tile
+  } else {
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        const int m = m0 + wm * WM + i * 16 + lane / 4;
+        const int n = n0 + wn * WN + j * 8 + (lane % 4) * 2;
+        store_output(a, m, n, acc[i][j][0], acc[i][j][1]);
+        store_output(a, m + 8, n, acc[i][j][2], acc[i][j][3]);
+      }
+  }
+}
+
+// Launches one kernel instantiation with `smem` bytes of dynamic shared memory, in clusters of
+// (cluster_x, 1, 1) blocks when cluster_x > 1. Above 48 KiB a kernel must opt in; that is done once per
+// instantiation (a static per template argument: one per kernel, not per kernel type) and is not a
+// stream operation, so it is legal during graph capture.
+template <auto kKernel, typename Args>
+void launch_with_smem(dim3 grid, dim3 block, int smem, const Args& a, cudaStream_t stream, int cluster_x = 1) {
+  static const cudaError_t attr = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  YOLO12_CUDA_CHECK(attr);
+  if (cluster_x == 1) {
+    kKernel<<<grid, block, smem, stream>>>(a);
+    YOLO12_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = static_cast<unsigned>(cluster_x);
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = static_cast<std::size_t>(smem);
+  config.stream = stream;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  YOLO12_CUDA_CHECK(cudaLaunchKernelEx(&config, kKernel, a));
+}
+
+template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, int BK = kTileK, int SPLIT = 1>
+void launch_f16_tile(const ImplicitGemmParams<__half>& a, int groups, bool pointwise, bool vec_a, cudaStream_t stream) {
+  constexpr int smem = STAGES * (BM + BN) * smem_row_halves(BK) * static_cast<int>(sizeof(__half));
+  const dim3 grid(ceil_div(a.m, BM) * SPLIT, ceil_div(a.n_g, BN), groups);
+  const dim3 block(WARPS_M * WARPS_N * 32);
+  if (pointwise && vec_a)
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, true, SPLIT>>(grid, block, smem, a, stream, SPLIT);
+  else if (pointwise)
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, false, SPLIT>>(grid, block, smem, a, stream, SPLIT);
+  else if (vec_a)
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, true, SPLIT>>(grid, block, smem, a, stream, SPLIT);
+  else
+    launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, false, SPLIT>>(grid, block, smem, a, stream, SPLIT);
+}
+
+// A BK = 64 tile configuration at split-K 1, 2, 4 or 8.
+template <int BM, int BN, int WARPS_M, int WARPS_N>
+void launch_f16_bk64_split(const ImplicitGemmParams<__half>& a, int groups, bool pointwise, bool vec_a, int split,
+                           cudaStream_t stream) {
+  switch (split) {
+    case 8: launch_f16_tile<BM, BN, WARPS_M, WARPS_N, 3, 64, 8>(a, groups, pointwise, vec_a, stream); break;
+    case 4: launch_f16_tile<BM, BN, WARPS_M, WARPS_N, 3, 64, 4>(a, groups, pointwise, vec_a, stream); break;
+    case 2: launch_f16_tile<BM, BN, WARPS_M, WARPS_N, 3, 64, 2>(a, groups, pointwise, vec_a, stream); break;
+    default: launch_f16_tile<BM, BN, WARPS_M, WARPS_N, 3, 64, 1>(a, groups, pointwise, vec_a, stream); break;
+  }
+}
+
+// ---- fp32: CUDA-core SIMT ------------------------------------------------------------------------
+
+constexpr int kF32TileM = 64, kF32TileN = 64, kF32TileK = 16, kF32Threads = 256;
+
+template <bool kPointwise>
+__global__ void __launch_bounds__(kF32Threads) conv2d_implicit_gemm_f32(const ImplicitGemmParams<float> a) {
+  __shared__ __align__(16) float As[kF32TileK][kF32TileM];  // transposed: k rows, m contiguous
+  __shared__ __align__(16) float Bs[kF32TileK][kF32TileN];
+  const int tid = threadIdx.x;
+  const int m0 = blockIdx.x * kF32TileM, n0 = blockIdx.y * kF32TileN, g = blockIdx.z;
+  // Loads: thread -> (row, 4 consecutive k). Compute: thread -> 4x4 outputs.
+  const int lrow = tid / 4, lk = (tid % 4) * 4;
+  const int tm = (tid / 16) * 4, tn = (tid % 16) * 4;
+  RowOrigin<float> row;
+  const int m = m0 + lrow;
+  if constexpr (kPointwise) {
+    row.base = a.x + static_cast<long long>(m < a.m ? m : 0) * a.ldx + g * a.cin_g;
+    row.iy0 = m < a.m ? 0 : -1;
+  } else {
+    row = row_origin(a, m, g);
+  }
+  const int n_load = n0 + lrow;
+  const float* wrow = a.w + (static_cast<long long>(g) * a.n_g + (n_load < a.n_g ? n_load : 0)) * a.k_pad;  // (k_pad)
+
+  float ra[4], rb[4];
+  auto fetch = [&](int kt) {
+    const int kk = kt * kF32TileK + lk;
+    long long off;
+    if constexpr (kPointwise) off = (row.iy0 == 0 && kk < a.k_real) ? kk : -1;
+    else off = a_offset(a, row, kk);
+    const int ci = kk % a.cin_pad;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) ra[j] = (off >= 0 && ci + j < a.cin_g) ? __ldg(row.base + off + j) : 0.f;
+    const float4 b = n_load < a.n_g ? __ldg(reinterpret_cast<const float4*>(wrow + kk)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    rb[0] = b.x;
+    rb[1] = b.y;
+    rb[2] = b.z;
+    rb[3] = b.w;
+  };
+
+  float acc[4][4] = {};
+  const int num_k_tiles = a.k_pad / kF32TileK;
+  fetch(0);
+  for (int kt = 0; kt < num_k_tiles; ++kt) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      As[lk + j][lrow] = ra[j];
+      Bs[lk + j][lrow] = rb[j];
+    }
+    __syncthreads();
+    if (kt + 1 < num_k_tiles) fetch(kt + 1);  // in flight while this tile is multiplied
+#pragma unroll
+    for (int k = 0; k < kF32TileK; ++k) {
+      const float4 av = *reinterpret_cast<const float4*>(&As[k][tm]);
+      const float4 bv = *reinterpret_cast<const float4*>(&Bs[k][tn]);
+      const float am[4] = {av.x, av.y, av.z, av.w}, bn[4] = {bv.x, bv.y, bv.z, bv.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(am[i], bn[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    store_output(a, m0 + tm + i, n0 + tn, acc[i][0], acc[i][1]);
+    store_output(a, m0 + tm + i, n0 + tn + 2, acc[i][2], acc[i][3]);
+  }
+}
+
+}  // namespace
+
+F16Plan f16_plan(const ConvShape& s) {
+  const GemmLayout l = gemm_layout(s);
+  const int m = s.batch * s.ho * s.wo;
+  F16Plan plan;
+  // Tile choice: the widest N tile that the group's channels fill, then the tallest M tile that still
+  // gives about two blocks per SM (132 SMs on the H200).
+  const long long blocks_128 = 1LL * ceil_div(m, 128) * ceil_div(l.n_g, l.n_g <= 64 ? 64 : 128) * s.groups;
+  if (l.n_g <= 32) plan.bm = 128, plan.bn = 32;
+  else if (blocks_128 < 264) plan.bm = 64, plan.bn = 64;
+  else if (l.n_g <= 64) plan.bm = 128, plan.bn = 64;
+  else plan.bm = 128, plan.bn = 128;
+  plan.bk = conv_variants().f16_bk64 ? 64 : kTileK;
+  plan.split = 1;
+  // Split-K when the output tiles cannot fill the GPU: the most ranks (8, 4, 2) that keep the grid
+  // within two blocks per SM and give every rank at least two K tiles.
+  if (plan.bk == 64 && conv_variants().f16_split_k && plan.bn <= 64) {
+    const long long blocks = 1LL * ceil_div(m, plan.bm) * ceil_div(l.n_g, plan.bn) * s.groups;
+    const int k_tiles = ceil_div(l.k_pad, 64);
+    for (const int split : {8, 4, 2})
+      if (blocks * split <= 264 && k_tiles >= 2 * split) {
+        plan.split = split;
+        break;
+      }
+  }
+  return plan;
+}
+
+void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t stream) {
+  const ImplicitGemmParams<__half> a = make_params(p);
+  const bool pointwise = p.s.k == 1 && p.s.stride == 1 && p.s.pad == 0;
+  const bool vec_a = a.cin_g % kChunk == 0 && p.ldx % kChunk == 0 && reinterpret_cast<std::uintptr_t>(p.x) % 16 == 0;
+  const int groups = p.s.groups;
+  const F16Plan plan = f16_plan(p.s);
+  if (plan.bk == 64) {  // 64-wide K, 3 stages (shared memory: 128x128 takes 108 KiB)
+    if (plan.bn == 32) launch_f16_bk64_split<128, 32, 4, 1>(a, groups, pointwise, vec_a, plan.split, stream);
+    else if (plan.bm == 64) launch_f16_bk64_split<64, 64, 2, 2>(a, groups, pointwise, vec_a, plan.split, stream);
+    else if (plan.bn == 64) launch_f16_tile<128, 64, 2, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
+    else launch_f16_tile<128, 128, 2, 4, 3, 64>(a, groups, pointwise, vec_a, stream);
+    return;
+  }
+  if (plan.bn == 32) launch_f16_tile<128, 32, 4, 1, 4>(a, groups, pointwise, vec_a, stream);
+  else if (plan.bm == 64) launch_f16_tile<64, 64, 2, 2, 4>(a, groups, pointwise, vec_a, stream);
+  else if (plan.bn == 64) launch_f16_tile<128, 64, 2, 2, 4>(a, groups, pointwise, vec_a, stream);
+  else launch_f16_tile<128, 128, 2, 4, 4>(a, groups, pointwise, vec_a, stream);
+}
+
+void launch_conv2d_implicit_gemm_f32(const ConvParams<float>& p, cudaStream_t stream) {
+  const ImplicitGemmParams<float> a = make_params(p);
+  const bool pointwise = p.s.k == 1 && p.s.stride == 1 && p.s.pad == 0;
+  const dim3 grid(ceil_div(a.m, kF32TileM), ceil_div(a.n_g, kF32TileN), p.s.groups);
+  if (pointwise) conv2d_implicit_gemm_f32<true><<<grid, kF32Threads, 0, stream>>>(a);
+  else conv2d_implicit_gemm_f32<false><<<grid, kF32Threads, 0, stream>>>(a);
+  YOLO12_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace yolo12::cuda::conv_detail

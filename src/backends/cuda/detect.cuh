@@ -1,0 +1,83 @@
+// src/backends/cuda/detect.cuh - the Detect head's decode and Ultralytics' non_max_suppression on the GPU.
+//
+// Three launches, all on one stream, nothing allocated, no host synchronisation (capturable):
+//   1. detect_decode: one thread per (image, anchor) over P3, P4, P5 in one pass. DFL (softmax over
+//      reg_max bins per side, expectation with weights 0..reg_max-1), anchor = cell centre, distances
+//      to (cx, cy, w, h) times the level's stride, sigmoid of every class logit. Optionally writes the
+//      raw head (B, 4 + nc, A) in fp32 (forward_raw parity); then picks the best class (first maximum),
+//      keeps it when score > conf (strict, as Ultralytics) and its class passes the filter, and appends
+//      a candidate {xyxy, score, class, anchor} with an atomic counter.
+//   2. rank_sort_candidates: each candidate's rank in (score descending, anchor ascending) order is
+//      counted against all candidates of its image; ranks below max_nms are scattered into place. So
+//      the atomic append order never matters and the result is deterministic.
+//   3. nms_greedy: one block per image walks the sorted candidates in chunks of 256: each candidate is
+//      tested against the boxes kept so far (in parallel), then against the earlier candidates of its
+//      chunk through a 256 x 256 suppression bit matrix walked by one thread. This is exactly the greedy
+//      NMS of torchvision (boxes offset by class * max_wh unless agnostic; suppress IoU > iou; IoU from
+//      the offset boxes in fp32 as torchvision computes it), stopping once max_det boxes are kept.
+// Output: per image the kept count and (max_det, 6) rows {x1, y1, x2, y2, score, class} in input
+// pixels, by descending score.
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace yolo12::cuda {
+
+constexpr int kMaxDetectLevels = 4;
+
+struct DetectCandidate {
+  float x1, y1, x2, y2;  // input pixels (not offset by class)
+  float score;
+  int cls;
+  int anchor;
+  int pad;
+};
+
+template <typename T>  // T = float or __half (the network's activations)
+struct DetectParams {
+  int batch = 1;
+  int nc = 80, reg_max = 16;
+  int levels = 3;
+  const T* box[kMaxDetectLevels] = {};  // per level (B, H_l, W_l, ldb) view, 4 * reg_max channels used
+  int ldb[kMaxDetectLevels] = {};
+  const T* cls[kMaxDetectLevels] = {};  // per level (B, H_l, W_l, ldc) view, nc channels used
+  int ldc[kMaxDetectLevels] = {};
+  int h[kMaxDetectLevels] = {}, w[kMaxDetectLevels] = {};
+  float stride[kMaxDetectLevels] = {};
+  int anchors = 0;  // A = sum H_l * W_l (P3 first, row-major)
+
+  float* raw = nullptr;  // optional (B, 4 + nc, A) float32; nullptr: not written
+
+  // Post-processing; when `candidates` is nullptr only the raw head is produced.
+  float conf = 0.25f;
+  float iou = 0.7f;
+  int max_det = 300;
+  int max_nms = 30000;
+  float max_wh = 7680.f;
+  bool agnostic = false;
+  const unsigned char* class_keep = nullptr;  // optional (nc): 1 = keep the class; nullptr = all
+  DetectCandidate* candidates = nullptr;      // workspace (B, A)
+  DetectCandidate* sorted = nullptr;          // workspace (B, min(A, max_nms))
+  int* candidate_count = nullptr;             // workspace (B)
+  float* dets = nullptr;                      // (B, max_det, 6) x1 y1 x2 y2 score class
+  int* det_count = nullptr;                   // (B)
+};
+
+// Bytes of workspace detect_forward needs for the candidates (three regions, 256-byte aligned);
+// detect_workspace_carve points a DetectParams' workspace pointers into such a block, sized from
+// p.batch, p.anchors and p.max_nms: set those first (to the largest batch that will run).
+std::size_t detect_workspace_bytes(int batch, int anchors, int max_nms);
+template <typename T>
+void detect_workspace_carve(DetectParams<T>& p, void* workspace);
+
+// Limits of the kernels: levels <= kMaxDetectLevels, 1 <= max_det <= 1024, reg_max in [1, 64].
+bool detect_can_implement(int levels, int reg_max, int nc, int max_det);
+
+// Enqueues decode (+ raw), and if p.candidates is set, candidate sort and NMS.
+template <typename T>
+void detect_forward(const DetectParams<T>& p, cudaStream_t stream);
+
+}  // namespace yolo12::cuda

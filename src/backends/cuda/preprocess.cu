@@ -1,0 +1,164 @@
+// src/backends/cuda/preprocess.cu - letterbox of 8-bit images into the network input (see preprocess.cuh).
+//
+// One thread per output pixel and image, all three channels: at 640 x 640 that is 410 k threads per
+// image reading at most 4 source pixels each, a few microseconds; the cost of preprocessing is the
+// host-to-device copy of the pixels, which the staging block makes a single transfer.
+#include "preprocess.cuh"
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "common.cuh"
+
+namespace yolo12::cuda {
+namespace {
+
+constexpr int kThreadsX = 32, kThreadsY = 8;
+
+std::size_t header_bytes(std::size_t batch) { return align_up(sizeof(PreprocessImage) * batch, 256); }
+
+// Taps are cheap to compute but identical for every frame of a video: keep the last few sizes.
+// Per thread, so clones used from several threads never share it.
+const std::vector<pre::ResizeTap>& cached_taps(bool x_axis, int src_len, int dst_len) {
+  thread_local std::map<std::pair<int, int>, std::vector<pre::ResizeTap>> cache[2];
+  auto& c = cache[x_axis ? 0 : 1];
+  const auto key = std::make_pair(src_len, dst_len);
+  auto it = c.find(key);
+  if (it != c.end()) return it->second;
+  if (c.size() >= 16) c.clear();
+  auto taps = x_axis ? pre::resize_taps_x(src_len, dst_len) : pre::resize_taps_y(src_len, dst_len);
+  return c.emplace(key, std::move(taps)).first->second;
+}
+
+void check_geometry(const ImageView& im, const pre::LetterboxParams& g, std::size_t i) {
+  pre::check_image_view(im);
+  if (g.src_w != im.width || g.src_h != im.height || g.new_w < 1 || g.new_h < 1 || g.left < 0 || g.top < 0 ||
+      g.left + g.new_w > g.dst_w || g.top + g.new_h > g.dst_h)
+    throw InputError("preprocess: letterbox geometry of image " + std::to_string(i) + " does not match its " +
+                     std::to_string(im.width) + "x" + std::to_string(im.height) + " view");
+}
+
+template <typename T>
+__global__ void letterbox_kernel(PreprocessParams<T> p) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  const int n = blockIdx.z;
+  if (x >= p.w || y >= p.h) return;
+  const PreprocessImage im = reinterpret_cast<const PreprocessImage*>(p.block)[n];
+  int rgb[3] = {114, 114, 114};
+  const int dx = x - im.left, dy = y - im.top;
+  if (dx >= 0 && dx < im.new_w && dy >= 0 && dy < im.new_h) {
+    const unsigned char* src = p.block + im.pixels;  // (src_h, src_w * bpp)
+    const long long row_bytes = static_cast<long long>(im.src_w) * im.bpp;
+    if (im.identity) {
+      const unsigned char* px = src + dy * row_bytes + static_cast<long long>(dx) * im.bpp;
+#pragma unroll
+      for (int c = 0; c < 3; ++c) rgb[c] = px[im.ch[c]];
+    } else {
+      const pre::ResizeTap tx = reinterpret_cast<const pre::ResizeTap*>(p.block + im.taps_x)[dx];
+      const pre::ResizeTap ty = reinterpret_cast<const pre::ResizeTap*>(p.block + im.taps_y)[dy];
+      const unsigned char* r0 = src + ty.i0 * row_bytes;
+      const unsigned char* r1 = src + ty.i1 * row_bytes;
+      const int o0 = tx.i0 * im.bpp, o1 = tx.i1 * im.bpp;
+#pragma unroll
+      for (int c = 0; c < 3; ++c) {
+        const int ch = im.ch[c];
+        const int h0 = pre::resize_blend_x(r0[o0 + ch], r0[o1 + ch], tx.w0, tx.w1);
+        const int h1 = pre::resize_blend_x(r1[o0 + ch], r1[o1 + ch], tx.w0, tx.w1);
+        rgb[c] = pre::resize_blend_y(h0, h1, ty.w0, ty.w1);
+      }
+    }
+  }
+  T* out = p.y + ((static_cast<long long>(n) * p.h + y) * p.w + x) * p.ldy;
+#pragma unroll
+  for (int c = 0; c < 3; ++c) out[c] = from_f32<T>(__fdiv_rn(static_cast<float>(rgb[c]), 255.f));
+}
+
+}  // namespace
+
+std::size_t preprocess_staging_bytes(const std::vector<ImageView>& images,
+                                     const std::vector<pre::LetterboxParams>& geometry) {
+  std::size_t bytes = header_bytes(images.size());
+  std::size_t taps = 0;
+  for (const auto& g : geometry) taps += static_cast<std::size_t>(g.new_w) + g.new_h;
+  bytes += align_up(taps * sizeof(pre::ResizeTap), 256);
+  for (const auto& im : images)
+    bytes += align_up(static_cast<std::size_t>(im.width) * im.height * pre::bytes_per_pixel(im.format), 256);
+  return bytes;
+}
+
+std::size_t preprocess_stage(const std::vector<ImageView>& images,
+                             const std::vector<pre::LetterboxParams>& geometry, void* block) {
+  if (images.size() != geometry.size()) throw InputError("preprocess: one letterbox geometry per image is needed");
+  for (std::size_t i = 0; i < images.size(); ++i) check_geometry(images[i], geometry[i], i);
+  unsigned char* base = static_cast<unsigned char*>(block);
+  auto* headers = reinterpret_cast<PreprocessImage*>(base);
+  std::size_t off = header_bytes(images.size());
+
+  // Taps of every image, back to back.
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    const ImageView& im = images[i];
+    const pre::LetterboxParams& g = geometry[i];
+    PreprocessImage h;
+    h.src_w = im.width;
+    h.src_h = im.height;
+    h.bpp = pre::bytes_per_pixel(im.format);
+    switch (im.format) {
+      case PixelFormat::BGR8:
+      case PixelFormat::BGRA8:
+        h.ch[0] = 2, h.ch[1] = 1, h.ch[2] = 0;
+        break;
+      case PixelFormat::RGB8:
+      case PixelFormat::RGBA8:
+        h.ch[0] = 0, h.ch[1] = 1, h.ch[2] = 2;
+        break;
+      case PixelFormat::GRAY8:
+        h.ch[0] = h.ch[1] = h.ch[2] = 0;
+        break;
+    }
+    h.new_w = g.new_w;
+    h.new_h = g.new_h;
+    h.left = g.left;
+    h.top = g.top;
+    h.identity = (g.new_w == im.width && g.new_h == im.height) ? 1 : 0;
+    const auto& tx = cached_taps(true, im.width, g.new_w);
+    const auto& ty = cached_taps(false, im.height, g.new_h);
+    h.taps_x = off;
+    std::memcpy(base + off, tx.data(), tx.size() * sizeof(pre::ResizeTap));
+    off += tx.size() * sizeof(pre::ResizeTap);
+    h.taps_y = off;
+    std::memcpy(base + off, ty.data(), ty.size() * sizeof(pre::ResizeTap));
+    off += ty.size() * sizeof(pre::ResizeTap);
+    headers[i] = h;
+  }
+  off = align_up(off, 256);
+  // Pixels, rows packed densely.
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    const ImageView& im = images[i];
+    const std::size_t row = static_cast<std::size_t>(im.width) * headers[i].bpp;
+    headers[i].pixels = off;
+    if (im.pitch == row) {
+      std::memcpy(base + off, im.data, row * im.height);
+    } else {
+      for (int y = 0; y < im.height; ++y) std::memcpy(base + off + row * y, im.data + im.pitch * y, row);
+    }
+    off = align_up(off + row * im.height, 256);
+  }
+  return off;
+}
+
+template <typename T>
+void preprocess_letterbox(const PreprocessParams<T>& p, cudaStream_t stream) {
+  if (p.batch < 1 || p.h < 1 || p.w < 1) return;
+  dim3 block(kThreadsX, kThreadsY);
+  dim3 grid(ceil_div(p.w, kThreadsX), ceil_div(p.h, kThreadsY), p.batch);
+  letterbox_kernel<T><<<grid, block, 0, stream>>>(p);
+  YOLO12_CUDA_CHECK_LAUNCH();
+}
+
+template void preprocess_letterbox<float>(const PreprocessParams<float>&, cudaStream_t);
+template void preprocess_letterbox<__half>(const PreprocessParams<__half>&, cudaStream_t);
+
+}  // namespace yolo12::cuda

@@ -1,0 +1,58 @@
+// src/backends/cuda/preprocess.cuh - Ultralytics' LetterBox on the GPU, bit-exact with the CPU letterbox
+// (src/pre/letterbox.{hpp,cpp}, itself bit-exact with OpenCV's 8-bit INTER_LINEAR).
+//
+// One staging block carries a whole batch from pinned host memory to the device in one copy:
+//   [PreprocessImage x batch | ResizeTap x (sum of new_w + new_h) | pixels of each image]
+// preprocess_stage() fills it on the host: the geometry of each image, the integer resize taps from
+// pre::resize_taps_x / _y (the same numbers the CPU uses, cached per size), and the pixel rows packed
+// densely (pitch = width * bytes per pixel, each image 256-byte aligned).
+// preprocess_letterbox() then runs one thread per output pixel: inside the resized area it blends the
+// four source pixels with pre::resize_blend_x / _y (the CPU's own integer arithmetic), outside it is
+// the pad value 114; channels are reordered to RGB (GRAY8 replicated), divided by 255 (true IEEE
+// division, as torch's x / 255) and written into the NHWC network input, fp32 or fp16.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "pre/letterbox.hpp"
+#include "yolo12/yolo12.hpp"
+
+namespace yolo12::cuda {
+
+// Per image, inside the staging block. Offsets are bytes from the start of the block.
+struct PreprocessImage {
+  unsigned long long pixels = 0;  // offset of the packed pixels (src_h rows of src_w * bpp bytes)
+  unsigned long long taps_x = 0;  // offset of new_w ResizeTap
+  unsigned long long taps_y = 0;  // offset of new_h ResizeTap
+  int src_w = 0, src_h = 0, bpp = 3;
+  int ch[3] = {2, 1, 0};          // source channel of R, G, B
+  int new_w = 0, new_h = 0, left = 0, top = 0;
+  int identity = 0;               // 1: new size == source size, no resize (as Ultralytics)
+};
+
+template <typename T>
+struct PreprocessParams {
+  const unsigned char* block = nullptr;  // device copy of the staging block
+  int batch = 1;
+  int h = 0, w = 0;                      // network input
+  T* y = nullptr;                        // (B, H, W, ldy) view, 3 channels written
+  int ldy = 3;
+};
+
+// Bytes the staging block needs for these images (their views must be valid).
+std::size_t preprocess_staging_bytes(const std::vector<ImageView>& images,
+                                     const std::vector<pre::LetterboxParams>& geometry);
+// Fills `block` (at least preprocess_staging_bytes) and returns the bytes used. Throws InputError
+// for a bad view or geometry that does not match the image.
+std::size_t preprocess_stage(const std::vector<ImageView>& images,
+                             const std::vector<pre::LetterboxParams>& geometry, void* block);
+
+template <typename T>
+void preprocess_letterbox(const PreprocessParams<T>& p, cudaStream_t stream);
+
+}  // namespace yolo12::cuda
