@@ -28,6 +28,7 @@
 #include <deque>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -185,19 +186,25 @@ TrackList joint(const TrackList& a, const TrackList& b) {
   return out;
 }
 
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
 void require(bool ok, const std::string& what) {
   if (!ok) throw OptionError("TrackerOptions: " + what);
 }
 
 void validate(const TrackerOptions& o) {
   auto unit = [](double v) { return std::isfinite(v) && v >= 0 && v <= 1; };
-  require(unit(o.track_high_thresh), "track_high_thresh must be in [0, 1], got " + std::to_string(o.track_high_thresh));
-  require(unit(o.track_low_thresh), "track_low_thresh must be in [0, 1], got " + std::to_string(o.track_low_thresh));
+  require(unit(o.track_high_thresh), "track_high_thresh must be in [0, 1], got " + num(o.track_high_thresh));
+  require(unit(o.track_low_thresh), "track_low_thresh must be in [0, 1], got " + num(o.track_low_thresh));
   require(o.track_low_thresh <= o.track_high_thresh,
-          "track_low_thresh (" + std::to_string(o.track_low_thresh) + ") must not exceed track_high_thresh (" +
-              std::to_string(o.track_high_thresh) + ")");
-  require(unit(o.new_track_thresh), "new_track_thresh must be in [0, 1], got " + std::to_string(o.new_track_thresh));
-  require(unit(o.match_thresh), "match_thresh must be in [0, 1], got " + std::to_string(o.match_thresh));
+          "track_low_thresh (" + num(o.track_low_thresh) + ") must not exceed track_high_thresh (" +
+              num(o.track_high_thresh) + ")");
+  require(unit(o.new_track_thresh), "new_track_thresh must be in [0, 1], got " + num(o.new_track_thresh));
+  require(unit(o.match_thresh), "match_thresh must be in [0, 1], got " + num(o.match_thresh));
   require(o.track_buffer >= 0, "track_buffer must be >= 0, got " + std::to_string(o.track_buffer));
   require(o.frame_rate >= 1, "frame_rate must be >= 1, got " + std::to_string(o.frame_rate));
   require(o.max_detections >= 1, "max_detections must be >= 1, got " + std::to_string(o.max_detections));
