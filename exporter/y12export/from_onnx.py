@@ -30,7 +30,7 @@ import re
 import numpy as np
 
 from . import pt_reader as pr
-from .errors import ExportError
+from .errors import ExportError, require
 from .onnx_reader import read_onnx_model
 from .pt_arch import ModelTree
 
@@ -41,11 +41,6 @@ _SCALES = {
     "yolo11": {"n": [0.50, 0.25, 1024], "s": [0.50, 0.50, 1024], "m": [0.50, 1.00, 512],
                "l": [1.00, 1.00, 512], "x": [1.00, 1.50, 512]},
 }
-
-
-def _require(cond, msg):
-    if not cond:
-        raise ExportError(msg)
 
 
 def _rec(cls_name, attrs=None, modules=None, params=None):
@@ -62,12 +57,12 @@ def _dequantize(q, scale, zp, axis, what):
     q = np.asarray(q, np.float64)
     scale = np.asarray(scale, np.float64)
     zp = np.zeros_like(scale) if zp is None else np.asarray(zp, np.float64)
-    _require(scale.shape == zp.shape, f"{what}: scale {list(scale.shape)} and zero point {list(zp.shape)} differ")
+    require(scale.shape == zp.shape, f"{what}: scale {list(scale.shape)} and zero point {list(zp.shape)} differ")
     if scale.size == 1:
         return scale.reshape(()) * (q - zp.reshape(()))
-    _require(scale.ndim == 1 and q.ndim >= 1, f"{what}: unsupported quantization scale shape {list(scale.shape)}")
+    require(scale.ndim == 1 and q.ndim >= 1, f"{what}: unsupported quantization scale shape {list(scale.shape)}")
     axis = axis % q.ndim
-    _require(q.shape[axis] == scale.size, f"{what}: {scale.size} scales for axis {axis} of shape {list(q.shape)}")
+    require(q.shape[axis] == scale.size, f"{what}: {scale.size} scales for axis {axis} of shape {list(q.shape)}")
     shape = [1] * q.ndim
     shape[axis] = scale.size
     return scale.reshape(shape) * (q - zp.reshape(shape))
@@ -109,7 +104,7 @@ class Graph:
                 q = inits[n.inputs[0]]
                 scale = inits.get(n.inputs[1]) if len(n.inputs) > 1 else None
                 zp = inits.get(n.inputs[2]) if len(n.inputs) > 2 and n.inputs[2] else None
-                _require(scale is not None, f"{path}: {n.name}: DequantizeLinear scale is not a constant")
+                require(scale is not None, f"{path}: {n.name}: DequantizeLinear scale is not a constant")
                 out = n.outputs[0]
                 candidates = [re.sub(r"_quantized$", "", n.inputs[0]),
                               re.sub(r"(_DequantizeLinear(_Output)?|_dequantized)$", "", out), out]
@@ -121,7 +116,7 @@ class Graph:
         for name, q in inits.items():  # dynamic quantization: X_quantized, X_scale, X_zero_point
             if name.endswith("_quantized") and name.startswith("model.") and name not in self.alias:
                 base = name[: -len("_quantized")]
-                _require(base + "_scale" in inits, f"{path}: {name} has no {base}_scale")
+                require(base + "_scale" in inits, f"{path}: {name} has no {base}_scale")
                 self.floats[base] = _dequantize(q, inits[base + "_scale"], inits.get(base + "_zero_point"), 0, base)
                 self.alias[name] = base
         for n in m.nodes:  # deduplicated initializers: Identity(model.X) -> model.Y
@@ -129,8 +124,8 @@ class Graph:
                 self.floats[n.outputs[0]] = self.floats[self.alias[n.inputs[0]]]
                 self.alias[n.outputs[0]] = n.outputs[0]
         for name in self.floats:
-            _require(".bn." not in name and not name.endswith("running_mean"),
-                     f"{path}: {name}: an unfused BatchNorm (export the model with fused Conv+BN)")
+            require(".bn." not in name and not name.endswith("running_mean"),
+                    f"{path}: {name}: an unfused BatchNorm (export the model with fused Conv+BN)")
 
     def float_source(self, t):
         """The float tensor behind a (dynamically) quantized activation."""
@@ -157,24 +152,24 @@ class ConvSite:
     def __init__(self, g, base, weight_name):
         self.base = base
         w = g.floats[weight_name]
-        _require(w.ndim == 4, f"{g.path}: {weight_name}: not a 4-D conv weight")
+        require(w.ndim == 4, f"{g.path}: {weight_name}: not a 4-D conv weight")
         node = None
         for gname, uname in list(g.alias.items()):
             if uname == weight_name:
                 for n in g.consumers.get(gname, []):
                     if n.op_type in ("Conv", "ConvInteger") and len(n.inputs) > 1 and n.inputs[1] == gname:
                         node = n
-        _require(node is not None, f"{g.path}: {weight_name}: no Conv node reads this weight")
+        require(node is not None, f"{g.path}: {weight_name}: no Conv node reads this weight")
         a = node.attrs
-        _require(a.get("auto_pad", "NOTSET") in ("NOTSET", ""), f"{g.path}: {node.name}: auto_pad is not supported")
+        require(a.get("auto_pad", "NOTSET") in ("NOTSET", ""), f"{g.path}: {node.name}: auto_pad is not supported")
         pads = list(a.get("pads", [0, 0, 0, 0]))
-        _require(len(set(pads)) == 1, f"{g.path}: {node.name}: asymmetric pads {pads}")
+        require(len(set(pads)) == 1, f"{g.path}: {node.name}: asymmetric pads {pads}")
         strides = list(a.get("strides", [1, 1]))
         dil = list(a.get("dilations", [1, 1]))
-        _require(len(set(strides)) == 1 and len(set(dil)) == 1, f"{g.path}: {node.name}: non-square stride/dilation")
+        require(len(set(strides)) == 1 and len(set(dil)) == 1, f"{g.path}: {node.name}: non-square stride/dilation")
         groups = int(a.get("group", 1))
         k = list(a.get("kernel_shape", w.shape[2:]))
-        _require(k == list(w.shape[2:]) and k[0] == k[1], f"{g.path}: {node.name}: kernel {k} vs weight {list(w.shape)}")
+        require(k == list(w.shape[2:]) and k[0] == k[1], f"{g.path}: {node.name}: kernel {k} vs weight {list(w.shape)}")
         self.attrs = dict(in_channels=int(w.shape[1]) * groups, out_channels=int(w.shape[0]), kernel_size=(k[0], k[1]),
                           stride=(strides[0], strides[0]), padding=(pads[0], pads[0]), dilation=(dil[0], dil[0]),
                           groups=groups, padding_mode="zeros", transposed=False)
@@ -185,7 +180,7 @@ class ConvSite:
             for ops in (("Cast",), ("Mul",), ("Add",)):
                 nxt = g.only_consumer(out, ops)
                 if nxt is None:
-                    _require(ops == ("Add",), f"{g.path}: {node.name}: unexpected ConvInteger output chain")
+                    require(ops == ("Add",), f"{g.path}: {node.name}: unexpected ConvInteger output chain")
                     break
                 out = nxt.outputs[0]
         self.output = out
@@ -202,8 +197,8 @@ class ConvSite:
                         self.act, self.act_output = "silu", mnode.outputs[0]
         if self.act == "none":
             for s in g.consumers.get(out, []):
-                _require(s.op_type not in ("Sigmoid", "Relu", "LeakyRelu", "HardSwish", "Clip"),
-                         f"{g.path}: {base}: unsupported activation ({s.op_type} without the SiLU pattern)")
+                require(s.op_type not in ("Sigmoid", "Relu", "LeakyRelu", "HardSwish", "Clip"),
+                        f"{g.path}: {base}: unsupported activation ({s.op_type} without the SiLU pattern)")
 
 
 def _sort_key(k):
@@ -214,8 +209,8 @@ def read_onnx(path, warn):
     m = read_onnx_model(path)
     meta = m.metadata
     task = meta.get("task", "detect")
-    _require(task == "detect", f"{path}: unsupported task {task!r} (only detect)")
-    _require(meta.get("end2end", "False") != "True", f"{path}: end-to-end (NMS-free) exports are not supported")
+    require(task == "detect", f"{path}: unsupported task {task!r} (only detect)")
+    require(meta.get("end2end", "False") != "True", f"{path}: end-to-end (NMS-free) exports are not supported")
     g = Graph(m, path)
 
     # convolutions grouped by top-level layer
@@ -235,14 +230,14 @@ def read_onnx(path, warn):
         bias_name = (base + ".conv.bias") if is_mod else (base + ".bias")
         used.add(bias_name)
         used.add(base + (".conv.weight" if is_mod else ".weight"))
-        _require(site.bias is not None, f"{path}: {bias_name}: missing (BN-fused convs carry a bias)")
+        require(site.bias is not None, f"{path}: {bias_name}: missing (BN-fused convs carry a bias)")
     leftover = sorted(set(g.floats) - used)
-    _require(not leftover, f"{path}: {leftover[0] if leftover else ''}: unexpected tensor (not part of a supported module)")
+    require(not leftover, f"{path}: {leftover[0] if leftover else ''}: unexpected tensor (not part of a supported module)")
 
     by_layer = collections.defaultdict(dict)  # I -> {relative path: (site, is_mod)}
     for base, v in sites.items():
         mt = re.match(r"^model\.(\d+)(?:\.(.*))?$", base)
-        _require(mt is not None, f"{path}: {base}: tensor name outside model.N")
+        require(mt is not None, f"{path}: {base}: tensor name outside model.N")
         by_layer[int(mt.group(1))][mt.group(2) or ""] = v
     node_layers = collections.defaultdict(list)
     for n in m.nodes:
@@ -250,7 +245,7 @@ def read_onnx(path, warn):
         if mt:
             node_layers[int(mt.group(1))].append(n)
     count = max(list(by_layer) + list(node_layers)) + 1
-    _require(set(by_layer) | set(node_layers) == set(range(count)), f"{path}: layer indices are not contiguous")
+    require(set(by_layer) | set(node_layers) == set(range(count)), f"{path}: layer indices are not contiguous")
 
     image = m.inputs[0] if m.inputs else "images"
     produced_by = {}  # tensor name -> layer index
@@ -260,7 +255,7 @@ def read_onnx(path, warn):
         lp = f"model.{i}"
         if not rel:
             ops = [n for n in node_layers[i] if n.op_type in ("Resize", "Concat", "Upsample")]
-            _require(len(ops) == 1, f"{path}: {lp}: no weights and not a single Resize/Concat node")
+            require(len(ops) == 1, f"{path}: {lp}: no weights and not a single Resize/Concat node")
             n = ops[0]
             if n.op_type == "Concat":
                 rec = _rec("ultralytics.nn.modules.conv.Concat", {"d": int(n.attrs.get("axis", 1))})
@@ -269,8 +264,8 @@ def read_onnx(path, warn):
                 scales = g.constants.get(n.inputs[2]) if len(n.inputs) > 2 else None
                 if scales is None and n.op_type == "Upsample" and len(n.inputs) > 1:
                     scales = g.constants.get(n.inputs[1])
-                _require(scales is not None and list(np.asarray(scales).reshape(-1)) == [1, 1, 2, 2],
-                         f"{path}: {lp}: Resize without constant scales [1, 1, 2, 2]")
+                require(scales is not None and list(np.asarray(scales).reshape(-1)) == [1, 1, 2, 2],
+                        f"{path}: {lp}: Resize without constant scales [1, 1, 2, 2]")
                 rec = _rec("torch.nn.modules.upsampling.Upsample", {"scale_factor": 2.0, "mode": n.attrs.get("mode", "nearest"),
                                                                     "size": None})
                 inputs = [n.inputs[0]]
@@ -282,12 +277,12 @@ def read_onnx(path, warn):
             if t == image:
                 frm.append(-1)
             else:
-                _require(t in produced_by, f"{path}: {lp}: input {t} is not the output of an earlier layer")
+                require(t in produced_by, f"{path}: {lp}: input {t} is not the output of an earlier layer")
                 frm.append(produced_by[t])
         if i == 0:
-            _require(frm == [-1], f"{path}: model.0 does not read the input image")
+            require(frm == [-1], f"{path}: model.0 does not read the input image")
         else:
-            _require(-1 not in frm, f"{path}: {lp}: reads the input image directly (not supported)")
+            require(-1 not in frm, f"{path}: {lp}: reads the input image directly (not supported)")
         rec.state.update(i=i, f=frm if len(frm) > 1 else frm[0])
         produced_by[output] = i
         layers[str(i)] = rec
@@ -297,20 +292,20 @@ def read_onnx(path, warn):
     for i, rec in enumerate(layers.values()):
         frm = rec.state["f"] if isinstance(rec.state["f"], list) else [rec.state["f"]]
         f_in = [1 if x == -1 else factor[x] for x in frm]
-        _require(len(set(f_in)) == 1 or rec.name == "Detect", f"{path}: model.{i}: concatenates different resolutions")
+        require(len(set(f_in)) == 1 or rec.name == "Detect", f"{path}: model.{i}: concatenates different resolutions")
         if rec.name == "Conv":
             factor[i] = f_in[0] * pr.child(rec, "conv").state["stride"][0]
         elif rec.name == "Upsample":
-            _require(f_in[0] % 2 == 0, f"{path}: model.{i}: upsamples above the input resolution")
+            require(f_in[0] % 2 == 0, f"{path}: model.{i}: upsamples above the input resolution")
             factor[i] = f_in[0] // 2
         else:
             factor[i] = f_in[0]
     last = list(layers.values())[-1]
-    _require(last.name == "Detect", f"{path}: the last layer is not a Detect head")
+    require(last.name == "Detect", f"{path}: the last layer is not a Detect head")
     strides = [factor[x] for x in last.state["f"]]
     meta_stride = meta.get("stride")
     if meta_stride and meta_stride.isdigit():
-        _require(int(meta_stride) == max(strides), f"{path}: metadata stride {meta_stride} != graph strides {strides}")
+        require(int(meta_stride) == max(strides), f"{path}: metadata stride {meta_stride} != graph strides {strides}")
 
     model = _rec("ultralytics.nn.tasks.DetectionModel", {},
                  {"model": _rec("torch.nn.modules.container.Sequential", {}, layers)})
@@ -319,7 +314,7 @@ def read_onnx(path, warn):
     detect = out_layers[-1]
     kinds = {L["type"] for L in out_layers}
     family = "yolo11" if ("C3k2" in kinds or "C2PSA" in kinds) else "yolov8" if "C2f" in kinds else None
-    _require(family is not None, f"{path}: cannot tell the model family (no C3k2, C2PSA or C2f layer)")
+    require(family is not None, f"{path}: cannot tell the model family (no C3k2, C2PSA or C2f layer)")
 
     nc = detect["nc"]
     names = _literal(meta.get("names"), path, "names")
@@ -362,14 +357,14 @@ def _module_layer(g, path, lp, rel, nodes, dfl_weight):
     tops = {k.split(".")[0] for k in keys}
     if keys == {""}:
         site, is_mod = rel[""]
-        _require(is_mod, f"{path}: {lp}: a bare Conv2d as a layer")
+        require(is_mod, f"{path}: {lp}: a bare Conv2d as a layer")
         return _conv_rec(site), [site.input], site.act_output
     if dfl_weight is not None or ("cv2" in tops and "cv3" in tops and any(k.startswith("cv2.0.") for k in keys)):
         return _detect(g, path, lp, rel, dfl_weight)
-    _require({"cv1", "cv2"} <= keys, f"{path}: {lp}: unrecognized module (tensors under {sorted(tops)})")
+    require({"cv1", "cv2"} <= keys, f"{path}: {lp}: unrecognized module (tensors under {sorted(tops)})")
     cv1, cv2 = rel["cv1"][0], rel["cv2"][0]
     extra = tops - {"cv1", "cv2", "m"}
-    _require(not extra, f"{path}: {lp}: unrecognized module (unexpected {(sorted(extra) or [''])[0]})")
+    require(not extra, f"{path}: {lp}: unrecognized module (unexpected {(sorted(extra) or [''])[0]})")
     if tops == {"cv1", "cv2"}:  # SPPF: cv1, three chained MaxPools, cv2
         pools, t = [], cv1.act_output
         while True:
@@ -378,10 +373,10 @@ def _module_layer(g, path, lp, rel, nodes, dfl_weight):
                 break
             pools.append(nxt[0])
             t = nxt[0].outputs[0]
-        _require(pools, f"{path}: {lp}: cv1 and cv2 without MaxPool nodes (unsupported module)")
+        require(pools, f"{path}: {lp}: cv1 and cv2 without MaxPool nodes (unsupported module)")
         a = pools[0].attrs
         ks = list(a.get("kernel_shape", []))
-        _require(len(ks) == 2 and ks[0] == ks[1], f"{path}: {lp}: MaxPool kernel {ks}")
+        require(len(ks) == 2 and ks[0] == ks[1], f"{path}: {lp}: MaxPool kernel {ks}")
         pads, strides = list(a.get("pads", [0] * 4)), list(a.get("strides", [1, 1]))
         mp = _rec("torch.nn.modules.pooling.MaxPool2d", {"kernel_size": ks[0], "stride": strides[0],
                                                          "padding": pads[0] if len(set(pads)) == 1 else -1,
@@ -405,7 +400,7 @@ def _module_layer(g, path, lp, rel, nodes, dfl_weight):
     blocks, kind = collections.OrderedDict(), set()
     for j in sorted(m, key=_sort_key):
         blk = m[j]
-        _require(isinstance(blk, dict), f"{path}: {lp}.m.{j}: unexpected tensor")
+        require(isinstance(blk, dict), f"{path}: {lp}.m.{j}: unexpected tensor")
         if "cv3" in blk:  # C3k: cv1, cv2, cv3, m.J bottlenecks
             inner = collections.OrderedDict((q, _bottleneck(g, path, blk["m"][q]))
                                             for q in sorted(blk.get("m", {}), key=_sort_key))
@@ -414,11 +409,11 @@ def _module_layer(g, path, lp, rel, nodes, dfl_weight):
                 "m": _rec("torch.nn.modules.container.Sequential", {}, inner)})
             kind.add("C3k2")
         else:
-            _require(isinstance(blk.get("cv1"), ConvSite), f"{path}: {lp}.m.{j}: unrecognized block")
+            require(isinstance(blk.get("cv1"), ConvSite), f"{path}: {lp}.m.{j}: unrecognized block")
             hidden = blk["cv1"].weight.shape[0]
             kind.add("C2f" if hidden == c else "C3k2" if hidden == c // 2 else "?")
             blocks[j] = _bottleneck(g, path, blk)
-    _require(len(kind) == 1 and "?" not in kind, f"{path}: {lp}: unrecognized C2f/C3k2 blocks")
+    require(len(kind) == 1 and "?" not in kind, f"{path}: {lp}: unrecognized C2f/C3k2 blocks")
     cls = kind.pop()
     rec = _rec(f"ultralytics.nn.modules.block.{cls}", {}, {
         "cv1": _conv_rec(cv1), "cv2": _conv_rec(cv2), "m": _rec("torch.nn.modules.container.ModuleList", {}, blocks)})
@@ -453,16 +448,16 @@ def _has_add(g, a, b):
 
 
 def _bottleneck(g, path, blk):
-    _require(isinstance(blk, dict) and set(blk) == {"cv1", "cv2"}, f"{path}: unrecognized bottleneck")
+    require(isinstance(blk, dict) and set(blk) == {"cv1", "cv2"}, f"{path}: unrecognized bottleneck")
     cv1, cv2 = blk["cv1"], blk["cv2"]
     return _rec("ultralytics.nn.modules.block.Bottleneck", {"add": _has_add(g, cv1.input, cv2.act_output)},
                 {"cv1": _conv_rec(cv1), "cv2": _conv_rec(cv2)})
 
 
 def _psablock(g, path, bp, blk):
-    _require(isinstance(blk, dict) and set(blk) == {"attn", "ffn"}, f"{path}: {bp}: unrecognized PSABlock")
+    require(isinstance(blk, dict) and set(blk) == {"attn", "ffn"}, f"{path}: {bp}: unrecognized PSABlock")
     at, ffn = blk["attn"], blk["ffn"]
-    _require(set(at) == {"qkv", "proj", "pe"} and set(ffn) == {"0", "1"}, f"{path}: {bp}: unrecognized PSABlock")
+    require(set(at) == {"qkv", "proj", "pe"} and set(ffn) == {"0", "1"}, f"{path}: {bp}: unrecognized PSABlock")
     c = at["qkv"].weight.shape[1]
     heads = max(c // 64, 1)
     key_dim = (at["qkv"].weight.shape[0] - c) // (2 * heads)
@@ -477,14 +472,14 @@ def _psablock(g, path, bp, blk):
 
 def _detect(g, path, lp, rel, dfl_weight):
     tree = _nest(rel)
-    _require(set(tree) <= {"cv2", "cv3"}, f"{path}: {lp}: unsupported head (tensors under {sorted(tree)})")
+    require(set(tree) <= {"cv2", "cv3"}, f"{path}: {lp}: unsupported head (tensors under {sorted(tree)})")
     box, cls = tree.get("cv2", {}), tree.get("cv3", {})
     levels = sorted(box, key=_sort_key)
-    _require(levels and levels == sorted(cls, key=_sort_key), f"{path}: {lp}: box and class branches differ")
+    require(levels and levels == sorted(cls, key=_sort_key), f"{path}: {lp}: box and class branches differ")
     cv2s, cv3s, inputs = collections.OrderedDict(), collections.OrderedDict(), []
     for L in levels:
         b, c = box[L], cls[L]
-        _require(set(b) == {"0", "1", "2"} and set(c) == {"0", "1", "2"}, f"{path}: {lp}: unexpected branch layout")
+        require(set(b) == {"0", "1", "2"} and set(c) == {"0", "1", "2"}, f"{path}: {lp}: unexpected branch layout")
         cv2s[L] = _rec("torch.nn.modules.container.Sequential", {}, {
             "0": _conv_rec(b["0"]), "1": _conv_rec(b["1"]), "2": _plain_rec(b["2"])})
         if isinstance(c["0"], dict):  # DWConv + Conv pairs
@@ -494,10 +489,10 @@ def _detect(g, path, lp, rel, dfl_weight):
         else:
             c0, c1, cin = _conv_rec(c["0"]), _conv_rec(c["1"]), c["0"].input
         cv3s[L] = _rec("torch.nn.modules.container.Sequential", {}, {"0": c0, "1": c1, "2": _plain_rec(c["2"])})
-        _require(cin == b["0"].input, f"{path}: {lp}.cv2.{L}/cv3.{L}: box and class branches read different inputs")
+        require(cin == b["0"].input, f"{path}: {lp}.cv2.{L}/cv3.{L}: box and class branches read different inputs")
         inputs.append(b["0"].input)
     reg4 = box[levels[0]]["2"].weight.shape[0]
-    _require(reg4 % 4 == 0, f"{path}: {lp}: box branch with {reg4} outputs")
+    require(reg4 % 4 == 0, f"{path}: {lp}: box branch with {reg4} outputs")
     reg_max = reg4 // 4
     nc = cls[levels[0]]["2"].weight.shape[0]
     ar = np.arange(reg_max, dtype=np.float64).reshape(1, reg_max, 1, 1)
@@ -505,8 +500,8 @@ def _detect(g, path, lp, rel, dfl_weight):
         w = dfl_weight
         # the DFL conv is fixed (0..reg_max-1); a quantized copy is accepted within half an int8 step
         tol = (reg_max - 1) / 254.0 + 1e-3
-        _require(w.shape == ar.shape and np.abs(w - ar).max() <= tol,
-                 f"{path}: {lp}.dfl.conv.weight: not arange({reg_max}); a modified DFL is not supported")
+        require(w.shape == ar.shape and np.abs(w - ar).max() <= tol,
+                f"{path}: {lp}.dfl.conv.weight: not arange({reg_max}); a modified DFL is not supported")
     dconv = _rec("torch.nn.modules.conv.Conv2d", dict(in_channels=reg_max, out_channels=1, kernel_size=(1, 1), stride=(1, 1),
                                                       padding=(0, 0), dilation=(1, 1), groups=1),
                  params={"weight": ar, "bias": None})

@@ -374,7 +374,12 @@ class Hostile(Tmp):
         self.assert_refused(src, "Segment")
         src = self.out("unknown.pt")
         self._rewrite_pickle(TURBO, src, b"ultralytics.nn.modules.block\nA2C2f\n", b"ultralytics.nn.modules.block\nA3C3f\n")
-        self.assert_refused(src, "A3C3f")
+        line = self.assert_refused(src, "A3C3f")
+        # the message lists the supported types, taken from the exporter's table of module readers
+        sys.path.insert(0, os.path.join(REPO, "exporter"))
+        from y12export.modules import READERS
+        self.assertIn("supported: " + ", ".join(sorted(READERS)), line)
+        self.assertTrue({"Conv", "C2f", "C3k2", "A2C2f", "SPPF", "C2PSA", "Upsample", "Concat", "Detect"} <= set(READERS))
 
     def test_yaml_disagreement(self):
         # scale n's width 0.25 -> 0.5 in the stored yaml: the weights no longer match its channel counts
