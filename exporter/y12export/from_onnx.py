@@ -29,7 +29,7 @@ import re
 
 import numpy as np
 
-from . import pt_reader as pr
+from . import limits, pt_reader as pr
 from .errors import ExportError, require
 from .onnx_reader import read_onnx_model
 from .pt_arch import ModelTree
@@ -95,6 +95,9 @@ class Graph:
         for n in m.nodes:
             if n.op_type in ("DequantizeLinear", "QuantizeLinear"):
                 qparams |= set(n.inputs[1:])
+        weights = sum(a.size for name, a in inits.items() if name.startswith("model.") and name not in qparams)
+        require(weights <= limits.MAX_PARAMETERS,
+                f"{path}: the model has more than {limits.MAX_PARAMETERS:,} parameters (the exporter's limit)")
         for name, a in inits.items():
             if a.dtype.kind == "f" and name.startswith("model.") and name not in qparams:
                 self.floats[name] = np.asarray(a, np.float64)
@@ -126,6 +129,9 @@ class Graph:
         for name in self.floats:
             require(".bn." not in name and not name.endswith("running_mean"),
                     f"{path}: {name}: an unfused BatchNorm (export the model with fused Conv+BN)")
+        self.graph_names = collections.defaultdict(list)  # Ultralytics name -> the graph tensors it goes by
+        for gname, uname in self.alias.items():
+            self.graph_names[uname].append(gname)
 
     def float_source(self, t):
         """The float tensor behind a (dynamically) quantized activation."""
@@ -154,11 +160,10 @@ class ConvSite:
         w = g.floats[weight_name]
         require(w.ndim == 4, f"{g.path}: {weight_name}: not a 4-D conv weight")
         node = None
-        for gname, uname in list(g.alias.items()):
-            if uname == weight_name:
-                for n in g.consumers.get(gname, []):
-                    if n.op_type in ("Conv", "ConvInteger") and len(n.inputs) > 1 and n.inputs[1] == gname:
-                        node = n
+        for gname in g.graph_names[weight_name]:
+            for n in g.consumers.get(gname, []):
+                if n.op_type in ("Conv", "ConvInteger") and len(n.inputs) > 1 and n.inputs[1] == gname:
+                    node = n
         require(node is not None, f"{g.path}: {weight_name}: no Conv node reads this weight")
         a = node.attrs
         require(a.get("auto_pad", "NOTSET") in ("NOTSET", ""), f"{g.path}: {node.name}: auto_pad is not supported")
@@ -317,17 +322,8 @@ def read_onnx(path, warn):
     require(family is not None, f"{path}: cannot tell the model family (no C3k2, C2PSA or C2f layer)")
 
     nc = detect["nc"]
-    names = _literal(meta.get("names"), path, "names")
-    if isinstance(names, dict):
-        names = [names.get(i) for i in range(nc)]
-    if not isinstance(names, list) or len(names) != nc or not all(isinstance(x, str) for x in names):
-        warn("no usable class names in the ONNX metadata; using class indices")
-        names = [str(i) for i in range(nc)]
-    imgsz = _literal(meta.get("imgsz"), path, "imgsz")
-    if isinstance(imgsz, int):
-        imgsz = [imgsz, imgsz]
-    if not (isinstance(imgsz, list) and len(imgsz) == 2 and all(isinstance(x, int) and x > 0 for x in imgsz)):
-        imgsz = [640, 640]
+    names = _names(meta.get("names"), nc, path, warn)
+    imgsz = _imgsz(meta.get("imgsz"), m.input_dims.get(image), path, warn)
     desc = meta.get("description", "")
     ms = re.search(r"YOLO(?:v8|11)([nsmlx])\b", desc)
     scale = ms.group(1) if ms else ""
@@ -342,13 +338,75 @@ def read_onnx(path, warn):
     return header, out_layers, tree.tensors, "onnx", producer
 
 
-def _literal(text, path, what):
+# One Python string literal, as repr() writes it ('...' or "..." with backslash escapes).
+_STR = r"'(?:[^'\\\n]|\\.)*'" + "|" + r'"(?:[^"\\\n]|\\.)*"'
+_NAME_ENTRY = re.compile(r"\s*(?:(\d+)\s*:\s*)?(" + _STR + r")\s*([,}\]])")
+_END = re.compile(r"\s*([}\]])\Z")
+
+
+def _names(text, nc, path, warn):
+    """The class names from the metadata `names`: str() of a dict {0: 'person', ...} (or a list), read
+    with a linear scanner: each string literal is decoded on its own, the text never evaluated (and
+    never parsed whole: an AST of a large literal costs hundreds of times its size)."""
     if not text:
-        return None
-    try:
-        return ast.literal_eval(text)  # literals only: never evaluates code
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
+        warn("the ONNX metadata has no class names; using class indices")
+        return [str(i) for i in range(nc)]
+    bad = f"{path}: metadata 'names' is not a dict or list of class names ({_excerpt(text)})"
+    body = text.strip()
+    require(body[:1] in "{[" and len(body) >= 2, bad)
+    close = "}" if body[0] == "{" else "]"
+    found, pos = {}, 1
+    if body[1:].strip() != close:
+        while True:
+            mt = _NAME_ENTRY.match(body, pos)
+            require(mt is not None and (mt.group(1) is not None) == (close == "}"), bad)
+            key = int(mt.group(1)) if mt.group(1) is not None else len(found)
+            require(key not in found and len(found) < nc, bad if key in found else
+                    f"{path}: metadata 'names' has more than the {nc} classes of the Detect head")
+            found[key] = ast.literal_eval(mt.group(2))  # one string literal: no code, no large AST
+            pos = mt.end()
+            if mt.group(3) != ",":
+                require(mt.group(3) == close and pos == len(body), bad)
+                break
+            end = _END.match(body, pos)
+            if end is not None:  # a trailing comma
+                require(end.group(1) == close, bad)
+                break
+    require(sorted(found) == list(range(nc)),
+            f"{path}: metadata 'names' has {len(found)} entries for the {nc} classes of the Detect head")
+    return [found[i] for i in range(nc)]
+
+
+def _imgsz(text, input_dims, path, warn):
+    """The input size: metadata `imgsz` ("[320, 320]" or "640"), checked against the graph input's
+    static (N, C, H, W) where it has one. A malformed value is an error, never a silent default."""
+    from_graph = None
+    if input_dims and len(input_dims) == 4 and all(isinstance(d, int) and d > 0 for d in input_dims[2:]):
+        from_graph = [input_dims[2], input_dims[3]]
+    if not text:
+        if from_graph:
+            return from_graph
+        warn("no imgsz in the ONNX metadata and a dynamic input shape; recording 640x640")
+        return [640, 640]
+    value = None
+    if len(text) <= 64:
+        try:
+            value = ast.literal_eval(text)  # a short literal only: never evaluates code
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+    if isinstance(value, int):
+        value = [value, value]
+    require(isinstance(value, (list, tuple)) and len(value) == 2 and
+            all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= 1 << 16 for x in value),
+            f"{path}: metadata 'imgsz' is not an input size ({_excerpt(text)})")
+    value = [int(value[0]), int(value[1])]
+    require(from_graph is None or from_graph == value,
+            f"{path}: metadata imgsz {value} differs from the graph input {from_graph[0]}x{from_graph[1]}")
+    return value
+
+
+def _excerpt(text):
+    return repr(text) if len(text) <= 40 else repr(text[:37]) + f"... ({len(text):,} characters)"
 
 
 def _module_layer(g, path, lp, rel, nodes, dfl_weight):
@@ -367,7 +425,7 @@ def _module_layer(g, path, lp, rel, nodes, dfl_weight):
     require(not extra, f"{path}: {lp}: unrecognized module (unexpected {(sorted(extra) or [''])[0]})")
     if tops == {"cv1", "cv2"}:  # SPPF: cv1, three chained MaxPools, cv2
         pools, t = [], cv1.act_output
-        while True:
+        for _ in range(8):  # SPPF chains 3 (a cycle in a hostile graph must not loop forever)
             nxt = [n for n in g.consumers.get(t, []) if n.op_type == "MaxPool"]
             if len(nxt) != 1:
                 break

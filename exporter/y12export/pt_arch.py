@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import pt_reader as pr
+from . import limits, pt_reader as pr
 from .bn_fold import fold_bn
 from .errors import ExportError, require
 from .modules import OTHER_HEADS, READERS, supported
@@ -32,6 +32,7 @@ class ModelTree:
         self.used = set()                         # checkpoint tensor names consumed
         self.attn_kinds = set()                   # "qkv" / "qk_v" seen in A2C2f blocks
         self.pe_ks = set()
+        self.parameters = 0                       # elements of the checkpoint tensors read so far
 
     # -- tensors ---------------------------------------------------------------------------------
     def tensor(self, rec, path, name, shape=None, optional=False):
@@ -44,6 +45,9 @@ class ModelTree:
         if shape is not None:
             require(tuple(t.shape) == tuple(shape),
                     f"{full}: shape {list(t.shape)} does not match the module (expected {list(shape)})")
+        self.parameters += t.size
+        require(self.parameters <= limits.MAX_PARAMETERS,
+                f"{full}: the model has more than {limits.MAX_PARAMETERS:,} parameters (the exporter's limit)")
         self.used.add(full)
         return t
 
@@ -135,16 +139,32 @@ class ModelTree:
         return f
 
     # -- the whole model -------------------------------------------------------------------------
-    def all_checkpoint_tensors(self):
-        names = set()
+    def _module_tensors(self):
+        """The names of every tensor in the layer list. A pickle can make one module or tensor appear
+        in many places (its memo), which would multiply the work and the copies: a module that holds
+        tensors, or a tensor, reached a second time is refused before anything is read. (Modules
+        without tensors are shared in real checkpoints: Ultralytics' Conv has one SiLU for all.)"""
+        names, seen, holds = set(), {}, {}  # holds: id(module) -> whether its subtree has tensors
 
         def walk(rec, path):
+            if id(rec) in seen:
+                require(not holds.get(id(rec), True), f"{path}: the same module as {seen[id(rec)]} (shared modules with "
+                        "weights are not supported)")
+                return False
+            seen[id(rec)] = path
+            has = False
             for k, v in pr.tensors_of(rec).items():
                 if isinstance(v, np.ndarray):
-                    names.add(f"{path}.{k}")
+                    full = f"{path}.{k}"
+                    other = seen.setdefault(id(v), full)
+                    require(other == full, f"{full}: the same tensor as {other} (shared tensors are not supported)")
+                    names.add(full)
+                    has = True
             for k, v in pr.children(rec).items():
                 if isinstance(v, pr.Record):
-                    walk(v, f"{path}.{k}")
+                    has = walk(v, f"{path}.{k}") or has
+            holds[id(rec)] = has
+            return has
         walk(pr.child(self.model, "model"), "model")
         return names
 
@@ -154,6 +174,7 @@ class ModelTree:
         require(isinstance(seq, pr.Record), "checkpoint model has no 'model' layer list")
         layers_in = list(pr.children(seq).items())
         require(layers_in, "checkpoint model has no layers")
+        all_tensors = self._module_tensors()
         layers, chans = [], []
         for pos, (key, rec) in enumerate(layers_in):
             path = f"model.{key}"
@@ -182,7 +203,7 @@ class ModelTree:
             entry, cout = reader.read(self, rec, path, cin)
             layers.append(dict(index=pos, type=entry.pop("type"), **{"from": absf}, **entry))
             chans.append(cout)
-        leftover = sorted(self.all_checkpoint_tensors() - self.used)
+        leftover = sorted(all_tensors - self.used)
         require(not leftover, f"{leftover[0] if leftover else ''}: unexpected tensor (not part of any supported module)")
         return layers
 

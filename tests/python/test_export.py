@@ -398,6 +398,202 @@ class Hostile(Tmp):
         self.assert_refused(self.out("nope.pt"), "no such file")
 
 
+# --- bombs: small files that ask for large allocations ----------------------------------------------
+
+# What a hostile input may cost: the exporter's own peak resident memory. Python with numpy takes about
+# 30 MiB and the largest real need below (one 32 MiB storage) about 100 MiB; the bombs asked for GiBs.
+PEAK_LIMIT_MIB = 200
+# A memory ulimit on the child, so that a regression fails the test instead of swapping the machine.
+CHILD_ADDRESS_SPACE = 1536 << 20
+
+
+def run_export_measured(src, dst, *extra):
+    """run_export in a child under a memory ulimit; returns (code, out, err, peak resident MiB)."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (CHILD_ADDRESS_SPACE, CHILD_ADDRESS_SPACE))
+
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen([sys.executable, EXPORT, src, "-o", dst, *extra], stdout=out, stderr=err,
+                             preexec_fn=limit, env=env)
+        _, status, usage = os.wait4(p.pid, 0)  # this child's own peak resident set (KiB on Linux)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        return p.returncode, out.read(), err.read(), usage.ru_maxrss / 1024
+
+
+def p_str(text):
+    """A pickle BINUNICODE opcode pushing text."""
+    b = text.encode()
+    return b"X" + struct.pack("<I", len(b)) + b
+
+
+def p_global(module, name):
+    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+
+
+def p_int(n):
+    return b"J" + struct.pack("<i", n) if n < 1 << 31 else b"\x8a\x08" + struct.pack("<q", n)
+
+
+def p_tensor(key, numel, size):
+    """_rebuild_tensor_v2(FloatStorage `key` of numel floats, offset 0, (size,), (1,)) as torch writes it."""
+    storage = (b"(" + p_str("storage") + p_global("torch", "FloatStorage") + p_str(key) + p_str("cpu")
+               + p_int(numel) + b"tQ")
+    return (p_global("torch._utils", "_rebuild_tensor_v2") + b"(" + storage + p_int(0) + p_int(size) + b"\x85"
+            + p_int(1) + b"\x85" + b"\x89" + p_global("collections", "OrderedDict") + b")RtR")
+
+
+def deflated_zeros_zip(path, member, blocks, declared=None):
+    """A zip whose one deflated member inflates to `blocks` x 16 MiB of zeros, written by hand in a
+    moment: after a full flush, deflate turns the same 16 MiB block into the same bytes, so the stream
+    is one compressed block repeated. `declared` overrides the member's stated size (a lying header).
+    The CRC is left 0: nothing may read that far."""
+    import zlib
+    zeros = bytes(16 << 20)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH)
+    assert c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH) == block
+    tail = c.flush()
+    csize, usize = len(block) * blocks + len(tail), (16 << 20) * blocks if declared is None else declared
+    name = member.encode()
+    common = struct.pack("<HHHHHIII", 20, 0, 8, 0, 0x21, 0, csize, usize) + struct.pack("<HH", len(name), 0)
+    with open(path, "wb") as f:
+        f.write(b"PK\x03\x04" + common + name)
+        for _ in range(blocks):
+            f.write(block)
+        f.write(tail)
+        cd_at = f.tell()
+        central = b"PK\x01\x02" + struct.pack("<H", 20) + common + struct.pack("<HHHII", 0, 0, 0, 0, 0) + name
+        f.write(central)
+        f.write(b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 1, 1, len(central), cd_at, 0))
+
+
+def pb_field(num, payload):
+    """A protobuf field: varint (int payload) or length-delimited (bytes payload)."""
+    def varint(n):
+        out = bytearray()
+        while True:
+            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+            n >>= 7
+            if not n:
+                return bytes(out)
+    if isinstance(payload, int):
+        return varint(num << 3) + varint(payload)
+    return varint((num << 3) | 2) + varint(len(payload)) + payload
+
+
+class Bombs(Tmp):
+    """Issue 13: each input asked for GiBs before it was refused; each must now be refused before the
+    allocation, in a small, measured amount of memory, with a message naming the limit."""
+
+    def assert_refused_small(self, src, *needles):
+        code, out, err, peak = run_export_measured(src, self.out("bomb.y12"))
+        lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning:")]
+        self.assertEqual(code, 1, f"expected exit 1, got {code}: {out} {err}")
+        self.assertEqual(len(lines), 1, err)
+        for needle in needles:
+            self.assertIn(needle, lines[0])
+        self.assertNotIn("MemoryError", err)
+        self.assertLess(peak, PEAK_LIMIT_MIB, f"peak resident memory {peak:.0f} MiB: {lines[0]}")
+        self.assertFalse(os.path.exists(self.out("bomb.y12")))
+        print(f"  {os.path.basename(src)}: {peak:.0f} MiB peak: {lines[0][-110:]}")
+        return lines[0]
+
+    def test_pickle_bytearray_size(self):
+        # 60 bytes asking bytearray(6e9): 5.8 GB before
+        payload = b"\x80\x02}" + p_str("model") + p_global("builtins", "bytearray") + p_int(6_000_000_000) + b"\x85Rs."
+        self.assertLessEqual(len(payload), 60)
+        src = self.out("bytearray.pt")
+        zip_with_pickle(src, payload)
+        self.assert_refused_small(src, "bytearray")
+
+    def test_pickle_memo_copies(self):
+        # one memoized 1 MiB string encoded 2,000 times (8 bytes of pickle each): 2 GB of copies before
+        payload = (b"\x80\x02" + p_global("_codecs", "encode") + b"q\x00" + b"0" + p_str("a" * (1 << 20)) + b"q\x01"
+                   + b"0" + p_str("latin1") + b"q\x02" + b"0" + b"](" + b"h\x00h\x01h\x02\x86R" * 2000 + b"e.")
+        src = self.out("memo.pt")
+        zip_with_pickle(src, payload)
+        self.assert_refused_small(src, "pickle builds more than")
+
+    def test_zip_bomb_data_pkl(self):
+        # a 2 GiB data.pkl deflated into 2 MB: 4.1 GB before
+        src = self.out("zipbomb.pt")
+        deflated_zeros_zip(src, "archive/data.pkl", 128)
+        self.assertLess(os.path.getsize(src), 4 << 20)
+        self.assert_refused_small(src, "data.pkl", "limit")
+        # the same stream under a header that claims 1,000 bytes: only those are ever inflated
+        deflated_zeros_zip(src, "archive/data.pkl", 128, declared=1000)
+        self.assert_refused_small(src, "zipbomb.pt")
+
+    def test_tensors_over_one_storage(self):
+        # 64 tensors, each the whole of one 32 MiB storage: 2.1 GB of copies before
+        numel = 8 << 20
+        payload = b"\x80\x02](" + p_tensor("0", numel, numel) * 64 + b"e."
+        src = self.out("views.pt")
+        with zipfile.ZipFile(src, "w", zipfile.ZIP_STORED) as z:
+            z.writestr("archive/data.pkl", payload)
+            z.writestr("archive/data/0", bytes(4 * numel))
+        self.assert_refused_small(src, "overlapping")
+
+    def test_huge_inputs(self):
+        # sparse files beyond the input limits: refused from their size, never read
+        for name, size in (("huge.onnx", 3 << 30), ("huge.pt", 5 << 30)):
+            src = self.out(name)
+            with open(src, "wb") as f:
+                f.truncate(size)
+            self.assert_refused_small(src, "limit")
+
+    def test_onnx_names(self):
+        # a 10 MB `names` metadata value: ast.literal_eval took 2.5 GB
+        need(ONNX11)
+        names = "{" + ", ".join(f"{i}: 'class_{i}'" for i in range(600_000)) + "}"
+        self.assertGreater(len(names), 10_000_000)
+        entry = pb_field(14, pb_field(1, b"names") + pb_field(2, names.encode()))
+        src = self.out("names.onnx")
+        with open(src, "wb") as f:
+            f.write(read_bytes(ONNX11) + entry)  # a repeated field appended: it replaces the real names
+        self.assert_refused_small(src, "names", "limit")
+
+    def test_onnx_nodes(self):
+        # 10 MB of empty NodeProtos: 1.7 GB and 25 s before (onnx.load: 820 MB, 9.5 s)
+        src = self.out("nodes.onnx")
+        with open(src, "wb") as f:
+            f.write(pb_field(1, 8) + pb_field(7, pb_field(1, b"") * 5_000_000))
+        self.assert_refused_small(src, "nodes")
+
+
+class OnnxMetadata(Tmp):
+    """ONNX metadata that cannot be read is an error (or a warning), never a silent 640x640."""
+
+    def _variant(self, old, new):
+        need(ONNX11)
+        data = read_bytes(ONNX11)
+        self.assertEqual(data.count(old), 1, old)
+        src = self.out("variant.onnx")
+        with open(src, "wb") as f:
+            f.write(data.replace(old, new))
+        return src
+
+    def test_malformed_imgsz_is_an_error(self):
+        self.assert_refused(self._variant(b"[320, 320]", b"[320, 3x0]"), "imgsz")
+
+    def test_imgsz_must_match_the_graph_input(self):
+        self.assert_refused(self._variant(b"[320, 320]", b"[640, 640]"), "differs from the graph input 320x320")
+
+    def test_missing_imgsz_comes_from_the_graph_input(self):
+        src = self._variant(b"\n\x05imgsz\x12", b"\n\x05imgsx\x12")
+        code, out, err = run_export(src, self.out("m.y12"))
+        self.assertEqual(code, 0, err)
+        h, _ = read_y12(self.out("m.y12"))
+        self.assertEqual(h["imgsz"], [320, 320])
+
+    def test_malformed_names_is_an_error(self):
+        self.assert_refused(self._variant(b"{0: 'person'", b"{0: 'person "), "names")
+
+
 # --- ONNX ------------------------------------------------------------------------------------------
 
 class Onnx(Tmp):
