@@ -22,8 +22,9 @@ def _sha256(path):
     return h.hexdigest()
 
 
-def export(src, dst, dtype="f32", warn=None):
-    """Converts src (.pt or .onnx) to dst; returns the header written. Raises ExportError."""
+def export(src, dst, dtype="f32", warn=None, version=None):
+    """Converts src (.pt or .onnx) to dst in format `version` (None: the default, see
+    format_version()); returns the header written. Raises ExportError."""
     from y12export.writer import write_model
 
     warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr))
@@ -43,7 +44,22 @@ def export(src, dst, dtype="f32", warn=None):
     header["source"] = {"path": os.path.basename(src), "format": fmt, "sha256": _sha256(src),
                         "producer": producer, "exporter": EXPORTER_VERSION}
     header["layers"] = layers
-    return write_model(dst, header, tensors, dtype)
+    return write_model(dst, header, tensors, dtype, format_version(version))
+
+
+def format_version(requested=None):
+    """The .y12 format version to write: `requested`, else $Y12EXPORT_FORMAT_VERSION, else the
+    writer's default (1 until the C++ loader reads version 2)."""
+    from y12export.writer import DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS
+
+    if requested is None:
+        env = os.environ.get("Y12EXPORT_FORMAT_VERSION", "").strip()
+        if not env:
+            return DEFAULT_FORMAT_VERSION
+        if env not in [str(v) for v in FORMAT_VERSIONS]:
+            raise ExportError(f"Y12EXPORT_FORMAT_VERSION={env[:20]!r} is not one of {list(FORMAT_VERSIONS)}")
+        requested = int(env)
+    return requested
 
 
 def main(argv=None):
@@ -54,9 +70,16 @@ def main(argv=None):
     g.add_argument("--fp32", dest="dtype", action="store_const", const="f32", help="store f32 weights (default)")
     g.add_argument("--fp16", dest="dtype", action="store_const", const="f16", help="store f16 weights")
     ap.set_defaults(dtype="f32")
+    ap.add_argument("--format-version", type=int, choices=(1, 2), default=None,
+                    help="the .y12 format version: 2 adds a checksum of the whole file (default 1, or "
+                    "$Y12EXPORT_FORMAT_VERSION)")
     args = ap.parse_args(argv)
     try:
-        h = export(args.input, args.output, args.dtype)
+        version = format_version(args.format_version)
+    except ExportError as e:
+        ap.error(str(e))
+    try:
+        h = export(args.input, args.output, args.dtype, version=version)
     except ExportError as e:
         msg = str(e)
         if not msg.startswith(args.input):

@@ -21,6 +21,7 @@ from .bn_fold import fold_bn
 from .errors import ExportError, require
 from .modules import OTHER_HEADS, READERS, supported
 from .modules.common import pair
+from .writer import check_finite
 
 
 class ModelTree:
@@ -45,6 +46,8 @@ class ModelTree:
         if shape is not None:
             require(tuple(t.shape) == tuple(shape),
                     f"{full}: shape {list(t.shape)} does not match the module (expected {list(shape)})")
+        if t.dtype.kind == "f":
+            check_finite(full, t)
         self.parameters += t.size
         require(self.parameters <= limits.MAX_PARAMETERS,
                 f"{full}: the model has more than {limits.MAX_PARAMETERS:,} parameters (the exporter's limit)")
@@ -53,7 +56,7 @@ class ModelTree:
 
     def add(self, name, array, kind="weight"):
         require(name not in self.tensors, f"{name}: duplicate tensor")
-        require(np.all(np.isfinite(array)), f"{name}: holds NaN or Inf values")
+        check_finite(name, array)  # after BatchNorm folding (the checkpoint's tensors were checked on reading)
         self.tensors[name] = (array, kind)
 
     # -- convolutions ----------------------------------------------------------------------------

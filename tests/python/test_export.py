@@ -48,18 +48,106 @@ def need(path):
 
 # --- an independent reader of the .y12 layout ----------------------------------------------------
 
+# --- XXH64 and the version-2 checksum, written again here from the published description ----------
+
+M64 = (1 << 64) - 1
+XP1, XP2, XP3, XP4, XP5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63,
+                           0x27D4EB2F165667C5)
+
+
+def _rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & M64
+
+
+def _xround(acc, lane):
+    return _rotl((acc + lane * XP2) & M64, 31) * XP1 & M64
+
+
+def xxh64_ref(data, seed=0):
+    """XXH64, plainly, one stripe at a time (independent of the exporter's vectorised one)."""
+    n, pos = len(data), 0
+    if n >= 32:
+        v = [(seed + XP1 + XP2) & M64, (seed + XP2) & M64, seed, (seed - XP1) & M64]
+        while pos + 32 <= n:
+            for i in range(4):
+                v[i] = _xround(v[i], int.from_bytes(data[pos + 8 * i:pos + 8 * i + 8], "little"))
+            pos += 32
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & M64
+        for x in v:
+            h = ((h ^ _xround(0, x)) * XP1 + XP4) & M64
+    else:
+        h = (seed + XP5) & M64
+    h = (h + n) & M64
+    while pos + 8 <= n:
+        h = (_rotl(h ^ _xround(0, int.from_bytes(data[pos:pos + 8], "little")), 27) * XP1 + XP4) & M64
+        pos += 8
+    if pos + 4 <= n:
+        h = (_rotl(h ^ (int.from_bytes(data[pos:pos + 4], "little") * XP1 & M64), 23) * XP2 + XP3) & M64
+        pos += 4
+    while pos < n:
+        h = _rotl(h ^ (data[pos] * XP5 & M64), 11) * XP1 & M64
+        pos += 1
+    h = (h ^ (h >> 33)) * XP2 & M64
+    h = (h ^ (h >> 29)) * XP3 & M64
+    return h ^ (h >> 32)
+
+
+def _xxh64_fast():
+    """xxhash's XXH64 where the package is installed (it is not a dependency), else ours."""
+    try:
+        import xxhash
+        return lambda data, seed=0: xxhash.xxh64_intdigest(data, seed)
+    except ImportError:
+        return xxh64_ref
+
+
+def tree_checksum_ref(covered, xxh=xxh64_ref):
+    """format_v2: XXH64 of the chunk digests (each XXH64 of a 64 KiB chunk), seeded with the length."""
+    digests = b"".join(xxh(covered[i:i + 65536]).to_bytes(8, "little") for i in range(0, len(covered), 65536))
+    return xxh(digests, len(covered))
+
+
+# Published XXH64 values (xxHash's own sanity test): the first n bytes of its generated buffer
+# (byte i = top byte of 2654435761 * 11400714785074694797^i mod 2^64), with seed 0 or 2654435761.
+XXH_SANITY = [(0, 0, 0xEF46DB3751D8E999), (0, 2654435761, 0xAC75FDA2929B17EF), (1, 0, 0xE934A84ADB052768),
+              (1, 2654435761, 0x5014607643A9B4C3), (4, 0, 0x9136A0DCA57457EE), (14, 0, 0x8282DCC4994E35C8),
+              (14, 2654435761, 0xC3BD6BF63DEB6DF0), (222, 0, 0xB641AE8CB691C174),
+              (222, 2654435761, 0x20CB8AB7AE10C14A)]
+# Further values computed with the `xxhash` package 4.1.0 (XXH64, seed 0).
+XXH_STRINGS = [(b"a", 0xD24EC4F1A98C6E5B), (b"abc", 0x44BC2CF5AD770999), (b"message digest", 0x066ED728FCEEB3BE),
+               (b"abcdefghijklmnopqrstuvwxyz", 0xCFE1F278FA89835C),
+               (b"The quick brown fox jumps over the lazy dog", 0x0B242D361FDA71BC)]
+
+
+def sanity_buffer(n):
+    out, g = bytearray(), 2654435761
+    for _ in range(n):
+        out.append(g >> 56)
+        g = g * 11400714785074694797 & M64
+    return bytes(out)
+
+
 def read_y12(path):
-    """Parses a .y12 file, asserting every layout rule; returns (header, {name: ndarray})."""
+    """Parses a .y12 file (version 1, or 2 with its checksum verified), asserting every layout rule;
+    returns (header, {name: ndarray})."""
     with open(path, "rb") as f:
         blob = f.read()
     assert blob[:8] == b"Y12MODEL", "magic"
     version, reserved, n = struct.unpack("<IIQ", blob[8:24])
-    assert version == 1 and reserved == 0, (version, reserved)
+    assert version in (1, 2) and reserved == 0, (version, reserved)
     assert 1 <= n <= 64 << 20 and 24 + n <= len(blob), n
     header = json.loads(blob[24:24 + n].decode("utf-8"))
     data_start = (24 + n + 255) // 256 * 256
     assert blob[24 + n:data_start] == b"\0" * (data_start - 24 - n), "header padding must be zeros"
-    assert len(blob) == data_start + header["data_size"], "file must end at data_start + data_size"
+    end = data_start + header["data_size"]
+    if version == 2:
+        assert len(blob) == end + 16, "a version 2 file ends at data_start + data_size + 16"
+        assert blob[end:end + 8] == b"Y12CHECK", "trailer magic"
+        want = struct.unpack("<Q", blob[end + 8:])[0]
+        got = tree_checksum_ref(blob[:end], _xxh64_fast())
+        assert got == want, f"checksum mismatch: the file says {want:#x}, its bytes give {got:#x}"
+    else:
+        assert len(blob) == end, "a version 1 file ends at data_start + data_size"
     tensors, spans = {}, []
     for t in header["tensors"]:
         assert t["name"] not in tensors, f"duplicate {t['name']}"
@@ -396,6 +484,163 @@ class Hostile(Tmp):
 
     def test_missing_input(self):
         self.assert_refused(self.out("nope.pt"), "no such file")
+
+
+# --- integrity: format version 2 and non-finite weights --------------------------------------------
+
+def exporter_module(name):
+    sys.path.insert(0, os.path.join(REPO, "exporter"))
+    import importlib
+    return importlib.import_module(name)
+
+
+class Checksum(unittest.TestCase):
+    def test_reference_against_published_vectors(self):
+        buf = sanity_buffer(222)
+        for n, seed, want in XXH_SANITY:
+            self.assertEqual(xxh64_ref(buf[:n], seed), want, (n, seed))
+        for text, want in XXH_STRINGS:
+            self.assertEqual(xxh64_ref(text), want, text)
+
+    def test_exporter_xxh64(self):
+        ck = exporter_module("y12export.checksum")
+        buf = sanity_buffer(222)
+        for n, seed, want in XXH_SANITY:
+            self.assertEqual(ck.xxh64(buf[:n], seed), want, (n, seed))
+        for text, want in XXH_STRINGS:
+            self.assertEqual(ck.xxh64(text), want, text)
+        rng = np.random.default_rng(12)
+        fast = _xxh64_fast()
+        for length in list(range(0, 70)) + [95, 96, 97, 255, 256, 4099, 65535, 65536, 65537]:
+            data = rng.integers(0, 256, length, dtype=np.uint8).tobytes()
+            for seed in (0, 1, length, (1 << 64) - 1):
+                self.assertEqual(ck.xxh64(data, seed), fast(data, seed), (length, seed))
+        # many rows at once, each with its own seed, as the tree hashes chunks
+        rows = rng.integers(0, 256, (5, 1000), dtype=np.uint8)
+        seeds = np.array([0, 1, 2, 3, 1 << 63], dtype=np.uint64)
+        got = ck.xxh64_rows(rows, seeds)
+        self.assertEqual([int(x) for x in got], [fast(r.tobytes(), int(s)) for r, s in zip(rows, seeds)])
+
+    def test_exporter_tree(self):
+        ck = exporter_module("y12export.checksum")
+        rng = np.random.default_rng(13)
+        for length in (1, 24, 65535, 65536, 65537, 3 * 65536, 3 * 65536 + 1000):
+            data = rng.integers(0, 256, length, dtype=np.uint8)
+            self.assertEqual(ck.tree_checksum(data), tree_checksum_ref(data.tobytes(), _xxh64_fast()), length)
+        # the chunk digests are seeded with 0 and the root with the length: a different layout differs
+        data = rng.integers(0, 256, 65536 * 2, dtype=np.uint8)
+        self.assertNotEqual(ck.tree_checksum(data), xxh64_ref(data.tobytes()))
+
+
+class FormatVersion2(Tmp):
+    def test_v2_is_v1_plus_the_trailer(self):
+        pt = os.path.join(REPO, "tests", "data", "yolo12n_rand.pt")
+        code, out, err = run_export(pt, self.out("v1.y12"), "--fp16")  # f16: a 5 MB file for the plain reference
+        self.assertEqual(code, 0, err)
+        code, out, err = run_export(pt, self.out("v2.y12"), "--fp16", "--format-version", "2")
+        self.assertEqual(code, 0, err)
+        v1, v2 = read_bytes(self.out("v1.y12")), read_bytes(self.out("v2.y12"))
+        self.assertEqual(struct.unpack("<I", v1[8:12])[0], 1, "version 1 stays the default for now")
+        self.assertEqual(struct.unpack("<I", v2[8:12])[0], 2)
+        self.assertEqual(len(v2), len(v1) + 16)
+        self.assertEqual(v2[:8] + v2[12:len(v1)], v1[:8] + v1[12:], "the same bytes apart from the version")
+        self.assertEqual(v2[-16:-8], b"Y12CHECK")
+        self.assertEqual(struct.unpack("<Q", v2[-8:])[0], tree_checksum_ref(v2[:-16]), "xxh64 tree of the file")
+        h1, t1 = read_y12(self.out("v1.y12"))
+        h2, t2 = read_y12(self.out("v2.y12"))
+        self.assertEqual(h1, h2)
+        # a changed byte anywhere before the trailer no longer matches
+        ck = exporter_module("y12export.checksum")
+        for at in (9, 30, len(v1) // 2, len(v1) - 1):
+            bad = np.frombuffer(v2[:-16], dtype=np.uint8).copy()
+            bad[at] ^= 0x01
+            self.assertNotEqual(struct.unpack("<Q", v2[-8:])[0], ck.tree_checksum(bad), at)
+
+    def test_environment_selects_the_version(self):
+        pt = os.path.join(REPO, "tests", "data", "yolo12n_rand.pt")
+        env = dict(os.environ, Y12EXPORT_FORMAT_VERSION="2")
+        p = subprocess.run([sys.executable, EXPORT, pt, "-o", self.out("e.y12"), "--fp16"], capture_output=True, text=True,
+                           env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(struct.unpack("<I", read_bytes(self.out("e.y12"))[8:12])[0], 2)
+        read_y12(self.out("e.y12"))
+        env["Y12EXPORT_FORMAT_VERSION"] = "7"
+        p = subprocess.run([sys.executable, EXPORT, pt, "-o", self.out("f.y12")], capture_output=True, text=True, env=env)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("Y12EXPORT_FORMAT_VERSION", p.stderr)
+
+
+def raw_storage_of(pt_path, tensor):
+    """(zip member, byte offset, dtype) of a checkpoint tensor's first element (trusted input)."""
+    with zipfile.ZipFile(pt_path) as z:
+        where = {}
+        pkl = [n for n in z.namelist() if n.endswith("data.pkl")][0]
+        prefix = pkl[:-len("data.pkl")]
+
+        class U(pickle.Unpickler):
+            def find_class(self, mod, name):
+                if name == "_rebuild_tensor_v2":
+                    return lambda st, off, *a: ("T", st, off)
+                if name == "_rebuild_parameter":
+                    return lambda d, *a: d
+                if mod in ("collections", "builtins", "__builtin__") and name in ("OrderedDict", "set"):
+                    return {"OrderedDict": dict, "set": set}[name]
+                if mod == "torch" and name.endswith("Storage"):
+                    return {"HalfStorage": "<f2", "FloatStorage": "<f4", "LongStorage": "<i8"}.get(name, "u1")
+                return type(name, (_Obj,), {})
+
+            def persistent_load(self, pid):
+                return (prefix + "data/" + pid[2], pid[1])
+
+        root = U(io.BytesIO(z.read(pkl))).load()
+
+        def walk(o, path):
+            st = o._state
+            for k in ("_parameters", "_buffers"):
+                for n, v in (st.get(k) or {}).items():
+                    if isinstance(v, tuple) and v[0] == "T":
+                        (member, dtype), off = v[1], v[2]
+                        where[f"{path}.{n}"] = (member, off * np.dtype(dtype).itemsize, dtype)
+            for n, c in (st.get("_modules") or {}).items():
+                if c is not None:
+                    walk(c, f"{path}.{n}")
+        walk(root["model"]._state["_modules"]["model"], "model")
+    return where[tensor]
+
+
+def with_value(pt_path, dst, tensor, value):
+    """A copy of a checkpoint with the first element of `tensor` set to `value`."""
+    member, offset, dtype = raw_storage_of(pt_path, tensor)
+    with zipfile.ZipFile(pt_path) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            b = zin.read(info.filename)
+            if info.filename == member:
+                item = np.dtype(dtype).itemsize
+                b = b[:offset] + np.array([value], dtype=dtype).tobytes() + b[offset + item:]
+            zout.writestr(info.filename, b)
+
+
+class NonFinite(Tmp):
+    PT = os.path.join(REPO, "tests", "data", "yolo12n_rand.pt")
+
+    def test_nan_or_inf_in_a_checkpoint_tensor_is_named(self):
+        for tensor, value in (("model.2.cv1.bn.running_var", np.nan), ("model.0.conv.weight", np.inf),
+                              ("model.21.cv3.0.2.bias", -np.inf)):
+            with self.subTest(tensor=tensor):
+                src = self.out("nan.pt")
+                with_value(self.PT, src, tensor, value)
+                line = self.assert_refused(src, tensor + ":")
+                self.assertIn("NaN or Inf", line)
+                self.assertIn("first at index [0", line)
+
+    def test_values_beyond_the_file_type_are_refused(self):
+        writer = exporter_module("y12export.writer")
+        errors = exporter_module("y12export.errors")
+        for dtype, big in (("<f4", 1e39), ("<f2", 7e4)):
+            slot = np.zeros(3, dtype=dtype)
+            with self.assertRaises(errors.ExportError) as cm:
+                writer.store("model.0.conv.weight", np.array([1.0, big, 2.0]), slot)
+            self.assertIn("model.0.conv.weight: values overflow float", str(cm.exception))
 
 
 # --- bombs: small files that ask for large allocations ----------------------------------------------
