@@ -29,6 +29,10 @@ EXPORT = os.path.join(REPO, "exporter", "export.py")
 TURBO = os.path.join(SHARED, "fixtures", "yolov12n-turbo_rand.pt")
 ONNX11 = os.path.join(SHARED, "weights", "yolo11n_coco_int8dyn_320.onnx")
 ONNX8 = os.path.join(SHARED, "weights", "yolov8n_coco_int8dyn_320.onnx")
+# The exporter records each model it writes as yolo12-infer's default: in a folder of this run's own,
+# never the user's settings.
+_CONFIG = tempfile.TemporaryDirectory(prefix="y12-test-config-")
+os.environ["YOLO12_CONFIG_DIR"] = _CONFIG.name
 
 
 def run_export(src, dst, *extra):
@@ -641,6 +645,135 @@ class NonFinite(Tmp):
             with self.assertRaises(errors.ExportError) as cm:
                 writer.store("model.0.conv.weight", np.array([1.0, big, 2.0]), slot)
             self.assertIn("model.0.conv.weight: values overflow float", str(cm.exception))
+
+
+# --- the command line: -o optional, folders, the default model, the next command ------------------
+
+class CommandLine(Tmp):
+    PT = os.path.join(REPO, "tests", "data", "yolo12n_rand.pt")
+
+    def run_cli(self, *args, env=None):
+        """The exporter with its settings in this test's own folder; returns (code, stdout lines, stderr)."""
+        e = dict(os.environ, YOLO12_CONFIG_DIR=self.out("config"))
+        e.pop("YOLO12_MODEL", None)
+        e.update(env or {})
+        p = subprocess.run([sys.executable, EXPORT, *args], capture_output=True, text=True, env=e, timeout=600)
+        return p.returncode, p.stdout.splitlines(), p.stderr
+
+    def settings(self, folder=None):
+        with open(os.path.join(folder or self.out("config"), "settings.json")) as f:
+            return json.load(f)
+
+    def input_copy(self, folder="in"):
+        os.makedirs(self.out(folder), exist_ok=True)
+        src = os.path.join(self.out(folder), "yolo12n.pt")
+        with open(src, "wb") as f:
+            f.write(read_bytes(self.PT))
+        return src
+
+    def test_output_beside_the_input_and_the_default_recorded(self):
+        src = self.input_copy()
+        code, lines, err = self.run_cli(src)
+        self.assertEqual(code, 0, err)
+        dst = self.out("in/yolo12n.y12")
+        read_y12(dst)
+        self.assertEqual(self.settings()["model"], os.path.abspath(dst))
+        self.assertIn("default model: " + os.path.abspath(dst), "\n".join(lines))
+        self.assertTrue(lines[-1].startswith("next: "), lines)
+        self.assertIn("yolo12-infer", lines[-1])
+        self.assertRegex(lines[-1], r"yolo12-infer path/to/image\.jpg +\(model: .*in/yolo12n\.y12\)$")
+        self.assertEqual(read_bytes(src), read_bytes(self.PT), "the input is untouched")
+
+    def test_output_folders_are_created(self):
+        src = self.input_copy()
+        code, lines, err = self.run_cli(src, "-o", self.out("a/b/c/m.y12"))
+        self.assertEqual(code, 0, err)
+        read_y12(self.out("a/b/c/m.y12"))
+        # a folder (ending in /, or existing) receives the default name
+        code, lines, err = self.run_cli(src, "-o", self.out("d/e") + "/")
+        self.assertEqual(code, 0, err)
+        read_y12(self.out("d/e/yolo12n.y12"))
+        code, lines, err = self.run_cli(src, "-o", self.out("d"))
+        self.assertEqual(code, 0, err)
+        read_y12(self.out("d/yolo12n.y12"))
+
+    def test_the_input_is_never_the_output(self):
+        src = self.input_copy()
+        before = read_bytes(src)
+        code, lines, err = self.run_cli(src, "-o", src)
+        self.assertEqual(code, 1)
+        self.assertIn("is the input itself", err)
+        self.assertEqual(read_bytes(src), before)
+        os.symlink(src, self.out("link.y12"))
+        code, lines, err = self.run_cli(src, "-o", self.out("link.y12"))
+        self.assertEqual(code, 1)
+        self.assertEqual(read_bytes(src), before)
+        # an output folder that cannot be made: one line, nothing recorded
+        with open(self.out("file"), "w") as f:
+            f.write("x")
+        code, lines, err = self.run_cli(src, "-o", self.out("file/sub/m.y12"))
+        self.assertEqual(code, 1)
+        self.assertIn("cannot create the output folder", err)
+        self.assertFalse(os.path.exists(self.out("config/settings.json")))
+
+    def test_settings_keep_other_keys_and_are_written_atomically(self):
+        os.makedirs(self.out("config"))
+        with open(self.out("config/settings.json"), "w") as f:
+            json.dump({"model": "/old/model.y12", "theme": {"dark": True}, "ünïcode": "ok"}, f)
+        code, lines, err = self.run_cli(self.input_copy(), "-o", self.out("m.y12"))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.settings(), {"model": os.path.abspath(self.out("m.y12")), "theme": {"dark": True},
+                                           "ünïcode": "ok"})
+        self.assertEqual(os.listdir(self.out("config")), ["settings.json"], "no temporary file left")
+
+    def test_corrupt_settings_are_left_alone(self):
+        os.makedirs(self.out("config"))
+        for bad in ("{oops", "[1, 2]"):
+            with open(self.out("config/settings.json"), "w") as f:
+                f.write(bad)
+            code, lines, err = self.run_cli(self.input_copy(), "-o", self.out("m.y12"))
+            self.assertEqual(code, 0, err)  # the model was written; only the default was not recorded
+            self.assertIn(self.out("config/settings.json"), err)
+            self.assertIn("not recorded", err)
+            with open(self.out("config/settings.json")) as f:
+                self.assertEqual(f.read(), bad)
+            self.assertRegex(lines[-1], r"^next: .*yolo12-infer --model .*m\.y12 path/to/image\.jpg$")
+
+    def test_no_set_default(self):
+        code, lines, err = self.run_cli(self.input_copy(), "-o", self.out("m.y12"), "--no-set-default")
+        self.assertEqual(code, 0, err)
+        self.assertFalse(os.path.exists(self.out("config")))
+        self.assertNotIn("default model", "\n".join(lines))
+        self.assertRegex(lines[-1], r"^next: .*yolo12-infer --model .*m\.y12 path/to/image\.jpg$")
+
+    def test_config_folder_order(self):
+        src = self.input_copy()
+        # XDG_CONFIG_HOME/yolo12 when YOLO12_CONFIG_DIR is not set, else HOME/.config/yolo12
+        env = {"YOLO12_CONFIG_DIR": "", "XDG_CONFIG_HOME": self.out("xdg"), "HOME": self.out("home")}
+        code, lines, err = self.run_cli(src, "-o", self.out("m.y12"), env=env)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.settings(self.out("xdg/yolo12"))["model"], os.path.abspath(self.out("m.y12")))
+        env["XDG_CONFIG_HOME"] = ""
+        code, lines, err = self.run_cli(src, "-o", self.out("n.y12"), env=env)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.settings(self.out("home/.config/yolo12"))["model"], os.path.abspath(self.out("n.y12")))
+
+    def test_yolo12_model_comes_first(self):
+        # $YOLO12_MODEL wins over the recorded default: the next command then names the model
+        code, lines, err = self.run_cli(self.input_copy(), "-o", self.out("m.y12"), env={"YOLO12_MODEL": "/x/other.y12"})
+        self.assertEqual(code, 0, err)
+        self.assertIn("YOLO12_MODEL", err)
+        self.assertRegex(lines[-1], r"^next: .*yolo12-infer --model ")
+
+    def test_failure_records_nothing(self):
+        bad = self.out("bad.pt")
+        with open(bad, "wb") as f:
+            f.write(b"PK\x03\x04" + bytes(64))
+        code, lines, err = self.run_cli(bad)
+        self.assertEqual(code, 1)
+        self.assertEqual(lines, [])
+        self.assertFalse(os.path.exists(self.out("config")))
+        self.assertFalse(os.path.exists(self.out("bad.y12")))
 
 
 # --- bombs: small files that ask for large allocations ----------------------------------------------
