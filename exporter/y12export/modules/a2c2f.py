@@ -12,7 +12,7 @@ import numpy as np
 from .. import pt_reader as pr
 from ..errors import ExportError, require
 from .c2f import c3k
-from .common import kind_of, ratio
+from .common import cv1_cv2_m, kind_of, ratio
 
 
 def aattn(tree, rec, path, c):
@@ -56,11 +56,7 @@ def ablock(tree, rec, path, c):
 
 def read(tree, rec, path, cin):
     c1 = cin[0]
-    kids = pr.children(rec)
-    require(set(kids) == {"cv1", "cv2", "m"}, f"{path}: unexpected A2C2f sub-modules {sorted(kids)}")
-    f1 = tree.conv(kids["cv1"], path + ".cv1", "silu")
-    require(f1["c1"] == c1 and f1["k"] == 1, f"{path}.cv1: unexpected conv {f1}")
-    c_ = f1["c2"]
+    kids, c_ = cv1_cv2_m(tree, rec, path, c1)
     ms = list(pr.children(kids["m"]).items())
     n = len(ms)
     require(n >= 1, f"{path}.m: no blocks")

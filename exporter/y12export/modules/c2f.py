@@ -7,7 +7,7 @@
 
 from .. import pt_reader as pr
 from ..errors import require
-from .common import kind_of, ratio
+from .common import cv1_cv2_m, kind_of, ratio
 
 
 def bottleneck(tree, rec, path, c, hidden):
@@ -47,11 +47,8 @@ def c3k(tree, rec, path, c):
 
 def _split(tree, rec, path, c1):
     """cv1 and cv2 of a C2f-like layer. Returns (c, the blocks as (name, record) pairs, c2)."""
-    kids = pr.children(rec)
-    require(set(kids) == {"cv1", "cv2", "m"}, f"{path}: unexpected {rec.name} sub-modules {sorted(kids)}")
-    f1 = tree.conv(kids["cv1"], path + ".cv1", "silu")
-    require(f1["c1"] == c1 and f1["k"] == 1 and f1["c2"] % 2 == 0, f"{path}.cv1: unexpected conv {f1}")
-    c = f1["c2"] // 2
+    kids, c_ = cv1_cv2_m(tree, rec, path, c1, split=True)
+    c = c_ // 2
     ms = list(pr.children(kids["m"]).items())
     require(ms, f"{path}.m: no blocks")
     c2 = tree.conv_shape(kids["cv2"], path + ".cv2", (2 + len(ms)) * c, None, 1, act="silu")["c2"]

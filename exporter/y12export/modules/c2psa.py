@@ -3,16 +3,13 @@ second half, cv2 1x1 2c -> c1. Heads = c/64 and key_dim = head size / 2, as Ultr
 
 from .. import pt_reader as pr
 from ..errors import require
-from .common import ratio
+from .common import cv1_cv2_m, ratio
 
 
 def read(tree, rec, path, cin):
     c1 = cin[0]
-    kids = pr.children(rec)
-    require(set(kids) == {"cv1", "cv2", "m"}, f"{path}: unexpected C2PSA sub-modules {sorted(kids)}")
-    f1 = tree.conv(kids["cv1"], path + ".cv1", "silu")
-    require(f1["c1"] == c1 and f1["k"] == 1 and f1["c2"] % 2 == 0, f"{path}.cv1: unexpected conv {f1}")
-    c = f1["c2"] // 2
+    kids, c_ = cv1_cv2_m(tree, rec, path, c1, split=True)
+    c = c_ // 2
     tree.conv_shape(kids["cv2"], path + ".cv2", 2 * c, c1, 1, act="silu")
     ms = list(pr.children(kids["m"]).items())
     require(len(ms) >= 1, f"{path}.m: no blocks")
