@@ -53,6 +53,17 @@ def _read(path):
     return obj
 
 
+def _mode(path):
+    """The permissions to keep: the existing file's, else what the umask gives a new file (mkstemp
+    would make it private)."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def record_default_model(model, env=None):
     """Records `model` (made absolute) as the default model; returns the settings file's path.
     Raises ExportError when there is no config folder, or the file is corrupt or cannot be written."""
@@ -66,6 +77,7 @@ def record_default_model(model, env=None):
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".settings.", suffix=".tmp")
+        os.chmod(tmp, _mode(path))
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(settings, f, indent=2, ensure_ascii=False)
             f.write("\n")
