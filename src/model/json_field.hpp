@@ -25,7 +25,8 @@ class JsonLimitError : public std::runtime_error {
 
 // Parses [begin, end) as one JSON document. Throws JsonLimitError when an array or object opens
 // deeper than max_depth (the top-level value is depth 1) or the document holds more than
-// max_values values, and nlohmann::json::exception when it does not parse.
+// max_values values (checked in a first pass that builds nothing), and nlohmann::json::exception
+// when it does not parse.
 nlohmann::json parse_bounded(const char* begin, const char* end, int max_depth, std::size_t max_values);
 
 // True, with *out set, when v is a JSON integer in [lo, hi]; false for anything else (a float,
