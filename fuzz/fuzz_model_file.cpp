@@ -12,7 +12,6 @@
 #include <cstring>
 #include <vector>
 
-#include "graph/graph.hpp"
 #include "model/checksum.hpp"
 #include "model/memory_budget.hpp"
 #include "model/model_file.hpp"
@@ -27,7 +26,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     auto mf = yolo12::model::ModelFile::from_bytes("fuzz.y12", bytes.data(), bytes.size());
     const auto info = mf->info();
-    yolo12::graph::build_graph(mf->header(), info.input_height, info.input_width);
     yolo12::model::memory_budget(*mf, info.input_height, info.input_width, 1);
   } catch (const yolo12::Error&) {
   }

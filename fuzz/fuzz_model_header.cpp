@@ -4,13 +4,12 @@
 // JSON, padding, a data section of zero bytes of the size the JSON's "data_size" asks for, up to
 // 1 MiB, and a correct checksum), so every mutation reaches the JSON limits, the exact integer
 // reader, the tensor table, the layer limits and the graph builder, which a mutated binary file
-// rarely does. Then the graph is built at the default size and planned, as in fuzz_model_file.
+// rarely does. Then the graph is built at the default size and its memory planned, as in fuzz_model_file.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "graph/graph.hpp"
 #include "model/checksum.hpp"
 #include "model/json_field.hpp"
 #include "model/memory_budget.hpp"
@@ -52,7 +51,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     auto mf = yolo12::model::ModelFile::from_bytes("fuzz.y12", file.data(), file.size());
     const auto info = mf->info();
-    yolo12::graph::build_graph(mf->header(), info.input_height, info.input_width);
     yolo12::model::memory_budget(*mf, info.input_height, info.input_width, 1);
   } catch (const yolo12::Error&) {
   }

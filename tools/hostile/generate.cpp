@@ -2,7 +2,14 @@
 //
 //   yolo12-hostile-gen BASE.y12 --list              one JSON line per variant: index, name, kind
 //   yolo12-hostile-gen BASE.y12 --emit A B DIR      write variants A..B-1 to DIR/<index>-<name>.y12
+//   yolo12-hostile-gen BASE.y12 --emit-indices DIR I...   write the variants I... there
 //   yolo12-hostile-gen --tiny OUT.y12               write the tests' tiny model (v2) as a base
+//   yolo12-hostile-gen BASE.y12 --run DIR EVERY TIMEOUT_S MEM_MB
+//       runs one variant in EVERY (and every control) through this build's library, each in a
+//       forked child (a Detector on the CPU, then one detect() of a 96x64 image) under an alarm
+//       and an address-space limit, and prints one JSON line per variant: index, name, kind,
+//       outcome (error / success / crash / hang / memory / other), seconds, message. No exec per
+//       variant: ~100x cheaper than running the CLI on each (run.py --in-process).
 //
 // Kinds (what the runner, run.py, expects):
 //   control   a valid file (the base as v2 and as v1): must load and run;
@@ -13,6 +20,14 @@
 //   v1-data   a tensor-data byte flipped in a version-1 file (no checksum): either outcome is
 //             legitimate unless it crashes, hangs or blows up (counted apart).
 // The base is read as the loader reads it (fixed header, JSON, data) and written back as v2.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +46,8 @@
 #include "graph/graph.hpp"
 #include "model/checksum.hpp"
 #include "model_writer.hpp"
+#include "yolo12/errors.hpp"
+#include "yolo12/yolo12.hpp"
 
 namespace {
 
@@ -294,6 +311,84 @@ void write(const std::string& path, const std::string& bytes) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+// The --run child: exit 0 when the model loads and detects, 1 for a yolo12::Error, 3 for
+// bad_alloc, 4 for any other exception; the message goes up the pipe.
+[[noreturn]] void run_child(const std::string& path, int pipe_fd, unsigned timeout_s, std::uint64_t mem_mb) {
+  if (mem_mb) {
+    const rlimit lim{mem_mb << 20, mem_mb << 20};
+    setrlimit(RLIMIT_AS, &lim);
+  }
+  alarm(timeout_s);
+  int code = 0;
+  std::string message;
+  try {
+    yolo12::DetectorOptions opt;
+    opt.device = yolo12::Device::Cpu;
+    opt.cpu_threads = 1;
+    yolo12::Detector det(path, opt);
+    std::vector<std::uint8_t> pixels(96 * 64 * 3, 128);
+    yolo12::ImageView img;
+    img.data = pixels.data();
+    img.width = 96;
+    img.height = 64;
+    img.pitch = 96 * 3;
+    det.detect(img);
+  } catch (const yolo12::Error& e) {
+    code = 1, message = e.what();
+  } catch (const std::bad_alloc& e) {
+    code = 3, message = e.what();
+  } catch (const std::exception& e) {
+    code = 4, message = e.what();
+  }
+  message = message.substr(0, 300);
+  if (!message.empty() && ::write(pipe_fd, message.data(), message.size()) < 0) code = 5;
+  _exit(code);
+}
+
+int run_all(const std::vector<Variant>& all, const std::string& dir, std::size_t every, unsigned timeout_s,
+            std::uint64_t mem_mb) {
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i % every != 0 && all[i].kind != "control") continue;
+    const std::string path = dir + "/variant-" + std::to_string(i) + ".y12";
+    write(path, all[i].bytes());
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    std::cout.flush();
+    const auto t0 = std::chrono::steady_clock::now();
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+      close(fds[0]);
+      run_child(path, fds[1], timeout_s, mem_mb);
+    }
+    close(fds[1]);
+    std::string message;
+    char buf[512];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;)
+      if (n > 0) message.append(buf, static_cast<std::size_t>(n));
+      else if (errno != EINTR) break;
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::remove(path.c_str());
+    std::string outcome = "other";
+    if (WIFSIGNALED(status))
+      outcome = WTERMSIG(status) == SIGALRM ? "hang" : WTERMSIG(status) == SIGKILL ? "memory" : "crash";
+    else if (WIFEXITED(status))
+      outcome = WEXITSTATUS(status) == 0 ? "success" : WEXITSTATUS(status) == 1 ? "error"
+                : WEXITSTATUS(status) == 3 ? "memory" : "other";
+    if (message.find("AddressSanitizer") != std::string::npos || message.find("runtime error") != std::string::npos)
+      outcome = "crash";
+    std::cout << json({{"index", i}, {"name", all[i].name}, {"kind", all[i].kind}, {"outcome", outcome},
+                       {"seconds", seconds}, {"message", message}})
+                     .dump(-1, ' ', false, json::error_handler_t::replace)
+              << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -323,7 +418,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (a.size() < 2) {
-      std::cerr << "usage: yolo12-hostile-gen BASE.y12 --list | --emit A B DIR;  yolo12-hostile-gen --tiny OUT.y12\n";
+      std::cerr << "usage: yolo12-hostile-gen BASE.y12 --list | --emit A B DIR | --emit-indices DIR I... | --run DIR EVERY TIMEOUT_S MEM_MB;  yolo12-hostile-gen --tiny OUT.y12\n";
       return 2;
     }
     const Base base = read_base(a[0]);
@@ -333,13 +428,23 @@ int main(int argc, char** argv) {
         std::cout << json({{"index", i}, {"name", all[i].name}, {"kind", all[i].kind}}).dump() << "\n";
       return 0;
     }
-    if (a[1] == "--emit" && a.size() == 5) {
-      const std::size_t from = std::stoul(a[2]), to = std::min<std::size_t>(std::stoul(a[3]), all.size());
-      for (std::size_t i = from; i < to; ++i) {
+    if (a[1] == "--run" && a.size() == 6)
+      return run_all(all, a[2], std::max<std::size_t>(1, std::stoul(a[3])), static_cast<unsigned>(std::stoul(a[4])),
+                     std::stoull(a[5]));
+    if ((a[1] == "--emit" && a.size() == 5) || (a[1] == "--emit-indices" && a.size() >= 3)) {
+      // --emit A B DIR, or --emit-indices DIR I...
+      std::vector<std::size_t> which;
+      const std::string dir = a[1] == "--emit" ? a[4] : a[2];
+      if (a[1] == "--emit")
+        for (std::size_t i = std::stoul(a[2]); i < std::min<std::size_t>(std::stoul(a[3]), all.size()); ++i) which.push_back(i);
+      else
+        for (std::size_t k = 3; k < a.size(); ++k) which.push_back(std::stoul(a[k]));
+      for (std::size_t i : which) {
+        if (i >= all.size()) throw std::runtime_error("no variant " + std::to_string(i));
         std::string safe = all[i].name.substr(0, 80);
         for (char& c : safe)
           if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '=') c = '_';
-        write(a[4] + "/" + std::to_string(i) + "-" + safe + ".y12", all[i].bytes());
+        write(dir + "/" + std::to_string(i) + "-" + safe + ".y12", all[i].bytes());
       }
       return 0;
     }
