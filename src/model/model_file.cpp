@@ -94,6 +94,12 @@ long long header_int(const std::string& path, const nlohmann::json& v, const std
   return out;
 }
 
+// Text the engine prints (class names, the scale) must not carry control characters (a newline or
+// an escape sequence in a label line or a terminal).
+bool has_control(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
 // Check 5: required keys with the right types, and the header's values within the limits.
 void check_header(const std::string& path, const nlohmann::json& h) {
   struct Key {
@@ -130,8 +136,10 @@ void check_header(const std::string& path, const nlohmann::json& h) {
          kReexport);
   for (const auto& n : names) {
     if (!n.is_string()) fail(path, "names: expected strings, got " + brief(n), kReexport);
-    if (n.get_ref<const std::string&>().size() > L::kClassNameBytes)
-      fail(path, "names: expected names of at most " + std::to_string(L::kClassNameBytes) + " bytes, got " + brief(n),
+    const std::string& name = n.get_ref<const std::string&>();
+    if (name.empty() || name.size() > L::kClassNameBytes || has_control(name))
+      fail(path, "names: expected names of 1 to " + std::to_string(L::kClassNameBytes) +
+                     " bytes without control characters, got " + brief(n),
            kReexport);
   }
   const auto& strides = h["strides"];
@@ -151,8 +159,11 @@ void check_header(const std::string& path, const nlohmann::json& h) {
                    std::to_string(h["tensors"].size()),
          kReexport);
   if (h.contains("parameters")) header_int(path, h["parameters"], "parameters", 0, static_cast<long long>(L::kFileBytes));
-  if (h.contains("scale") && !h["scale"].is_string())
-    fail(path, "scale: expected a string, got " + brief(h["scale"]), kReexport);
+  if (h.contains("scale") && (!h["scale"].is_string() || h["scale"].get_ref<const std::string&>().size() > L::kScaleBytes ||
+                              has_control(h["scale"].get_ref<const std::string&>())))
+    fail(path, "scale: expected a string of at most " + std::to_string(L::kScaleBytes) +
+                   " bytes without control characters, got " + brief(h["scale"]),
+         kReexport);
 }
 
 struct RawTensor {

@@ -539,6 +539,26 @@ TEST_CASE("a FIFO, a directory or a device is refused without blocking", "[model
   }
 }
 
+TEST_CASE("class names and the scale are short printable text", "[model][limits]") {
+  // Found by the hostile corpus: these loaded, and a name's newline went into label lines as is.
+  const Parts good = split(serialize(tiny_model()));
+  const std::string expect_names = "names: expected names of 1 to 256 bytes without control characters";
+  for (const std::string bad : {std::string(""), std::string("a\nb"), std::string("x\x1b[2J"), std::string(300, 'x')}) {
+    Parts p = good;
+    p.header["names"][0] = bad;
+    CHECK(contains(load_error(join(p)), expect_names));
+  }
+  for (const std::string bad : {std::string("n\n"), std::string(17, 'x'), std::string("\x7f")}) {
+    Parts p = good;
+    p.header["scale"] = bad;
+    CHECK(contains(load_error(join(p)), "scale: expected a string of at most 16 bytes without control characters"));
+  }
+  Parts p = good;
+  p.header["scale"] = "";  // a model without a scale letter
+  p.header["names"][0] = "traffic light \xc3\xa9";  // UTF-8 is fine
+  CHECK_NOTHROW(ModelFile::from_bytes("ok.y12", join(p).data(), join(p).size()));
+}
+
 TEST_CASE("the model family's limits are checked before anything is built", "[model][limits]") {
   // Each case took seconds to minutes and gigabytes before (issue 13); now each is refused at once.
   TestModel base = tiny_model();
@@ -562,7 +582,7 @@ TEST_CASE("the model family's limits are checked before anything is built", "[mo
       {"kernel", [](auto& h) { h["layers"][0]["k"] = 99; }, "field 'k': expected an integer in 1..15"},
       {"e = 1e300", [](auto& h) { h["layers"][0]["e"] = 1e300; }, "field 'e': expected a number in (0, 4.0], got 1e+300"},
       {"nc", [](auto& h) { h["nc"] = 100000; }, "nc: expected an integer in 1..16384, got 100000"},
-      {"a long class name", [](auto& h) { h["names"][0] = std::string(300, 'n'); }, "names: expected names of at most 256 bytes"},
+      {"a long class name", [](auto& h) { h["names"][0] = std::string(300, 'n'); }, "names: expected names of 1 to 256 bytes"},
       {"strides", [](auto& h) { h["strides"] = {8, 16, 32, 64, 128, 256, 512, 1024, 2048}; }, "strides: expected 1 to 8 strides"},
       {"from far ahead", [](auto& h) { h["layers"][1]["from"] = {7}; }, "field 'from': expected -1 (the input image) or an earlier layer (below 1), got [7]"},
   };

@@ -233,7 +233,8 @@ std::vector<Variant> variants(const Base& base) {
   for (const std::string& p : leaves) {
     if (p.rfind("/source", 0) == 0 || p == "/family" || (p.rfind("/names/", 0) == 0 && p != "/names/0")) continue;  // free text
     for (const auto& [label, text] : strings)
-      hostile_text("string" + p + "=" + label, [&base, p, text = text] { return replace_raw(base.header, p, text); });
+      if (!(p == "/scale" && label == "empty"))  // "" is a valid scale (a model without one)
+        hostile_text("string" + p + "=" + label, [&base, p, text = text] { return replace_raw(base.header, p, text); });
   }
 
   // hostile: the bombs and inconsistencies issue 13 names
