@@ -264,11 +264,22 @@ def input_cases(a, work, model):
         before = {p: open(p, "rb").read() for p in paths}
         return lambda r: all(open(p, "rb").read() == b for p, b in before.items()) or "an input or the model changed"
 
-    # data loss
-    cases.append(("json-onto-input", m + [img, "--json", img], {"error"}, [unchanged(img)]))
-    cases.append(("json-onto-model", m + [img, "--json", model], {"error"}, [unchanged(model)]))
-    cases.append(("save-over-inputs", m + [img, "--save", "--output", os.path.dirname(img)], {"error", "success"},
-                  [unchanged(img)]))
+    # data loss: each case on its own copies, so that a CLI which does destroy them spoils no other case
+    def copies(tag):
+        d = os.path.join(work, "loss-" + tag)
+        os.makedirs(d)
+        shutil.copy(model, os.path.join(d, "model.y12"))
+        shutil.copy(img, os.path.join(d, "photo.jpg"))
+        return os.path.join(d, "model.y12"), os.path.join(d, "photo.jpg")
+    mod1, img1 = copies("input")
+    cases.append(("json-onto-input", ["--model", mod1, "--device", "cpu", "-q", img1, "--json", img1], {"error"},
+                  [unchanged(img1)]))
+    mod2, img2 = copies("model")
+    cases.append(("json-onto-model", ["--model", mod2, "--device", "cpu", "-q", img2, "--json", mod2], {"error"},
+                  [unchanged(mod2)]))
+    mod3, img3 = copies("save")
+    cases.append(("save-over-inputs", ["--model", mod3, "--device", "cpu", "-q", img3, "--save", "--output",
+                                       os.path.dirname(img3)], {"error", "success"}, [unchanged(img3)]))
     clip_dir = os.path.join(work, "collide")
     os.makedirs(clip_dir, exist_ok=True)
     make_image(os.path.join(clip_dir, "clip_1.jpg"))
