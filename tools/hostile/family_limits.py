@@ -30,7 +30,8 @@ def main():
             keep("stride", int(max(model.stride)), name)
             total = 0
             for layer in layers:
-                n = len(getattr(layer, "m", [])) if hasattr(layer, "m") and not isinstance(layer.m, torch.nn.Upsample) else 0
+                blocks = getattr(layer, "m", None)
+                n = len(blocks) if isinstance(blocks, (torch.nn.ModuleList, torch.nn.Sequential)) else 0
                 keep("repeats", n, name)
                 total += n
             keep("total repeats", total, name)
