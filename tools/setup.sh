@@ -35,9 +35,35 @@ fi
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD_DIR" -j "$JOBS"
 
+# ---- sanitizers and fuzz smoke (docs/hardening.md) -------------------------------------------------
+# After the tests: a second build folder ($BUILD_DIR-san) with clang, ASan + UBSan, no CUDA, of the
+# library, the CLI, the unit tests and the libFuzzer targets only; its unit tests and the CLI's
+# Python test, then fuzz/run.sh's smoke (12 s per target on the committed seeds). SANITIZER_CI=0
+# skips it all.
+sanitizer_ci() {
+  [ "${SANITIZER_CI:-1}" = 0 ] && return 0
+  local p pkgs=() san="$BUILD_DIR-san" targets=(yolo12-infer fuzz_model_file fuzz_model_header fuzz_npy)
+  for p in clang libclang-rt-14-dev; do dpkg -s "$p" >/dev/null 2>&1 || pkgs+=("$p"); done
+  if [ ${#pkgs[@]} -gt 0 ]; then
+    echo "setup: installing ${pkgs[*]}"
+    local SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  fi
+  for p in tests/unit/test_*.cpp; do targets+=("$(basename "$p" .cpp)"); done
+  [ -f cli/image_header.cpp ] && targets+=(fuzz_image_header)
+  CXX=clang++ CC=clang cmake -S . -B "$san" -DCMAKE_BUILD_TYPE=Release -DYOLO12_WITH_CUDA=OFF \
+    -DYOLO12_BUILD_BENCH=OFF -DYOLO12_SANITIZE=address,undefined -DYOLO12_BUILD_FUZZERS=ON >/dev/null
+  cmake --build "$san" -j "$JOBS" --target "${targets[@]}"
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$san" --output-on-failure -j "$JOBS" -L cpu -LE "opencv|python"
+  ctest --test-dir "$san" --output-on-failure -R '^py_test_cli$'
+  bash fuzz/run.sh "$san"
+}
+
 case "$mode" in
   test)
     ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+    sanitizer_ci
     ;;
   demo)
     bash tools/demo.sh "$BUILD_DIR"

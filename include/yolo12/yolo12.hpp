@@ -63,6 +63,10 @@ struct DetectorOptions {
   bool agnostic_nms = false;
   std::vector<int> classes;  // keep only these class ids (empty: all)
   int cpu_threads = 0;       // CPU backend threads; 0 = hardware concurrency
+  // Memory guard: the Detector refuses (OptionError, naming the bytes) a model + input size +
+  // max_batch whose planned host memory (model, weights, activations, input and output; computed
+  // from the model's metadata before anything is allocated) exceeds this. Raise it to go beyond.
+  std::uint64_t max_memory_bytes = std::uint64_t{8} << 30;
 };
 
 struct Box {
