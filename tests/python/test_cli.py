@@ -131,7 +131,7 @@ class CliTest(unittest.TestCase):
 
     def test_save_and_save_txt(self):
         outdir = self.path("saved")
-        rc, stdout, stderr = run_cli("--model", self.model, BUS, "--save", "--save-txt", "--output", outdir,
+        rc, stdout, stderr = run_cli("--model", self.model, BUS, "--save", "--save-txt", "--save-conf", "--output", outdir,
                                      "--json", "-", "-q")
         self.assertEqual(rc, 0, stderr)
         result = json.loads(stdout)
@@ -140,7 +140,7 @@ class CliTest(unittest.TestCase):
         self.assertTrue(os.path.isfile(annotated))
         _, w, h, _ = ffprobe_video(annotated)
         self.assertEqual((w, h), (810, 1080))
-        # labels/bus.txt: "class cx cy w h conf", normalised, one line per detection, same order.
+        # labels/bus.txt: "class cx cy w h conf" (--save-conf), normalised, one line per detection, same order.
         with open(os.path.join(outdir, "labels", "bus.txt")) as f:
             rows = [line.split() for line in f.read().splitlines()]
         self.assertEqual(len(rows), len(result["detections"]))
@@ -175,7 +175,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(rc, 1, stderr)
         self.assertIn(f"error: {missing}: no such file or directory", stderr)
         self.assertIn(f"error: {truncated}: cannot decode image (truncated JPEG", stderr)
-        self.assertIn(f"error: {text}: cannot decode image (truncated or not an image)", stderr)
+        self.assertIn(f"error: {text}: cannot decode image (not an image", stderr)
         self.assertIn(f"error: {fake_video}: cannot open video", stderr)
         lines = read_jsonl(out)
         self.assertEqual([l["source"] for l in lines], [BUS, missing, truncated, text, fake_video, ZIDANE])
