@@ -119,6 +119,30 @@ std::vector<Object> objects_of(const std::vector<yolo12::Detection>& detections)
   return objects;
 }
 
+std::vector<Object> tracked_objects(const std::vector<yolo12::Detection>& detections,
+                                    const std::vector<yolo12::Track>& tracks, const yolo12::TrackerOptions& options,
+                                    int image_width, int image_height) {
+  if (tracks.empty()) {
+    const double starts = std::max(options.track_high_thresh, options.new_track_thresh);
+    for (const auto& d : detections)
+      if (std::isfinite(d.score) && d.score >= starts && d.box.x2 > d.box.x1 && d.box.y2 > d.box.y1) return {};
+    return objects_of(detections);
+  }
+  const auto clip = [](float v, int hi) { return std::clamp(v, 0.0f, static_cast<float>(hi)); };
+  std::vector<Object> objects;
+  objects.reserve(tracks.size());
+  for (const auto& t : tracks) {
+    Object o;
+    const bool known = t.detection_index >= 0 && t.detection_index < static_cast<int>(detections.size());
+    o.detection = known ? detections[t.detection_index] : yolo12::Detection{t.box, t.score, t.class_id};
+    o.detection.box = {clip(t.box.x1, image_width), clip(t.box.y1, image_height), clip(t.box.x2, image_width),
+                       clip(t.box.y2, image_height)};
+    o.track_id = t.id;
+    objects.push_back(o);
+  }
+  return objects;
+}
+
 std::string class_name(const std::vector<std::string>& names, int class_id) {
   if (class_id >= 0 && class_id < static_cast<int>(names.size())) return names[class_id];
   return "class" + std::to_string(class_id);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 
+#include "yolo12/tracker.hpp"
 #include "yolo12/yolo12.hpp"
 
 namespace yolo12_cli {
@@ -72,6 +73,14 @@ struct Object {
   int track_id = -1;  // -1: not tracked
 };
 std::vector<Object> objects_of(const std::vector<yolo12::Detection>& detections);
+// The objects of one tracked frame, as Ultralytics' track mode shows them: the tracks the tracker
+// returned (the Kalman box clipped to the image, the id, and the score and class of the detection at
+// detection_index). A frame where it returned none shows nothing when a detection strong enough to
+// start a track (score >= track_high_thresh and new_track_thresh) is waiting to be confirmed, else the
+// frame's own detections without ids (Ultralytics 8.4: on_predict_postprocess_end).
+std::vector<Object> tracked_objects(const std::vector<yolo12::Detection>& detections,
+                                    const std::vector<yolo12::Track>& tracks, const yolo12::TrackerOptions& options,
+                                    int image_width, int image_height);
 
 // The class name for an id ("class17" when the model has no name for it).
 std::string class_name(const std::vector<std::string>& names, int class_id);

@@ -58,16 +58,8 @@ bool RunContext::save_file(const std::string& path, const std::string& bytes) {
 
 std::vector<Object> RunContext::objects(const yolo12::Result& r, yolo12::ByteTracker* tracker) const {
   if (!tracker) return objects_of(r.detections);
-  std::vector<Object> out;
-  for (const auto& t : tracker->update(r.detections)) {
-    Object o;
-    o.detection.box = t.box;
-    o.detection.score = t.score;
-    o.detection.class_id = t.class_id;
-    o.track_id = t.id;
-    out.push_back(o);
-  }
-  return out;
+  return tracked_objects(r.detections, tracker->update(r.detections), tracker->options(), r.image_width,
+                         r.image_height);
 }
 
 void RunContext::save_labels_and_crops(const cv::Mat& image, const yolo12::Result& r, const std::vector<Object>& objects,

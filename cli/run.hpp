@@ -12,7 +12,7 @@
 #include "output.hpp"
 #include "paths.hpp"
 #include "sources.hpp"
-#include "tracker.hpp"
+#include "yolo12/tracker.hpp"
 #include "yolo12/yolo12.hpp"
 
 namespace yolo12_cli {

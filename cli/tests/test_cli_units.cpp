@@ -203,6 +203,35 @@ TEST_CASE("label files: Ultralytics' 5 columns, then conf, then the track id", "
   CHECK(label_text({}, 200, 400, true).empty());
 }
 
+TEST_CASE("tracked frames show what Ultralytics' track mode shows", "[output]") {
+  const yolo12::TrackerOptions options;  // bytetrack.yaml: high 0.25, new track 0.25
+  const std::vector<yolo12::Detection> dets = {detection(10, 10, 50, 50, 0.8f, 2), detection(60, 5, 90, 40, 0.2f, 7)};
+  // Tracks: the Kalman box clipped to the image, the id, the score and class of detection_index.
+  yolo12::Track t;
+  t.id = 4;
+  t.box = {-3.5f, 10, 120, 70};
+  t.score = 0.2f;
+  t.class_id = 7;
+  t.detection_index = 1;
+  std::vector<Object> shown = tracked_objects(dets, {t}, options, 100, 60);
+  REQUIRE(shown.size() == 1);
+  CHECK(shown[0].track_id == 4);
+  CHECK(shown[0].detection.box.x1 == 0.0f);
+  CHECK(shown[0].detection.box.y1 == 10.0f);
+  CHECK(shown[0].detection.box.x2 == 100.0f);
+  CHECK(shown[0].detection.box.y2 == 60.0f);
+  CHECK(shown[0].detection.class_id == 7);
+  CHECK(shown[0].detection.score == 0.2f);
+  // No track, but a detection at >= 0.25 is a new track waiting for its second frame: nothing shown.
+  CHECK(tracked_objects(dets, {}, options, 100, 60).empty());
+  // No track and nothing that could start one: the frame's own detections, without ids.
+  const std::vector<yolo12::Detection> weak = {detection(60, 5, 90, 40, 0.2f, 7), detection(1, 1, 9, 9, 0.12f)};
+  shown = tracked_objects(weak, {}, options, 100, 60);
+  REQUIRE(shown.size() == 2);
+  CHECK(shown[0].track_id == -1);
+  CHECK(shown[1].detection.score == 0.12f);
+}
+
 TEST_CASE("crops as Ultralytics' save_one_box: 1.02 x box + 10 px, clipped", "[output]") {
   cv::Mat image(100, 200, CV_8UC3, cv::Scalar(1, 2, 3));
   cv::Mat crop = crop_of(image, {50, 40, 100, 60});

@@ -37,6 +37,11 @@ class Track(RunTest):
         self.assertEqual(len(lines), 25)
         ids = [d["track_id"] for l in lines for d in l["detections"]]
         self.assertTrue(ids and all(isinstance(i, int) and i >= 1 for i in ids), ids)
+        # Boxes are the tracker's, clipped to the frame (Ultralytics' Results.update).
+        for l in lines:
+            for d in l["detections"]:
+                x1, y1, x2, y2 = d["box"]
+                self.assertTrue(0 <= x1 <= x2 <= l["width"] and 0 <= y1 <= y2 <= l["height"], (l["frame"], d))
         # The same car keeps its id from frame to frame.
         self.assertGreaterEqual(max(collections.Counter(ids).values()), 5)
         # Labels: class cx cy w h conf id (Ultralytics appends the id last).
