@@ -363,12 +363,15 @@ class CliTest(unittest.TestCase):
             self.assertIn(f"{read - detected} of {read} frames dropped because detection is slower", stderr)
 
 
-if __name__ == "__main__":
-    missing = [p for p in (CLI, WEIGHTS, BUS, VIDEO) if not os.path.exists(p)]
+def main(script, paths, tools=()):
+    """Runs the tests of script, or exits 77 (skipped) naming what is missing."""
+    missing = [p for p in paths if not os.path.exists(p)]
+    missing += [f"{t} (apt-get install ffmpeg, as tools/setup.sh does)" for t in tools if shutil.which(t) is None]
     if missing:
-        print(f"SKIP: test_cli.py needs {', '.join(missing)} (build yolo12-infer; ../shared/data)")
+        print(f"SKIP: {os.path.basename(script)} needs {', '.join(missing)} (build yolo12-infer; ../shared/data)")
         sys.exit(77)
-    if shutil.which("ffprobe") is None:
-        print("SKIP: test_cli.py needs ffprobe (apt-get install ffmpeg, as tools/setup.sh does)")
-        sys.exit(77)
-    unittest.main(verbosity=2)
+    unittest.main(module="__main__", verbosity=2)
+
+
+if __name__ == "__main__":
+    main(__file__, (CLI, WEIGHTS, BUS, VIDEO), ("ffprobe",))

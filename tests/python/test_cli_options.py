@@ -243,8 +243,4 @@ class RunFolders(RunTest):
 
 
 if __name__ == "__main__":
-    missing = [p for p in (base.CLI, base.WEIGHTS, BUS) if not os.path.exists(p)]
-    if missing:
-        print(f"SKIP: test_cli_options.py needs {', '.join(missing)} (build yolo12-infer; ../shared/data)")
-        sys.exit(77)
-    unittest.main(verbosity=2)
+    base.main(__file__, (base.CLI, base.WEIGHTS, BUS), ())

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import unittest
 
 import test_cli as base
@@ -192,8 +191,4 @@ class WriteFailures(RunTest):
 
 
 if __name__ == "__main__":
-    missing = [p for p in (base.CLI, base.WEIGHTS, BUS, base.VIDEO) if not os.path.exists(p)]
-    if missing or shutil.which("ffmpeg") is None:
-        print(f"SKIP: test_cli_outputs.py needs {', '.join(missing) or 'ffmpeg'} (build yolo12-infer; ../shared/data)")
-        sys.exit(77)
-    unittest.main(verbosity=2)
+    base.main(__file__, (base.CLI, base.WEIGHTS, BUS, base.VIDEO), ("ffmpeg",))

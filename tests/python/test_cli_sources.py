@@ -14,7 +14,6 @@ import shutil
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import time
 import unittest
@@ -252,8 +251,4 @@ class Tensors(RunTest):
 
 
 if __name__ == "__main__":
-    missing = [p for p in (base.CLI, base.WEIGHTS, BUS, base.ZIDANE) if not os.path.exists(p)]
-    if missing or shutil.which("ffprobe") is None:
-        print(f"SKIP: test_cli_sources.py needs {', '.join(missing) or 'ffprobe'} (build yolo12-infer; ../shared/data)")
-        sys.exit(77)
-    unittest.main(verbosity=2)
+    base.main(__file__, (base.CLI, base.WEIGHTS, BUS, base.ZIDANE), ("ffprobe",))

@@ -9,11 +9,9 @@ Needs the built CLI, ../shared/data (COCO YOLO11n weights, the car video) and ff
 """
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import unittest
@@ -203,8 +201,4 @@ class Streams(RunTest):
 
 
 if __name__ == "__main__":
-    missing = [p for p in (base.CLI, base.WEIGHTS, VIDEO) if not os.path.exists(p)]
-    if missing or shutil.which("ffmpeg") is None:
-        print(f"SKIP: test_cli_streams.py needs {', '.join(missing) or 'ffmpeg'} (build yolo12-infer; ../shared/data)")
-        sys.exit(77)
-    unittest.main(verbosity=2)
+    base.main(__file__, (base.CLI, base.WEIGHTS, VIDEO), ("ffmpeg",))

@@ -11,9 +11,7 @@ import collections
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import sys
 import unittest
 
 import test_cli as base
@@ -91,8 +89,4 @@ class Track(RunTest):
         self.assertGreaterEqual(min(tracked), 0.1)
 
 if __name__ == "__main__":
-    missing = [p for p in (base.CLI, base.WEIGHTS, base.VIDEO, base.BUS) if not os.path.exists(p)]
-    if missing or shutil.which("ffmpeg") is None:
-        print(f"SKIP: test_cli_track.py needs {', '.join(missing) or 'ffmpeg'} (build yolo12-infer; ../shared/data)")
-        sys.exit(77)
-    unittest.main(verbosity=2)
+    base.main(__file__, (base.CLI, base.WEIGHTS, base.VIDEO, base.BUS), ("ffmpeg",))
