@@ -1,12 +1,14 @@
 // A minimal application on the public API: loads a model, detects objects in a synthetic image
 // (a gradient: no OpenCV needed) and prints what it found. It also checks what an installed
 // libyolo12 promises: the version macros of <yolo12/version.hpp> match the library, and a library
-// error is caught by its type (across the boundary of a shared libyolo12).
+// error is caught by its type (across the boundary of a shared libyolo12), and the tracker
+// (<yolo12/tracker.hpp>) links and runs.
 // Usage: yolo12_example MODEL [cpu|cuda]
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
+#include <yolo12/tracker.hpp>
 #include <yolo12/version.hpp>
 #include <yolo12/yolo12.hpp>
 
@@ -31,6 +33,18 @@ int main(int argc, char** argv) {
   } catch (...) {
     std::fprintf(stderr, "error: a missing model did not throw yolo12::ModelError\n");
     return 1;
+  }
+  {
+    yolo12::ByteTracker tracker;  // bytetrack.yaml's defaults
+    std::vector<yolo12::Detection> frame(1);
+    frame[0].box = {10, 10, 50, 60};
+    frame[0].score = 0.9f;
+    const std::vector<yolo12::Track> tracks = tracker.update(frame);  // the first frame confirms at once
+    if (tracks.size() != 1 || tracks[0].id != 1 || tracks[0].detection_index != 0) {
+      std::fprintf(stderr, "error: the tracker did not start track 1 on a first frame\n");
+      return 1;
+    }
+    std::printf("tracker: ok\n");
   }
   try {
     yolo12::DetectorOptions options;

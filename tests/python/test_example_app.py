@@ -55,6 +55,7 @@ class ExampleApp(unittest.TestCase):
         cmake_part, pc_part = run.stdout.split("== 2. pkg-config")
         for part in (cmake_part, pc_part):
             self.assertIn("typed errors: ok", part)
+            self.assertIn("tracker: ok", part)
             self.assertRegex(part, r"yolo12 \d+\.\d+\.\d+ \(headers \d+\.\d+\.\d+\) on cpu: \d+ detections at 640x640")
         installed = run.stdout.split("== 1.")[0]
         self.assertNotIn("spdlog", installed)      # consumers need no spdlog ...
@@ -73,6 +74,7 @@ class ExampleApp(unittest.TestCase):
         run = subprocess.run([app, self.model, "cpu"], capture_output=True, text=True, timeout=300)
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         self.assertIn("typed errors: ok", run.stdout)
+        self.assertIn("tracker: ok", run.stdout)
         self.assertIn("detections at 640x640", run.stdout)
         needed = subprocess.run(["readelf", "-d", libraries[0]], capture_output=True, text=True).stdout
         self.assertNotIn("cudart", needed)  # the CUDA runtime is linked in statically
