@@ -58,8 +58,8 @@ class CliTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="yolo12_cli_")
         cls.model = os.path.join(cls.tmp, "yolo11n_coco.y12")
-        subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "exporter", "export.py"), WEIGHTS, "-o", cls.model],
-                       check=True, capture_output=True, timeout=300)
+        subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "exporter", "export.py"), WEIGHTS, "-o", cls.model,
+                        "--no-set-default"], check=True, capture_output=True, timeout=300)
         with open(os.path.join(TEST_DATA, "references_real.json")) as f:
             refs = json.load(f)["results"]
         cls.ref_bus_320 = next(r for r in refs if r["model"] == "yolo11n_coco" and r["image"] == "bus.jpg"
@@ -227,8 +227,10 @@ class CliTest(unittest.TestCase):
             self.assertIn(message, stderr, args)
             self.assertLess(time.monotonic() - start, 10)
             self.assertFalse(os.path.exists(outdir), f"{args} did work before failing")
-        # No model at all.
+        # No model at all: no YOLO12_MODEL, and a config folder without settings (other tests may have
+        # recorded a default in the one ctest gives every test).
         env = {k: v for k, v in os.environ.items() if k != "YOLO12_MODEL"}
+        env["YOLO12_CONFIG_DIR"] = self.path("empty-config")
         rc, _, stderr = run_cli(BUS, env=env)
         self.assertEqual(rc, 2)
         self.assertIn("--model", stderr)
