@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # tools/setup.sh - the README's two commands.
-#   bash tools/setup.sh demo   install what is missing, build, run yolo12-infer on a sample image
-#   bash tools/setup.sh test   install what is missing, build, run every test (CI runs this)
+#   bash tools/setup.sh demo   install what is missing, build the library and yolo12-infer only (CPU:
+#                              the demo needs no CUDA kernel), run yolo12-infer on a sample image
+#   bash tools/setup.sh test   install what is missing, build everything (CUDA where the toolkit is),
+#                              run every test (CI runs this)
 # Works as root on a fresh Debian 12 machine with the CUDA toolkit (or without it: the CUDA backend
-# is then left out). BUILD_DIR (default build) and JOBS (default nproc) can be set.
+# is then left out). BUILD_DIR (default build) and JOBS (default nproc) can be set; YOLO12_WITH_CUDA
+# (ON, OFF, AUTO) overrides the choice of either mode (demo: OFF, test: AUTO).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-test}
@@ -11,7 +14,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 
 need_pkgs=()
-for p in cmake g++ make pkg-config libopencv-dev nlohmann-json3-dev libspdlog-dev catch2 libcli11-dev gzip ffmpeg; do
+for p in cmake g++ make pkg-config libopencv-dev nlohmann-json3-dev libspdlog-dev catch2 libcli11-dev libavformat-dev libavutil-dev gzip ffmpeg; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -31,9 +34,6 @@ if ! python3 -c "import numpy" 2>/dev/null; then
   }
 fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH=/usr/local/cuda/bin:$PATH
-
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD_DIR" -j "$JOBS"
 
 # ---- sanitizers and fuzz smoke (docs/hardening.md) -------------------------------------------------
 # After the tests: a second build folder ($BUILD_DIR-san) with clang, ASan + UBSan, no CUDA, of the
@@ -60,12 +60,20 @@ sanitizer_ci() {
   bash fuzz/run.sh "$san"
 }
 
+# Both modes configure every switch they depend on, so that a demo build and a test build can share
+# BUILD_DIR: on a machine without CUDA the test build reuses the demo's objects.
 case "$mode" in
   test)
+    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DYOLO12_WITH_CUDA="${YOLO12_WITH_CUDA:-AUTO}" \
+      -DYOLO12_BUILD_TESTS=ON -DYOLO12_BUILD_BENCH=ON -DYOLO12_BUILD_CLI=ON >/dev/null
+    cmake --build "$BUILD_DIR" -j "$JOBS"
     ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
     sanitizer_ci
     ;;
   demo)
+    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DYOLO12_WITH_CUDA="${YOLO12_WITH_CUDA:-OFF}" \
+      -DYOLO12_BUILD_TESTS=OFF -DYOLO12_BUILD_BENCH=OFF -DYOLO12_BUILD_CLI=ON >/dev/null
+    cmake --build "$BUILD_DIR" -j "$JOBS" --target yolo12-infer
     bash tools/demo.sh "$BUILD_DIR"
     ;;
   *) echo "usage: $0 demo|test" >&2; exit 2 ;;

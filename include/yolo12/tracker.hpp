@@ -54,7 +54,7 @@ struct Track {
   int detection_index = -1;  // which element of the update() argument this track was matched to
 };
 
-class ByteTracker {
+class YOLO12_API ByteTracker {
  public:
   // Throws OptionError naming the first impossible option.
   explicit ByteTracker(const TrackerOptions& options = {});

@@ -24,11 +24,12 @@
 #include <vector>
 
 #include "yolo12/errors.hpp"
+#include "yolo12/export.hpp"
 
 namespace yolo12 {
 
 // Library version, "MAJOR.MINOR.PATCH".
-const char* version();
+YOLO12_API const char* version();
 
 enum class Device { Auto, Cpu, Cuda };
 enum class Precision { Fp32, Fp16 };
@@ -94,7 +95,7 @@ struct Result {
   StageTimes times;      // for a batch: the batch's times divided by the batch size
 };
 
-struct ModelInfo {
+struct YOLO12_API ModelInfo {
   std::string path;
   std::string family;  // yolo12, yolo12-turbo, yolo11, yolov8
   std::string task;    // detect
@@ -114,9 +115,9 @@ struct ModelInfo {
 };
 
 // Loads and fully validates a model file without creating a detector. Throws ModelError.
-ModelInfo read_model_info(const std::string& model_path);
+YOLO12_API ModelInfo read_model_info(const std::string& model_path);
 
-class Detector {
+class YOLO12_API Detector {
  public:
   // Loads the model, builds the graph for the input size and plans all memory. Throws ModelError
   // for a bad file and OptionError for impossible options.
