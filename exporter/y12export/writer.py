@@ -17,7 +17,7 @@ from .errors import ExportError
 MAGIC = b"Y12MODEL"
 TRAILER_MAGIC = b"Y12CHECK"
 FORMAT_VERSIONS = (1, 2)
-DEFAULT_FORMAT_VERSION = 1  # version 2 (checksum) becomes the default once the C++ loader reads it
+DEFAULT_FORMAT_VERSION = 2  # version 1 (no checksum) with --format-version 1
 ALIGN = 256
 
 
