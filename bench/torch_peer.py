@@ -3,6 +3,7 @@
 
     python3 bench/torch_peer.py run --out peer.json --save-dir models/peer \
         [--scales n,s,m,l,x] [--batches 1,32] [--compile n] [--channels-last graph,compile] [--iters 50]
+    python3 bench/torch_peer.py save --save-dir models/peer [--scales n,s]
     python3 bench/torch_peer.py table --peer peer.json --ours ours_n.json ours_s.json ... \
         --command "tools/gpu_check.sh" > table.md
 
@@ -16,6 +17,8 @@ the model and input in channels_last (NHWC) memory format (keys with a `_cl` suf
 recorded, and each row's `best_fp16` names PyTorch's fastest fp16 mode of all. Median and p90 of
 --iters runs, timed with CUDA events after warm-up. `max-autotune` is never used: its compiles took
 over 9 minutes for yolo12n alone on the H200.
+`save`: only the .pt files of `run` (the same seed, so the same weights), for yolo12-bench without the
+peer's timings (tools/gpu_check.sh perf).
 `table`: one side-by-side markdown table (ours from yolo12-bench JSON, the peer from `run`); the PyTorch
 graph and compile+graph columns show the better memory format, marked "(cl)" where channels_last won.
 """
@@ -86,9 +89,26 @@ def _better_format(modes, key):
     return (a if a_ok else None), False
 
 
-def cmd_run(args):
+def _peer_model(scale, save_dir):
+    """The peer's random-weight model of one scale (seed 0), saved as {save_dir}/yolo12{scale}_peer.pt."""
     import torch
     from ultralytics import YOLO
+
+    torch.manual_seed(0)
+    wrapper = YOLO(f"yolo12{scale}.yaml", task="detect")
+    wrapper.save(os.path.join(save_dir, f"yolo12{scale}_peer.pt"))
+    return wrapper
+
+
+def cmd_save(args):
+    os.makedirs(args.save_dir, exist_ok=True)
+    for scale in args.scales.split(","):
+        _peer_model(scale, args.save_dir)
+        print(f"saved {os.path.join(args.save_dir, f'yolo12{scale}_peer.pt')}")
+
+
+def cmd_run(args):
+    import torch
 
     torch.backends.cudnn.benchmark = True
     dev = torch.device("cuda:0")
@@ -106,10 +126,7 @@ def cmd_run(args):
         "results": [],
     }
     for scale in scales:
-        torch.manual_seed(0)
-        wrapper = YOLO(f"yolo12{scale}.yaml", task="detect")
-        pt = os.path.join(args.save_dir, f"yolo12{scale}_peer.pt")
-        wrapper.save(pt)
+        wrapper = _peer_model(scale, args.save_dir)
         model = wrapper.model.fuse(verbose=False) if hasattr(wrapper.model, "fuse") else wrapper.model
         model = model.eval().to(dev)
         params = sum(p.numel() for p in model.parameters())
@@ -240,7 +257,7 @@ def cmd_table(args):
     print("\n".join(lines))
 
 
-def main():
+def main_with(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
@@ -252,16 +269,25 @@ def main():
     r.add_argument("--channels-last", default="graph,compile",
                    help="fp16 modes also run in channels_last, comma-separated: graph, compile (or none)")
     r.add_argument("--iters", type=int, default=50)
+    v = sub.add_parser("save", help="only write the peer's .pt files (the same weights as run), no timing")
+    v.add_argument("--save-dir", required=True)
+    v.add_argument("--scales", default="n,s,m,l,x")
     t = sub.add_parser("table")
     t.add_argument("--peer", required=True)
     t.add_argument("--ours", nargs="+", required=True)
     t.add_argument("--command", default="tools/gpu_check.sh")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.cmd == "run":
         cmd_run(args)
+    elif args.cmd == "save":
+        cmd_save(args)
     else:
         cmd_table(args)
     return 0
+
+
+def main():
+    return main_with(sys.argv[1:])
 
 
 if __name__ == "__main__":

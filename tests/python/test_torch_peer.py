@@ -107,6 +107,27 @@ class ChannelsLastRunTest(unittest.TestCase):
         self.assertTrue(x.is_contiguous())  # the caller's input is left as it was
 
 
+class SaveTest(unittest.TestCase):
+    def test_save_writes_the_weights_run_would_time(self):
+        try:
+            import torch
+            import ultralytics  # noqa: F401
+        except ImportError:
+            self.skipTest("torch or ultralytics is not installed")
+        os.environ.setdefault("YOLO_OFFLINE", "1")
+        with tempfile.TemporaryDirectory() as d:
+            with redirect_stdout(io.StringIO()) as out:
+                self.assertEqual(peer.main_with(["save", "--save-dir", d, "--scales", "n"]), 0)
+            pt = os.path.join(d, "yolo12n_peer.pt")
+            self.assertIn(pt, out.getvalue())
+            first = torch.load(pt, map_location="cpu", weights_only=False)["model"].state_dict()
+            peer._peer_model("n", d)  # what `run` saves: the same seed, the same weights
+            again = torch.load(pt, map_location="cpu", weights_only=False)["model"].state_dict()
+        self.assertGreater(len(first), 100)
+        for k, v in first.items():
+            self.assertTrue(torch.equal(v, again[k]), k)
+
+
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=1).result
     sys.exit(0 if result.wasSuccessful() else 1)
