@@ -26,6 +26,7 @@
 #include <cuda_runtime.h>
 
 #include "backends/cuda/conv.cuh"
+#include "backends/cuda/conv_depthwise.cuh"
 #include "backends/cuda/conv_detail.cuh"
 #include "backends/cuda/conv_gemm.cuh"
 #include "backends/cuda/conv_narrow.cuh"
@@ -170,7 +171,9 @@ struct DeviceBuf {
 // Forward: conv2d_forward (the dispatch). Naive: the oracle kernel. Narrow: conv2d_narrow_f16 launched
 // directly with the plan and grid cap of narrow_run (fp16 only), so that small shapes reach it too.
 // NarrowHost: the same kernel replayed on the CPU (emulate_narrow below; no GPU needed).
-enum class Kernel { Forward, Naive, Narrow, NarrowHost };
+// DwTiled: dwconv_tiled_f16 launched directly (fp16, aligned depthwise shapes of any size); DwTiledHost:
+// the same replayed on the CPU (emulate_dw_tiled).
+enum class Kernel { Forward, Naive, Narrow, NarrowHost, DwTiled, DwTiledHost };
 
 struct NarrowRun {
   yolo12::cuda::conv_detail::F16Plan plan;
@@ -313,6 +316,40 @@ void emulate_narrow_bn(const ConvParams<__half>& p, const yolo12::cuda::conv_det
   }
 }
 
+// dwconv_tiled_f16 replayed on the CPU: every block of its grid, the loads of all threads (shared memory
+// starting as NaN), then every thread's pixel, through the kernel's own pieces (conv_depthwise.cuh).
+template <int K, int S>
+void emulate_dw_tiled_ks(const ConvParams<__half>& p) {
+  namespace cd = yolo12::cuda::conv_detail;
+  using Tile = cd::DwTile<K, S>;
+  const cd::DwParams<__half> a = cd::make_dw_params(p);
+  std::vector<uint4> xs_words(Tile::kXHalves / 8), ws_words(Tile::kWHalves / 8);
+  auto* xs = reinterpret_cast<__half*>(xs_words.data());
+  auto* ws = reinterpret_cast<__half*>(ws_words.data());
+  const int gx = cd::dw_channel_pairs(a.c) * ((a.wo + cd::kDwTileW - 1) / cd::kDwTileW);
+  const int gy = (a.ho + cd::kDwTileH - 1) / cd::kDwTileH;
+  for (int bz = 0; bz < a.batch; ++bz)
+    for (int by = 0; by < gy; ++by)
+      for (int bx = 0; bx < gx; ++bx) {
+        std::memset(xs, 0xff, Tile::kXHalves * 2);
+        std::memset(ws, 0xff, Tile::kWHalves * 2);
+        const cd::DwTileCoords at = cd::dw_tile_coords(a, bx, by, bz);
+        for (int t = 0; t < cd::kDwTiledThreads; ++t) cd::dw_tiled_load<K, S>(a, at, t, xs, ws, HostCopy());
+        for (int t = 0; t < cd::kDwTiledThreads; ++t) cd::dw_tiled_pixel<K, S>(a, at, t, xs, ws);
+      }
+}
+
+void emulate_dw_tiled(const ConvParams<__half>& p) {
+  switch (p.s.k * 10 + p.s.stride) {
+    case 31: emulate_dw_tiled_ks<3, 1>(p); break;
+    case 32: emulate_dw_tiled_ks<3, 2>(p); break;
+    case 51: emulate_dw_tiled_ks<5, 1>(p); break;
+    case 52: emulate_dw_tiled_ks<5, 2>(p); break;
+    case 71: emulate_dw_tiled_ks<7, 1>(p); break;
+    default: emulate_dw_tiled_ks<7, 2>(p); break;
+  }
+}
+
 void emulate_narrow(const ConvParams<__half>& p, const yolo12::cuda::conv_detail::F16Plan& plan, int grid) {
   switch (plan.bn) {
     case 8: emulate_narrow_bn<8>(p, plan, grid); break;
@@ -391,9 +428,11 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
     return p;
   };
   if constexpr (kHalf) {
-    if (kernel == Kernel::NarrowHost) {  // the CPU replay on the host copies; no device involved
-      emulate_narrow(params(xt.data(), packed.data(), h.bias.data(), h.gamma.data(), rt.data(), yt.data() + kGuard),
-                     narrow_run.plan, narrow_run.max_grid > 0 ? narrow_run.max_grid : 3);
+    if (kernel == Kernel::NarrowHost || kernel == Kernel::DwTiledHost) {  // CPU replays on the host copies
+      const ConvParams<T> hp =
+          params(xt.data(), packed.data(), h.bias.data(), h.gamma.data(), rt.data(), yt.data() + kGuard);
+      if (kernel == Kernel::NarrowHost) emulate_narrow(hp, narrow_run.plan, narrow_run.max_grid > 0 ? narrow_run.max_grid : 3);
+      else emulate_dw_tiled(hp);
       return evaluate(c, h, yt, r);
     }
   }
@@ -416,7 +455,8 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   } else if (kernel == Kernel::Naive) {
     yolo12::cuda::conv2d_forward_naive<T>(p, nullptr);
   } else if constexpr (kHalf) {
-    yolo12::cuda::conv_detail::launch_conv2d_narrow_f16(p, narrow_run.plan, nullptr, narrow_run.max_grid);
+    if (kernel == Kernel::DwTiled) yolo12::cuda::conv_detail::launch_dwconv_tiled_f16(p, nullptr);
+    else yolo12::cuda::conv_detail::launch_conv2d_narrow_f16(p, narrow_run.plan, nullptr, narrow_run.max_grid);
   }
   if (cudaDeviceSynchronize() != cudaSuccess) {
     r.unwritten = ~std::size_t(0);
@@ -463,7 +503,8 @@ template <typename T>
 void check_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   constexpr bool kHalf = std::is_same<T, __half>::value;
   static const char* const kNames[] = {"conv2d_forward ", "conv2d_forward_naive ", "conv2d_narrow_f16 ",
-                                       "conv2d_narrow_f16 replayed on the CPU "};
+                                       "conv2d_narrow_f16 replayed on the CPU ", "dwconv_tiled_f16 ",
+                                       "dwconv_tiled_f16 replayed on the CPU "};
   INFO((kHalf ? "fp16 " : "fp32 ") << kNames[static_cast<int>(kernel)] << describe(c) << " seed " << seed);
   REQUIRE(yolo12::cuda::conv_can_implement(c.s));
   const Result r = run_case<T>(c, seed, kernel);
@@ -853,6 +894,86 @@ TEST_CASE("conv2d_forward runs conv2d_narrow_f16 on large narrow convs (the stem
   cd::conv_variants() = cd::ConvVariants();
 }
 
+// ---- dwconv_tiled_f16 ----------------------------------------------------------------------------------
+
+TEST_CASE("dwconv_tiled_f16 takes the depthwise convs of yolo12n at batch 32, not those at batch 1",
+          "[conv][host][dwtiled]") {
+  cd::conv_variants() = cd::ConvVariants();
+  for (const auto& s : {yolo_shape(32, 80, 80, 80, 3, 1, 80), yolo_shape(32, 80, 64, 64, 3, 1, 64),
+                        yolo_shape(32, 40, 128, 128, 3, 1, 128), yolo_shape(32, 40, 64, 64, 7, 1, 64)}) {
+    CHECK(cd::conv_algorithm(s, true) == cd::ConvAlgorithm::DepthwiseTiledF16);
+    CHECK(cd::conv_algorithm(s, false) == cd::ConvAlgorithm::Depthwise);  // fp32 keeps dwconv_direct
+  }
+  // Grids that do not fill the GPU keep dwconv_direct (one output per thread): 7x7 128 at 20x20, batch 1 and 32.
+  CHECK(cd::conv_algorithm(yolo_shape(1, 20, 128, 128, 7, 1, 128), true) == cd::ConvAlgorithm::Depthwise);
+  CHECK(cd::conv_algorithm(yolo_shape(32, 20, 128, 128, 7, 1, 128), true) == cd::ConvAlgorithm::Depthwise);
+  CHECK(cd::conv_algorithm(yolo_shape(32, 80, 36, 36, 3, 1, 36), true) == cd::ConvAlgorithm::Depthwise);  // c % 8
+  CHECK(std::string(yolo12::cuda::conv_algorithm_name(yolo_shape(32, 80, 80, 80, 3, 1, 80), true)) ==
+        "depthwise tiled_f16");
+  cd::conv_variants().dw_tiled_f16 = false;
+  CHECK(cd::conv_algorithm(yolo_shape(32, 80, 80, 80, 3, 1, 80), true) == cd::ConvAlgorithm::Depthwise);
+  cd::conv_variants() = cd::ConvVariants();
+}
+
+namespace {
+// Depthwise shapes for dwconv_tiled_f16 called directly: k 3/5/7 x stride 1/2, `per` of each, odd sizes
+// (partial tiles), c = 8..136 (odd chunk counts leave the block's second chunk empty), 16-byte aligned
+// slices, every fusion.
+std::vector<Case> dw_tiled_cases(int per, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<Case> v;
+  for (const int k : {3, 5, 7})
+    for (const int stride : {1, 2})
+      for (int rep = 0; rep < per; ++rep) {
+        const int c = 8 * pick(1, 17);
+        Case cs = make_case(pick(1, 3), pick(k, 45), pick(k, 45), c, c, k, stride, c);
+        random_options(cs, pick, kAlignedOffsets);
+        cs.x_extra = 8 * pick(0, 2);
+        cs.y_c0 = 8 * pick(0, 2);
+        cs.y_extra = 8 * pick(0, 1);
+        cs.r_c0 = 8 * pick(0, 1);
+        cs.r_extra = 8 * pick(0, 2);
+        v.push_back(cs);
+      }
+  return v;
+}
+}  // namespace
+
+TEST_CASE("dwconv_tiled_f16 matches the reference: k 3/5/7, stride 1/2, odd sizes, partial tiles and channel pairs",
+          "[conv][gpu][dwtiled]") {
+  const auto cases = dw_tiled_cases(8, 31337);
+  for (std::size_t i = 0; i < cases.size(); ++i) check_case<__half>(cases[i], 8000 + i, Kernel::DwTiled);
+}
+
+TEST_CASE("dwconv_tiled_f16 replayed on the CPU matches the reference (tile loads, taps, epilogue)",
+          "[conv][host][dwtiled]") {
+  const auto cases = dw_tiled_cases(4, 4711);
+  for (std::size_t i = 0; i < cases.size(); ++i) check_case<__half>(cases[i], 8200 + i, Kernel::DwTiledHost);
+}
+
+TEST_CASE("conv2d_forward runs dwconv_tiled_f16 on large depthwise convs, as dwconv_direct does",
+          "[conv][gpu][dwtiled]") {
+  const Case cases[] = {
+      with_options(make_case(1, 200, 190, 64, 64, 3, 1, 64), false, true, true),
+      with_options(make_case(4, 100, 100, 80, 80, 3, 1, 80), true, false, true, 0, 16, 8, 0),
+      with_options(make_case(24, 41, 39, 64, 64, 7, 1, 64), false, true, false),
+      with_options(make_case(5, 161, 159, 40, 40, 3, 2, 40), false, false, true),
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    INFO(describe(c));
+    CHECK(cd::conv_algorithm(c.s, true) == cd::ConvAlgorithm::DepthwiseTiledF16);
+    check_case<__half>(c, 8500 + i++, Kernel::Forward);
+  }
+  cd::conv_variants().dw_tiled_f16 = false;
+  for (const Case& c : cases) {
+    CHECK(cd::conv_algorithm(c.s, true) == cd::ConvAlgorithm::Depthwise);
+    check_case<__half>(c, 8600 + i++, Kernel::Forward);
+  }
+  cd::conv_variants() = cd::ConvVariants();
+}
+
 namespace {
 // Sets the kernel variants (conv_detail::ConvVariants) for one scope, back to the defaults after. The
 // other test cases run the defaults (variants on); this one keeps the plain kernels tested.
@@ -863,6 +984,7 @@ struct VariantsSet {
     yolo12::cuda::conv_detail::conv_variants().f16_split_k = on;
     yolo12::cuda::conv_detail::conv_variants().f16_narrow = on;
     yolo12::cuda::conv_detail::conv_variants().f16_narrow_stem = on;
+    yolo12::cuda::conv_detail::conv_variants().dw_tiled_f16 = on;
   }
   ~VariantsSet() { yolo12::cuda::conv_detail::conv_variants() = yolo12::cuda::conv_detail::ConvVariants(); }
 };

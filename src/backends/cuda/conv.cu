@@ -7,7 +7,8 @@
 // with g = c / n_g the group of output channel c, taps outside the input reading zero.
 //
 // Dispatch (conv_algorithm, read by conv2d_forward and conv_algorithm_name):
-//   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu)
+//   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu), in fp16 over
+//                                               large grids dwconv_tiled_f16 (variant dw_tiled_f16)
 //   fp16, f16_plan() says Narrow             -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
 //                                               short K, many pixels (the stem too, variant f16_narrow_stem)
 //   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
@@ -76,7 +77,7 @@ namespace conv_detail {
 
 ConvVariants parse_conv_variants(const char* list) {
   ConvVariants v;
-  v.f16_bk64 = v.dw_one_output = v.f16_split_k = v.f16_narrow = v.f16_narrow_stem = false;
+  v.f16_bk64 = v.dw_one_output = v.f16_split_k = v.f16_narrow = v.f16_narrow_stem = v.dw_tiled_f16 = false;
   const std::string s = list ? list : "";
   std::size_t begin = 0;
   while (begin <= s.size()) {
@@ -88,6 +89,7 @@ ConvVariants parse_conv_variants(const char* list) {
     else if (name == "f16_split_k") v.f16_split_k = true;
     else if (name == "f16_narrow") v.f16_narrow = true;
     else if (name == "f16_narrow_stem") v.f16_narrow_stem = true;
+    else if (name == "dw_tiled_f16") v.dw_tiled_f16 = true;
     begin = end + 1;
   }
   return v;
@@ -177,7 +179,10 @@ template void launch_conv2d_direct_naive<float>(const ConvParams<float>&, cudaSt
 template void launch_conv2d_direct_naive<__half>(const ConvParams<__half>&, cudaStream_t);
 
 ConvAlgorithm conv_algorithm(const ConvShape& s, bool fp16) {
-  if (is_depthwise(s)) return dwconv_direct_supports(s) ? ConvAlgorithm::Depthwise : ConvAlgorithm::DirectNaive;
+  if (is_depthwise(s)) {
+    if (!dwconv_direct_supports(s)) return ConvAlgorithm::DirectNaive;
+    return fp16 && dwconv_tiled_f16_takes(s) ? ConvAlgorithm::DepthwiseTiledF16 : ConvAlgorithm::Depthwise;
+  }
   if (fp16 && f16_plan(s).kernel == F16Kernel::Narrow) return ConvAlgorithm::NarrowF16;
   if (conv2d_direct_small_cin_supports(s)) return ConvAlgorithm::DirectSmallCin;
   return fp16 ? ConvAlgorithm::ImplicitGemmF16 : ConvAlgorithm::ImplicitGemmF32;
@@ -195,7 +200,10 @@ void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream) {
   const ConvAlgorithm algo = w_aligned ? conv_detail::conv_algorithm(p.s, kHalf) : ConvAlgorithm::DirectNaive;
   switch (algo) {
     case ConvAlgorithm::DirectNaive: conv_detail::launch_conv2d_direct_naive(p, stream); break;
-    case ConvAlgorithm::Depthwise: conv_detail::launch_dwconv_direct(p, stream); break;
+    case ConvAlgorithm::Depthwise:
+    case ConvAlgorithm::DepthwiseTiledF16:  // launch_dwconv_direct checks the views' alignment too
+      conv_detail::launch_dwconv_direct(p, stream);
+      break;
     case ConvAlgorithm::DirectSmallCin: conv_detail::launch_conv2d_direct_small_cin(p, stream); break;
     case ConvAlgorithm::NarrowF16:
     case ConvAlgorithm::ImplicitGemmF16:
@@ -217,6 +225,7 @@ const char* conv_algorithm_name(const ConvShape& s, bool fp16) {
   switch (conv_detail::conv_algorithm(s, fp16)) {
     case ConvAlgorithm::DirectNaive: return "direct_naive";
     case ConvAlgorithm::Depthwise: return "depthwise";
+    case ConvAlgorithm::DepthwiseTiledF16: return "depthwise tiled_f16";
     case ConvAlgorithm::DirectSmallCin: return "direct_small_cin";
     case ConvAlgorithm::ImplicitGemmF32: return "implicit_gemm_f32";
     case ConvAlgorithm::NarrowF16:

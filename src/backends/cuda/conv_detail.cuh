@@ -8,6 +8,7 @@
 //     so an 8-channel chunk never straddles two taps; k_pad = round_up(k*k*cin_pad, 32) (one K tile).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "common.cuh"
@@ -49,14 +50,51 @@ template <typename T> __device__ __forceinline__ T from_float(float v);
 template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
 template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 
-// The fused epilogue for output channel c of a value whose conv sum is acc; `res` is the residual
-// element (read by the caller only when p.residual is set).
-__device__ __forceinline__ float epilogue(float acc, const float* bias, const float* gamma, bool silu,
-                                          int c) {
-  float v = acc + (bias ? __ldg(bias + c) : 0.f);
-  if (silu) v = v / (1.f + __expf(-v));
-  if (gamma) v *= __ldg(gamma + c);
+// A read-only load: through the non-coherent cache on the device, a plain load on the host (where the
+// tests replay kernel pieces).
+template <typename T>
+__host__ __device__ __forceinline__ T load_nc(const T* p) {
+#ifdef __CUDA_ARCH__
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
+
+__host__ __device__ __forceinline__ float silu_f(float v) {
+#ifdef __CUDA_ARCH__
+  return v / (1.f + __expf(-v));
+#else
+  return v / (1.f + std::exp(-v));
+#endif
+}
+
+// The fused epilogue for output channel c of a value whose conv sum is acc (the residual is added by
+// the caller, when p.residual is set).
+__host__ __device__ __forceinline__ float epilogue(float acc, const float* bias, const float* gamma, bool silu, int c) {
+  float v = acc + (bias ? load_nc(bias + c) : 0.f);
+  if (silu) v = silu_f(v);
+  if (gamma) v *= load_nc(gamma + c);
   return v;
+}
+
+// 8 halves (one 16-byte word) as floats, and back (round to nearest even), with integer operations rather
+// than through a pointer of another type (which a host compiler may assume does not alias).
+__host__ __device__ __forceinline__ void unpack8(const uint4 raw, float (&v)[8]) {
+  const std::uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    v[2 * i] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] & 0xffffu)));
+    v[2 * i + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] >> 16)));
+  }
+}
+__host__ __device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
+  std::uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    w[i] = static_cast<std::uint32_t>(__half_as_ushort(__float2half_rn(v[2 * i]))) |
+           static_cast<std::uint32_t>(__half_as_ushort(__float2half_rn(v[2 * i + 1]))) << 16;
+  return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 // Kernel variants, all on by default. f16_bk64 and dw_one_output since 2026-11-30 (measured on the
@@ -76,6 +114,7 @@ struct ConvVariants {
                                 // memory, a persistent grid streaming 128-pixel tiles
   bool f16_narrow_stem = true;  // the same kernel for the small-c_in convs (the stem), instead of
                                 // conv2d_direct_small_cin
+  bool dw_tiled_f16 = true;     // fp16 depthwise over large grids: dwconv_tiled_f16 (input tile in shared memory)
 };
 ConvVariants& conv_variants();
 // Parses a YOLO12_CONV_VARIANTS value: comma-separated names (exact, unknown ones are ignored), "none"
@@ -111,13 +150,20 @@ F16Plan narrow_plan(const ConvShape& s, const GpuFacts& gpu);
 
 // The kernel conv2d_forward runs for a shape (given aligned weights), the one choice that both the
 // dispatch and the profile's label (conv_algorithm_name) read.
-enum class ConvAlgorithm { DirectNaive, Depthwise, DirectSmallCin, NarrowF16, ImplicitGemmF16, ImplicitGemmF32 };
+enum class ConvAlgorithm { DirectNaive, Depthwise, DepthwiseTiledF16, DirectSmallCin, NarrowF16, ImplicitGemmF16,
+                           ImplicitGemmF32 };
 ConvAlgorithm conv_algorithm(const ConvShape& s, bool fp16);
 
 // Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p.s).
 template <typename T> void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream);
 bool dwconv_direct_supports(const ConvShape& s);  // k in {3, 5, 7}, stride in {1, 2}, dilation 1
 template <typename T> void launch_dwconv_direct(const ConvParams<T>& p, cudaStream_t stream);
+// Whether launch_dwconv_direct runs dwconv_tiled_f16 for this shape in fp16 (when the views are 16-byte
+// aligned): variant on, k 3/5/7, stride 1/2, c % 8 == 0, and a grid that fills the GPU.
+bool dwconv_tiled_f16_takes(const ConvShape& s);
+// dwconv_tiled_f16 itself, for the tests: any depthwise shape dwconv_direct_supports with c % 8 == 0 and
+// 16-byte aligned views.
+void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream);
 bool conv2d_direct_small_cin_supports(const ConvShape& s);  // groups 1, c_in <= 4, c_out <= 64, k <= 7
 template <typename T> void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream);
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t stream);

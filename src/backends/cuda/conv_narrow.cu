@@ -28,14 +28,6 @@ namespace yolo12::cuda::conv_detail {
 
 namespace {
 
-// 16-byte cp.async through L1; a null source writes zeros (reading nothing from `any`, a valid address).
-struct CpAsyncCopy {
-  const void* any;
-  __device__ void operator()(__half* dst, const __half* src) const {
-    cp_async_16_ca(dst, src ? static_cast<const void*>(src) : any, src ? 16 : 0);
-  }
-};
-
 template <int BN, bool kVecA>
 __global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const NarrowParams p) {
   static_assert(BN == 8 || BN % 16 == 0, "B fragments are read one n8 block (bn 8) or two at a time");
@@ -49,7 +41,7 @@ __global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const Narrow
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   float* Cs = reinterpret_cast<float*>(smem_raw + L.c_off) + warp * kNarrowStageRows * L.c_row;  // (8, c_row)
   const int stage_halves = kNarrowRows * L.a_row;
-  const CpAsyncCopy copy{a.x};
+  const CpAsyncZfill16<true> copy{a.x};  // through L1: the k x k taps of neighbouring pixels
   auto gather = [&](int tile, int stage) {
     __half* as = As + stage * stage_halves;
     if constexpr (kVecA) narrow_gather_vec(a, tile, L.a_row, p.k16, as, tid, copy);

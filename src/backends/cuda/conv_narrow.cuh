@@ -13,7 +13,6 @@
 // phase (and each 8 lanes' cp.async writes) fall in distinct banks.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
 #include "conv_gemm.cuh"
@@ -72,30 +71,6 @@ __host__ __device__ inline int narrow_lanes_per_row(int chunks_per_tap) {
   int lanes = 1;
   while (lanes * 2 <= chunks_per_tap && lanes * 2 <= 8) lanes *= 2;
   return lanes;
-}
-
-__host__ __device__ inline __half load_half(const __half* p) {
-#ifdef __CUDA_ARCH__
-  return __ldg(p);
-#else
-  return *p;
-#endif
-}
-
-__host__ __device__ inline uint4 load_16_nc(const void* p) {
-#ifdef __CUDA_ARCH__
-  return __ldg(reinterpret_cast<const uint4*>(p));
-#else
-  return *reinterpret_cast<const uint4*>(p);
-#endif
-}
-
-__host__ __device__ inline float silu_f(float v) {
-#ifdef __CUDA_ARCH__
-  return v / (1.f + __expf(-v));
-#else
-  return v / (1.f + std::exp(-v));
-#endif
 }
 
 // copy(dst, src): 16 bytes from global src into shared dst, or 16 zero bytes when src is null.
@@ -160,8 +135,8 @@ __host__ __device__ inline void narrow_gather_scalar(const ImplicitGemmParams<__
 #pragma unroll
         for (int j = 0; j < kChunk; j += 2) {
           const int ci = c * kChunk + j;
-          const __half lo = src && ci < a.cin_g ? load_half(src + ci) : __float2half_rn(0.f);
-          const __half hi = src && ci + 1 < a.cin_g ? load_half(src + ci + 1) : __float2half_rn(0.f);
+          const __half lo = src && ci < a.cin_g ? load_nc(src + ci) : __float2half_rn(0.f);
+          const __half hi = src && ci + 1 < a.cin_g ? load_nc(src + ci + 1) : __float2half_rn(0.f);
           word[j / 2] = static_cast<std::uint32_t>(__half_as_ushort(lo)) |
                         static_cast<std::uint32_t>(__half_as_ushort(hi)) << 16;
         }
@@ -200,23 +175,13 @@ __host__ __device__ inline void narrow_store_staged(const ImplicitGemmParams<__h
     __half* yp = a.y + static_cast<long long>(m) * a.ldy + n;
     const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + n : nullptr;
     if (a.vec_out && n + 8 <= a.n_g) {
-      // Channel pairs as 32-bit words (low half first), unpacked and packed with integer operations, not
-      // through a pointer of another type (which the host compiler may assume does not alias).
       if (rp) {
-        const uint4 raw = load_16_nc(rp);
-        const std::uint32_t word[4] = {raw.x, raw.y, raw.z, raw.w};
+        float r[8];
+        unpack8(load_nc(reinterpret_cast<const uint4*>(rp)), r);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          v[2 * e] += __half2float(__ushort_as_half(static_cast<unsigned short>(word[e] & 0xffffu)));
-          v[2 * e + 1] += __half2float(__ushort_as_half(static_cast<unsigned short>(word[e] >> 16)));
-        }
+        for (int e = 0; e < 8; ++e) v[e] += r[e];
       }
-      std::uint32_t word[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        word[e] = static_cast<std::uint32_t>(__half_as_ushort(__float2half_rn(v[2 * e]))) |
-                  static_cast<std::uint32_t>(__half_as_ushort(__float2half_rn(v[2 * e + 1]))) << 16;
-      *reinterpret_cast<uint4*>(yp) = make_uint4(word[0], word[1], word[2], word[3]);
+      *reinterpret_cast<uint4*>(yp) = pack8(v);
     } else {
 #pragma unroll
       for (int e = 0; e < 8; ++e)

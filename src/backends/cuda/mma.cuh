@@ -28,6 +28,18 @@ __device__ __forceinline__ void cp_async_16(void* dst, const void* src, int src_
 __device__ __forceinline__ void cp_async_16_ca(void* dst, const void* src, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
+// The copy the kernels' tile loads take (conv_narrow.cuh, conv_depthwise.cuh): 16 bytes from global src
+// into shared dst, or 16 zero bytes for a null src (reading nothing from `any`, a valid address); through
+// L1 (.ca) where kL1, for gathers that read each input several times, else L2 only (.cg).
+template <bool kL1>
+struct CpAsyncZfill16 {
+  const void* any;
+  __device__ void operator()(__half* dst, const __half* src) const {
+    const void* from = src ? static_cast<const void*>(src) : any;
+    if constexpr (kL1) cp_async_16_ca(dst, from, src ? 16 : 0);
+    else cp_async_16(dst, from, src ? 16 : 0);
+  }
+};
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
