@@ -19,8 +19,8 @@
 #          PERF_VARIANTS (the defaults, and the newest variants off one group at a time); yolo12-bench
 #          fp16 at batch 1 and 32 on yolo12n and yolo12s (PERF_SCALES; the peer's random weights,
 #          `bench/torch_peer.py save`) with the variants on and off; then, in the time left,
-#          compute-sanitizer memcheck and racecheck on the new kernels' test cases ([narrow], [dwtiled],
-#          the roofline probes) and memcheck on test_preprocess.
+#          compute-sanitizer memcheck and racecheck on the new kernels' test cases ([narrow], [dwtiled]:
+#          one process each), memcheck on the roofline probes and on test_preprocess.
 #   cli    only the carried CLI step (no build): .carry/cli/yolo12-infer, made elsewhere by
 #          tools/dev/build_cli_static.sh, on the shared images with the real YOLO11n and YOLOv8n on the
 #          CPU, on CUDA and on CUDA in FP16, compared by tools/dev/compare_detections.py (`test` and
@@ -328,9 +328,10 @@ if [ "$mode" = perf ]; then
     note "compute-sanitizer: skipped (only ${left} s of PERF_BUDGET left)"
   else
     SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-$left}
-    new_cases='[narrow]~[host],[dwtiled]~[host]'
-    san_job memcheck test_conv test_conv_new "$new_cases"
-    san_job racecheck test_conv test_conv_new "$new_cases"
+    for tag in narrow dwtiled; do  # one process per kernel, so a slow one cannot leave the other unchecked
+      san_job memcheck test_conv "test_conv_$tag" "[$tag]~[host]"
+      san_job racecheck test_conv "test_conv_$tag" "[$tag]~[host]"
+    done
     san_job memcheck test_roofline test_roofline '[roofline]~[host]~measure_roofline*'
     san_job memcheck test_preprocess test_preprocess '*'
     san_report
