@@ -15,11 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "yolo12/export.hpp"
 #include "yolo12/yolo12.hpp"
 
 namespace yolo12 {
 
-struct DeviceSpec {
+struct YOLO12_API DeviceSpec {
   Device device = Device::Auto;
   int index = 0;  // CUDA ordinal (0 for cpu and auto)
   // "auto", "cpu" or "cuda:N"
@@ -30,9 +31,9 @@ struct DeviceSpec {
 // a bare ordinal `N` (the Ultralytics spelling, `0,1`), with `cuda:0,1` meaning cuda:0 and cuda:1. At
 // most 64 entries; an entry may repeat (two workers on one GPU). Throws OptionError naming the bad
 // entry. Whether a device exists is checked when a Detector is made on it.
-std::vector<DeviceSpec> parse_devices(const std::string& text);
+YOLO12_API std::vector<DeviceSpec> parse_devices(const std::string& text);
 
-class DetectorPool {
+class YOLO12_API DetectorPool {
  public:
   // One Detector per entry of `devices`, with `options` (whose device fields are replaced by each
   // entry's). The model file is read once. Throws as the Detector constructor does; a device that
