@@ -36,7 +36,8 @@ namespace {
 // The --device list (yolo12::parse_devices): "auto", "cpu", "cuda", "cuda:N", "N", or a list such as
 // "cuda:0,1" or "0,1".
 std::vector<yolo12::DeviceSpec> parse_device_list(const std::string& text) {
-  if (text.find_first_not_of(" \t") == std::string::npos) throw UsageError("--device needs a value (cpu, cuda, cuda:N, N, auto or a list such as 0,1)");
+  if (text.find_first_not_of(" \t") == std::string::npos)
+    throw UsageError("--device needs a value (cpu, cuda, cuda:N, N, auto or a list such as 0,1)");
   try {
     return yolo12::parse_devices(text);
   } catch (const yolo12::OptionError& e) {
@@ -208,7 +209,9 @@ int run(int argc, char** argv) {
   app.add_option("sources", opt.sources, "Images, folders, globs, lists, videos, cameras or URLs");
   app.add_option("--model", opt.model,
                  "Model file (.y12); default: $YOLO12_MODEL, then the one recorded by exporter/export.py");
-  app.add_option("--device", opt.device, "cpu, cuda, cuda:N, N or auto (CUDA when available); a list (cuda:0,1 or 0,1) spreads the work")->capture_default_str();
+  app.add_option("--device", opt.device,
+                 "cpu, cuda, cuda:N, N or auto (CUDA when available); a list (cuda:0,1 or 0,1) spreads the work")
+      ->capture_default_str();
   std::string imgsz_text, classes_text;  // integer lists, split by parse_int_list()
   app.add_option("--imgsz", imgsz_text, "Network input size: N (square) or H W, multiples of 32; default: the model's")
       ->type_name("N|H W");
@@ -345,16 +348,13 @@ int run(int argc, char** argv) {
     console.verbose("planning for batches of " + std::to_string(detector_options.max_batch) + " (the longest run of images), not --batch " +
                     std::to_string(opt.batch));
   // Several CPU entries share the cores: --threads 0 ("all cores") gives each its part.
-  const auto cpu_entries = std::count_if(devices.begin(), devices.end(), [](const yolo12::DeviceSpec& s) { return s.device == yolo12::Device::Cpu; });
+  const auto cpu_entries = std::count_if(devices.begin(), devices.end(),
+                                         [](const yolo12::DeviceSpec& s) { return s.device == yolo12::Device::Cpu; });
   if (opt.threads == 0 && cpu_entries > 1)
-    detector_options.cpu_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / cpu_entries));
+    detector_options.cpu_threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency() / static_cast<unsigned>(cpu_entries)));
   std::unique_ptr<yolo12::DetectorPool> pool = make_pool(model.path, detector_options, devices);
-  std::string device_names;  // "cpu", or "cuda:0, cuda:1"
-  bool any_cpu = false;
-  for (std::size_t i = 0; i < pool->size(); ++i) {
-    device_names += (i ? ", " : "") + (*pool)[i].device_name();
-    any_cpu = any_cpu || pool->device(i).device == yolo12::Device::Cpu;
-  }
+  const std::string devices_used = device_names(*pool);
   const yolo12::ModelInfo& info = (*pool)[0].info();
   std::unique_ptr<JsonLines> json;
   try {
@@ -375,8 +375,10 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
   console.verbose("model " + model.path + " (" + model.origin + "): " + info.family + (info.scale.empty() ? "" : " " + info.scale) +
-                  ", " + std::to_string(info.num_classes) + " classes, on " + device_names);
-  if (opt.half && any_cpu) console.warning("--half has no effect on the CPU backend; running FP32");
+                  ", " + std::to_string(info.num_classes) + " classes, on " + devices_used);
+  bool on_cpu = false;  // what the entries became (auto: cpu without a GPU)
+  for (std::size_t i = 0; i < pool->size(); ++i) on_cpu = on_cpu || pool->device(i).device == yolo12::Device::Cpu;
+  if (opt.half && on_cpu) console.warning("--half has no effect on the CPU backend; running FP32");
 
   install_stop_handlers();
   ImageLimits limits;
@@ -392,7 +394,7 @@ int run(int argc, char** argv) {
     const double n = static_cast<double>(t.results);
     console.info("Speed: " + format_ms(t.preprocess_ms / n) + "ms preprocess, " + format_ms(t.inference_ms / n) +
                  "ms inference, " + format_ms(t.postprocess_ms / n) + "ms postprocess per image on " +
-                 device_names);
+                 devices_used);
   }
   if (!run_dir.empty()) console.info("Results saved to " + run_dir);
   if (t.failed_inputs > 0)

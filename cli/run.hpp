@@ -156,5 +156,7 @@ bool run_video(RunContext& ctx, yolo12::Detector& detector, const Input& input, 
 // images are one sequence), each video or stream runs on a free detector, up to one per detector at
 // once. Returns false when a decoder thread was left behind (see run_video).
 bool run_inputs(RunContext& ctx, yolo12::DetectorPool& pool, const std::vector<Input>& inputs);
+// "cpu", "cpu, cpu" or "cuda:0, cuda:1": the pool's devices, in order.
+std::string device_names(const yolo12::DetectorPool& pool);
 
 }  // namespace yolo12_cli

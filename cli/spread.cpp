@@ -22,13 +22,6 @@ std::string images_text(std::size_t first, std::size_t end) {
                           : "images " + std::to_string(first + 1) + ".." + std::to_string(end);
 }
 
-// "cpu, cpu" or "cuda:0, cuda:1": the pool's devices.
-std::string device_names(const std::vector<yolo12::Detector*>& detectors) {
-  std::string names;
-  for (const yolo12::Detector* d : detectors) names += (names.empty() ? "" : ", ") + d->device_name();
-  return names;
-}
-
 // One thread per running source, on a detector that no other source uses meanwhile.
 class SourceSlots {
  public:
@@ -73,6 +66,12 @@ class SourceSlots {
 
 }  // namespace
 
+std::string device_names(const yolo12::DetectorPool& pool) {
+  std::string names;
+  for (std::size_t i = 0; i < pool.size(); ++i) names += (i ? ", " : "") + pool[i].device_name();
+  return names;
+}
+
 bool run_inputs(RunContext& ctx, yolo12::DetectorPool& pool, const std::vector<Input>& inputs) {
   std::vector<yolo12::Detector*> detectors;
   for (std::size_t i = 0; i < pool.size(); ++i) detectors.push_back(&pool[i]);
@@ -97,7 +96,7 @@ bool run_inputs(RunContext& ctx, yolo12::DetectorPool& pool, const std::vector<I
                             workers[0]->device_name() + " alone");
       } else if (spread) {
         ctx.console.verbose(images_text(i, end) + ": batches of " + std::to_string(ctx.options.batch) +
-                            " in turn on " + device_names(workers));
+                            " in turn on " + device_names(pool));
       }
       run_images(ctx, workers, inputs, i, end);
       i = end;

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "output.hpp"
 #include "paths.hpp"
 #include "spread.hpp"
+#include "stderr_capture.hpp"
 
 namespace fs = std::filesystem;
 using namespace yolo12_cli;
@@ -359,4 +361,25 @@ TEST_CASE("run_in_order: a stop ends it after the items in hand; errors reach th
                         },
                         [] { return false; }),
                     "consumer failed");
+}
+
+TEST_CASE("stderr captures from several threads at once each get their own lines", "[spread]") {
+  // The image workers decode at the same time: each capture must see only what was printed inside
+  // it, and stderr must be itself again afterwards (a capture inside another would leave it pointing
+  // at a closed memory file).
+  std::vector<std::string> captured(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&captured, t] {
+      for (int i = 0; i < 5; ++i) {
+        const std::string text = capture_stderr([&] {
+          std::fprintf(stderr, "thread %d line %d\n", t, i);
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));  // long enough for the others to start one
+        });
+        if (text != "thread " + std::to_string(t) + " line " + std::to_string(i) + "\n") captured[t] += "[" + text + "]";
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (const std::string& wrong : captured) CHECK(wrong.empty());
+  CHECK(capture_stderr([] { std::fputs("after\n", stderr); }) == "after\n");
 }

@@ -137,6 +137,30 @@ class Devices(unittest.TestCase):
                          without_times([json.loads(l) for l in one.splitlines()]))
         self.assertIn("--track: images 1..5 form one sequence and run on cpu alone", err)
 
+    def cuda_works(self, index):
+        rc, _, _ = run("--model", self.model, "--imgsz", "160", "--device", f"cuda:{index}",
+                       os.path.join(self.images, "im0.jpg"), "-q")
+        return rc == 0
+
+    def test_gpu_lists_give_the_one_gpu_results(self):
+        # On a GPU machine with a CUDA build (tools/gpu_check.sh builds one): 0,0 (two workers on one
+        # GPU) and, with two GPUs, 0,1 and cuda:0,1 against --device 0.
+        if not self.cuda_works(0):
+            self.skipTest("no usable CUDA device (no GPU, or a build without CUDA)")
+        lists = ["0,0"] + (["0,1", "cuda:0,1"] if self.cuda_works(1) else [])
+        sources = [self.images, *self.videos]
+        one, one_files, _ = self.outputs("gpu_one", 0, "--device", "0", *sources)
+        for devices in lists:
+            two, two_files, log = self.outputs("gpu_" + devices.replace(":", "_").replace(",", "_"), 0, "--device",
+                                               devices, *sources)
+            self.assertEqual([l for l in two if "frame" not in l], [l for l in one if "frame" not in l], devices)
+            for video in self.videos:
+                self.assertEqual([l for l in two if l["source"] == video], [l for l in one if l["source"] == video])
+            self.assertEqual(len(two), len(one))
+            self.assertEqual(two_files, one_files, devices)
+            names = ", ".join("cuda:" + i for i in devices.replace("cuda:", "").split(","))
+            self.assertRegex(log, r"Speed: .* per image on " + names + "\n", devices)
+
     def test_lists_that_cannot_be_honoured_are_usage_errors_before_any_work(self):
         cases = [("0,x", "device 'x' is not a device"), ("auto,0", "'auto' cannot be part of a list"),
                  ("cpu,,cpu", "is empty"), ("0,63", "cuda")]
