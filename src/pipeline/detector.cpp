@@ -89,6 +89,15 @@ std::string ModelInfo::summary() const {
   return os.str();
 }
 
+namespace {
+
+// The backend for resolved options (device picked, sizes filled).
+std::unique_ptr<Backend> make_backend(const std::shared_ptr<const model::ModelFile>& model, const DetectorOptions& o) {
+  return o.device == Device::Cuda ? make_cuda_backend(model, o) : make_cpu_backend(model, o);
+}
+
+}  // namespace
+
 Detector::Detector(const std::string& model_path, const DetectorOptions& options) : impl_(new Impl) {
   impl_->model = model::ModelFile::open(model_path);
   impl_->info = impl_->model->info();
@@ -98,8 +107,7 @@ Detector::Detector(const std::string& model_path, const DetectorOptions& options
   Device device = impl_->options.device;
   if (device == Device::Auto) device = cuda_device_available() ? Device::Cuda : Device::Cpu;
   impl_->options.device = device;
-  if (device == Device::Cuda) impl_->backend = make_cuda_backend(impl_->model, impl_->options);
-  else impl_->backend = make_cpu_backend(impl_->model, impl_->options);
+  impl_->backend = make_backend(impl_->model, impl_->options);
 }
 
 Detector::Detector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -147,6 +155,21 @@ Detector Detector::clone() const {
   impl->info = impl_->info;
   impl->options = impl_->options;
   impl->backend = impl_->backend->clone();
+  return Detector(std::move(impl));
+}
+
+Detector Detector::clone(Device device, int device_index) const {
+  if (device == Device::Auto) device = cuda_device_available() ? Device::Cuda : Device::Cpu;
+  if (device_index < 0) throw OptionError("invalid option: device index must be >= 0");
+  const DetectorOptions& o = impl_->options;
+  if (device == o.device && (device == Device::Cpu || device_index == o.device_index)) return clone();
+  auto impl = std::make_unique<Impl>();
+  impl->model = impl_->model;  // already in memory and checked: nothing is read again
+  impl->info = impl_->info;
+  impl->options = o;
+  impl->options.device = device;
+  impl->options.device_index = device == Device::Cuda ? device_index : 0;
+  impl->backend = make_backend(impl->model, impl->options);
   return Detector(std::move(impl));
 }
 
