@@ -12,7 +12,6 @@
 #include "graph/memory_plan.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <sstream>
 #include <string>
@@ -61,8 +60,6 @@ struct CpuExecutor::State {
   graph::Graph g;
   int max_batch = 1;
   bool keep_values = false;
-  bool profiling = false;
-  std::vector<double> op_ms;
   ThreadPool pool;
   std::vector<ConvWeights> conv;       // per op (empty entries for non-conv ops)
   std::vector<std::size_t> offset;     // per value: offset in the arena (floats), per image
@@ -252,28 +249,21 @@ void CpuExecutor::forward(const float* x, int batch, float* out) {
                      std::to_string(s_->max_batch) + " (max_batch)");
   s_->input = x;
   s_->output = out;
-  if (s_->profiling) {
-    s_->op_ms.assign(s_->g.ops.size(), 0.0);
-    for (std::size_t i = 0; i < s_->g.ops.size(); ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      s_->run_op(i, batch);
-      s_->op_ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    }
-  } else {
-    for (std::size_t i = 0; i < s_->g.ops.size(); ++i) s_->run_op(i, batch);
-  }
+  for (std::size_t i = 0; i < s_->g.ops.size(); ++i) s_->run_op(i, batch);
   s_->input = nullptr;
   s_->output = nullptr;
 }
 
 int CpuExecutor::channels() const { return s_->g.values[s_->g.output_value].c; }
 int CpuExecutor::anchors() const { return s_->g.values[s_->g.output_value].w; }
-int CpuExecutor::input_h() const { return s_->g.input_h; }
-int CpuExecutor::input_w() const { return s_->g.input_w; }
 const graph::Graph& CpuExecutor::graph() const { return s_->g; }
+int CpuExecutor::max_batch() const { return s_->max_batch; }
 
-void CpuExecutor::set_profiling(bool on) { s_->profiling = on; }
-const std::vector<double>& CpuExecutor::last_op_ms() const { return s_->op_ms; }
+void CpuExecutor::run(const ExecutorRun& r) {
+  if (r.images || r.detections)
+    throw InputError("CPU executor: takes letterboxed images and returns the raw head (no fused stages)");
+  forward(r.input, r.batch, r.raw);
+}
 
 std::vector<float> CpuExecutor::value(int value, int batch) const {
   if (value <= graph::Graph::kInputValue || value >= static_cast<int>(s_->g.values.size()) ||

@@ -89,3 +89,25 @@ template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return
   } while (0)
 
 #define YOLO12_CUDA_CHECK_LAUNCH() YOLO12_CUDA_CHECK(cudaGetLastError())
+
+namespace yolo12::cuda {
+
+// Captures what `enqueue` puts on `stream` into a new graph. If enqueue throws, the capture is ended
+// and its graph dropped before the exception goes on.
+template <typename F>
+cudaGraph_t capture_graph(cudaStream_t stream, F&& enqueue) {
+  YOLO12_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    cudaStreamEndCapture(stream, &broken);
+    if (broken) cudaGraphDestroy(broken);
+    throw;
+  }
+  cudaGraph_t graph = nullptr;
+  YOLO12_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  return graph;
+}
+
+}  // namespace yolo12::cuda

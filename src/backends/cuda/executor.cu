@@ -51,24 +51,6 @@ ConvShape conv_shape(const graph::Graph& g, const graph::ConvOp& c, int batch) {
   return s;
 }
 
-// Captures what `enqueue` puts on `stream` into a new graph. If enqueue throws, the capture is ended
-// and its graph dropped before the exception goes on.
-template <typename F>
-cudaGraph_t capture_graph(cudaStream_t stream, F&& enqueue) {
-  YOLO12_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  try {
-    enqueue();
-  } catch (...) {
-    cudaGraph_t broken = nullptr;
-    cudaStreamEndCapture(stream, &broken);
-    if (broken) cudaGraphDestroy(broken);
-    throw;
-  }
-  cudaGraph_t graph = nullptr;
-  YOLO12_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  return graph;
-}
-
 // The launch of a network step whose kernel parameters carry the batch in `batch`: the parameters
 // bound at build time, with the batch of each inference filled in.
 template <typename P>
@@ -86,11 +68,12 @@ std::function<void(int, cudaStream_t)> with_batch(const P& p, void (*launch)(con
 }
 
 template <typename T>
-class ExecutorImpl final : public Executor {
+class ExecutorImpl final : public CudaExecutor {
  public:
   ExecutorImpl(std::shared_ptr<const DeviceWeights> weights, const model::ModelFile& file, const ExecutorConfig& cfg,
                cudaStream_t stream)
       : weights_(std::move(weights)), cfg_(cfg), stream_(stream) {
+    if (cfg.max_batch < 1) throw OptionError("max_batch must be at least 1, got " + std::to_string(cfg.max_batch));
     graph_ = graph::build_graph(file.header(), cfg.input_h, cfg.input_w);
     const graph::Graph& g = graph_;
     if (g.output_value < 0) throw ModelError("CUDA backend: the graph has no Detect output");
@@ -109,22 +92,38 @@ class ExecutorImpl final : public Executor {
   }
 
   ~ExecutorImpl() override {
+    cudaSetDevice(weights_->device);
+    cudaStreamSynchronize(stream_);  // nothing of ours may still be running when the buffers go
     drop_graphs();
     for (cudaEvent_t e : ev_)
       if (e) cudaEventDestroy(e);
   }
 
-  int input_h() const override { return cfg_.input_h; }
-  int input_w() const override { return cfg_.input_w; }
+  ExecutorCaps caps() const override { return ExecutorCaps{true, true}; }
+  const graph::Graph& graph() const override { return graph_; }
   int max_batch() const override { return cfg_.max_batch; }
-  int channels() const override { return 4 + graph_.nc; }
-  int anchors() const override { return anchors_; }
   const MemoryPlan& plan() const override { return plan_; }
-  DeviceStageTimes last_times() const override { return times_; }
+  const std::vector<Step>& network() const override { return steps_; }
+  cudaStream_t stream() const override { return stream_; }
 
-  void forward_raw(const float* nchw, int batch, float* out) override {
-    if (batch < 1 || batch > cfg_.max_batch)
-      throw InputError("forward_raw: batch " + std::to_string(batch) + " outside 1.." + std::to_string(cfg_.max_batch));
+  void run(const ExecutorRun& r) override {
+    YOLO12_CUDA_CHECK(cudaSetDevice(weights_->device));
+    if (r.batch < 1 || r.batch > cfg_.max_batch)
+      throw InputError("CUDA executor: batch " + std::to_string(r.batch) + " outside 1.." +
+                       std::to_string(cfg_.max_batch));
+    if (r.images && r.geometry && r.detections) {
+      detect(r);
+    } else if (r.input && r.raw && !r.images && !r.detections) {
+      forward_raw(r.input, r.batch, r.raw);
+    } else {
+      throw InputError("CUDA executor: run() takes images and returns detections, or a tensor and returns the raw head");
+    }
+  }
+
+ private:
+  int channels() const { return 4 + graph_.nc; }
+
+  void forward_raw(const float* nchw, int batch, float* out) {
     const std::size_t in_elems = static_cast<std::size_t>(batch) * 3 * cfg_.input_h * cfg_.input_w;
     const std::size_t out_elems = static_cast<std::size_t>(batch) * channels() * anchors_;
     if (!raw_in_.get()) {  // the parity path's own buffers, on first use
@@ -151,10 +150,30 @@ class ExecutorImpl final : public Executor {
     YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
-  void stage_images(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry) override {
-    if (images.empty() || images.size() > static_cast<std::size_t>(cfg_.max_batch))
-      throw InputError("batch of " + std::to_string(images.size()) + " images outside 1.." +
-                       std::to_string(cfg_.max_batch));
+  void detect(const ExecutorRun& r) {
+    const std::vector<ImageView> images(r.images, r.images + r.batch);
+    const std::vector<pre::LetterboxParams> geometry(r.geometry, r.geometry + r.batch);
+    stage_images(images, geometry);
+    GraphSlot& slot = graph_for(r.batch);
+    YOLO12_CUDA_CHECK(cudaGraphExecMemcpyNodeSetParams1D(slot.exec, slot.h2d, staging_dev_.get(), staging_host_.get(),
+                                                         staged_bytes_, cudaMemcpyHostToDevice));
+    YOLO12_CUDA_CHECK(cudaGraphLaunch(slot.exec, stream_));
+    YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (r.device_times) {
+      // Stage times are informative only: a failed query must not cost the detections.
+      float ms[3] = {0.f, 0.f, 0.f};
+      for (int i = 0; i < 3; ++i)
+        if (cudaEventElapsedTime(&ms[i], ev_[i], ev_[i + 1]) != cudaSuccess) {
+          (void)cudaGetLastError();
+          ms[0] = ms[1] = ms[2] = 0.f;
+          break;
+        }
+      *r.device_times = StageTimes{ms[0], ms[1], ms[2]};
+    }
+    read_detections(r.batch, r.detections);
+  }
+
+  void stage_images(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry) {
     for (const auto& gm : geometry)
       if (gm.dst_w != cfg_.input_w || gm.dst_h != cfg_.input_h)
         throw InputError("letterbox target " + std::to_string(gm.dst_w) + "x" + std::to_string(gm.dst_h) +
@@ -172,89 +191,23 @@ class ExecutorImpl final : public Executor {
     staged_bytes_ = preprocess_stage(images, geometry, staging_host_.get());
   }
 
-  void enqueue_preprocess(int batch) override {
+  void enqueue_preprocess(int batch) {
     YOLO12_CUDA_CHECK(cudaMemcpyAsync(staging_dev_.get(), staging_host_.get(), staged_bytes_, cudaMemcpyHostToDevice,
                                       stream_));
     enqueue_letterbox(batch);
   }
 
-  void enqueue_network(int batch) override {
+  void enqueue_network(int batch) {
     for (const Step& step : steps_) step.run(batch, stream_);
   }
 
-  std::vector<OpProfile> profile_network(int batch, int warmup, int iters) override {
-    const std::size_t n = steps_.size();
-    std::vector<cudaEvent_t> ev(n + 1, nullptr);
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    struct Release {  // whatever was created, on every way out
-      std::function<void()> f;
-      ~Release() { f(); }
-    } release{[&] {
-      if (exec) cudaGraphExecDestroy(exec);
-      if (graph) cudaGraphDestroy(graph);
-      for (cudaEvent_t e : ev)
-        if (e) cudaEventDestroy(e);
-    }};
-    for (auto& e : ev) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
-    graph = capture_graph(stream_, [&] {
-      YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev[0], stream_, cudaEventRecordExternal));
-      for (std::size_t i = 0; i < n; ++i) {
-        steps_[i].run(batch, stream_);
-        YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev[i + 1], stream_, cudaEventRecordExternal));
-      }
-    });
-    YOLO12_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    std::vector<std::vector<float>> ms(n);
-    for (int it = 0; it < warmup + iters; ++it) {
-      YOLO12_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
-      YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      if (it < warmup) continue;
-      for (std::size_t i = 0; i < n; ++i) {
-        float t = 0;
-        YOLO12_CUDA_CHECK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
-        ms[i].push_back(t);
-      }
-    }
-    std::vector<OpProfile> out(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Step& st = steps_[i];
-      std::sort(ms[i].begin(), ms[i].end());
-      out[i].label = st.label;
-      out[i].bytes = st.bytes_per_image * batch + st.weight_bytes;
-      out[i].flops = st.flops_per_image * batch;
-      out[i].median_ms = ms[i].empty() ? 0.0 : ms[i][ms[i].size() / 2];
-    }
-    return out;
-  }
-
-  void enqueue_postprocess(int batch) override {
+  void enqueue_postprocess(int batch) {
     DetectParams<T> d = detect_params_;
     d.batch = batch;
     detect_forward<T>(d, stream_);
     YOLO12_CUDA_CHECK(cudaMemcpyAsync(out_host_.get(), out_dev_.get(), out_bytes(batch), cudaMemcpyDeviceToHost, stream_));
   }
 
-  std::vector<std::vector<Detection>> detect(const std::vector<ImageView>& images,
-                                             const std::vector<pre::LetterboxParams>& geometry) override {
-    stage_images(images, geometry);
-    const int batch = static_cast<int>(images.size());
-    GraphSlot& slot = graph_for(batch);
-    YOLO12_CUDA_CHECK(cudaGraphExecMemcpyNodeSetParams1D(slot.exec, slot.h2d, staging_dev_.get(), staging_host_.get(),
-                                                         staged_bytes_, cudaMemcpyHostToDevice));
-    YOLO12_CUDA_CHECK(cudaGraphLaunch(slot.exec, stream_));
-    YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    // Stage times are informative only: a failed query must not cost the detections.
-    if (cudaEventElapsedTime(&times_.preprocess_ms, ev_[0], ev_[1]) != cudaSuccess ||
-        cudaEventElapsedTime(&times_.network_ms, ev_[1], ev_[2]) != cudaSuccess ||
-        cudaEventElapsedTime(&times_.postprocess_ms, ev_[2], ev_[3]) != cudaSuccess) {
-      (void)cudaGetLastError();
-      times_ = DeviceStageTimes{};
-    }
-    return read_detections(batch);
-  }
-
- private:
   struct GraphSlot {
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
@@ -269,15 +222,6 @@ class ExecutorImpl final : public Executor {
   int anchors_ = 0;
   DeviceBuffer arena_;
   std::vector<std::size_t> value_offset_;  // bytes into the arena per value (ArenaPlan::kNone: outside)
-  // One network op, bound to its buffers: run(batch, stream) enqueues it; the rest is what
-  // profile_network reports for it.
-  struct Step {
-    std::function<void(int, cudaStream_t)> run;
-    std::string label;
-    double bytes_per_image = 0;  // activations read + written
-    double weight_bytes = 0;
-    double flops_per_image = 0;
-  };
   std::vector<Step> steps_;
   DetectParams<T> detect_params_;
   DeviceBuffer workspace_;  // detect workspace | class filter | kept boxes + counts
@@ -289,7 +233,6 @@ class ExecutorImpl final : public Executor {
   DeviceBuffer raw_in_, raw_out_;
   std::vector<GraphSlot> graphs_;  // index batch - 1
   cudaEvent_t ev_[4] = {};
-  DeviceStageTimes times_;
 
 
   T* value_ptr(int v) const { return arena_.as<T>(value_offset_[v]); }
@@ -303,7 +246,7 @@ class ExecutorImpl final : public Executor {
     return static_cast<const char*>(weights_->data) + it->second;
   }
   std::size_t out_bytes(int batch) const {
-    return align_up(sizeof(int) * cfg_.max_batch, kAlign) + sizeof(float) * 6 * cfg_.max_det * batch;
+    return align_up(sizeof(int) * cfg_.max_batch, kAlign) + sizeof(float) * 6 * cfg_.nms.max_det * batch;
   }
 
   void plan_memory() {
@@ -465,10 +408,10 @@ class ExecutorImpl final : public Executor {
         case graph::OpKind::Detect: {
           const graph::DetectOp& d = op.detect;
           const int levels = static_cast<int>(d.box.size());
-          if (!detect_can_implement(levels, d.reg_max, d.nc, cfg_.max_det) || d.cls.size() != d.box.size() ||
+          if (!detect_can_implement(levels, d.reg_max, d.nc, cfg_.nms.max_det) || d.cls.size() != d.box.size() ||
               d.strides.size() != d.box.size())
             cannot_run(op, "Detect with " + std::to_string(levels) + " levels, reg_max " + std::to_string(d.reg_max) +
-                               ", max_det " + std::to_string(cfg_.max_det));
+                               ", max_det " + std::to_string(cfg_.nms.max_det));
           DetectParams<T> p;
           p.nc = d.nc;
           p.reg_max = d.reg_max;
@@ -486,11 +429,11 @@ class ExecutorImpl final : public Executor {
             anchors_ += bv.h * bv.w;
           }
           p.anchors = anchors_;
-          p.conf = cfg_.conf;
-          p.iou = cfg_.iou;
-          p.max_det = cfg_.max_det;
-          p.max_nms = cfg_.max_nms;
-          p.agnostic = cfg_.agnostic;
+          p.conf = cfg_.nms.conf;
+          p.iou = cfg_.nms.iou;
+          p.max_det = cfg_.nms.max_det;
+          p.max_nms = cfg_.nms.max_nms;
+          p.agnostic = cfg_.nms.agnostic;
           detect_params_ = p;  // workspace pointers are set in plan_workspace()
           break;
         }
@@ -501,14 +444,14 @@ class ExecutorImpl final : public Executor {
 
   void plan_workspace() {
     const int B = cfg_.max_batch;
-    const std::size_t det_ws = detect_workspace_bytes(B, anchors_, cfg_.max_nms);
+    const std::size_t det_ws = detect_workspace_bytes(B, anchors_, cfg_.nms.max_nms);
     const std::size_t keep_bytes = align_up(static_cast<std::size_t>(graph_.nc), kAlign);
     workspace_ = DeviceBuffer(det_ws + keep_bytes);
     detect_params_.batch = B;  // the carve sizes its regions for this batch
     detect_workspace_carve<T>(detect_params_, workspace_.get());
-    if (!cfg_.classes.empty()) {
+    if (!cfg_.nms.classes.empty()) {
       std::vector<unsigned char> keep(static_cast<std::size_t>(graph_.nc), 0);
-      for (int c : cfg_.classes)
+      for (int c : cfg_.nms.classes)
         if (c >= 0 && c < graph_.nc) keep[static_cast<std::size_t>(c)] = 1;
       unsigned char* dev_keep = workspace_.as<unsigned char>(det_ws);
       YOLO12_CUDA_CHECK(cudaMemcpy(dev_keep, keep.data(), keep.size(), cudaMemcpyHostToDevice));
@@ -577,23 +520,21 @@ class ExecutorImpl final : public Executor {
     return slot;
   }
 
-  std::vector<std::vector<Detection>> read_detections(int batch) const {
+  void read_detections(int batch, std::vector<Detection>* out) const {
     const int* counts = out_host_.as<int>();
     const float* dets = out_host_.as<float>(align_up(sizeof(int) * cfg_.max_batch, kAlign));
-    std::vector<std::vector<Detection>> out(static_cast<std::size_t>(batch));
     for (int n = 0; n < batch; ++n) {
-      const int k = std::min(counts[n], cfg_.max_det);
+      const int k = std::min(counts[n], cfg_.nms.max_det);
       auto& v = out[static_cast<std::size_t>(n)];
       v.resize(static_cast<std::size_t>(std::max(k, 0)));
       for (int i = 0; i < k; ++i) {
-        const float* r = dets + (static_cast<std::size_t>(n) * cfg_.max_det + i) * 6;
+        const float* r = dets + (static_cast<std::size_t>(n) * cfg_.nms.max_det + i) * 6;
         Detection& d = v[static_cast<std::size_t>(i)];
         d.box = Box{r[0], r[1], r[2], r[3]};
         d.score = r[4];
         d.class_id = static_cast<int>(r[5]);
       }
     }
-    return out;
   }
 };
 
@@ -649,9 +590,9 @@ std::shared_ptr<const DeviceWeights> upload_weights(const model::ModelFile& file
   return w;
 }
 
-std::unique_ptr<Executor> make_executor(std::shared_ptr<const DeviceWeights> weights, const model::ModelFile& file,
-                                        const ExecutorConfig& cfg, cudaStream_t stream) {
-  YOLO12_CUDA_CHECK(cudaSetDevice(cfg.device));
+std::unique_ptr<CudaExecutor> make_executor(std::shared_ptr<const DeviceWeights> weights, const model::ModelFile& file,
+                                            const ExecutorConfig& cfg, cudaStream_t stream) {
+  YOLO12_CUDA_CHECK(cudaSetDevice(weights->device));
   if (weights->precision == Precision::Fp16)
     return std::make_unique<ExecutorImpl<__half>>(std::move(weights), file, cfg, stream);
   return std::make_unique<ExecutorImpl<float>>(std::move(weights), file, cfg, stream);
