@@ -8,7 +8,7 @@
 
 #include "graph/graph.hpp"
 #include "model/model_file.hpp"
-#include "post/nms.hpp"
+#include "pipeline/head.hpp"
 #include "pre/letterbox.hpp"
 
 namespace yolo12::pipeline {
@@ -21,12 +21,6 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 int largest_stride(const ModelInfo& info) {
   return info.strides.empty() ? 32 : *std::max_element(info.strides.begin(), info.strides.end());
-}
-
-// Raw head output of a graph: channels C and anchors A of the (C, 1, A) output value.
-std::pair<int, int> raw_shape(const graph::Graph& g) {
-  const graph::Value& out = g.values.at(static_cast<std::size_t>(g.output_value));
-  return {out.c, out.w};
 }
 
 }  // namespace
@@ -95,8 +89,7 @@ Pipeline::Pipeline(std::shared_ptr<const model::ModelFile> model, const Detector
       options_(options),
       max_stride_(largest_stride(model_->info())),
       backend_(std::move(backend)),
-      cache_(*backend_, executor_config(options_)),
-      nms_(executor_config(options_).nms) {
+      cache_(*backend_, executor_config(options_)) {
   // The configured shape now, so a bad model or size fails when the detector is made.
   cache_.get(options_.input_height, options_.input_width);
 }
@@ -152,9 +145,9 @@ void Pipeline::run_group(const std::vector<ImageView>& images, const std::vector
   Executor& ex = cache_.get(h, w);
   const ExecutorCaps caps = ex.caps();
   const int nb = static_cast<int>(group.size());
-  const auto [channels, anchors] = raw_shape(ex.graph());
-  const std::size_t in_size = 3 * static_cast<std::size_t>(h) * w;                   // per image
-  const std::size_t raw_size = static_cast<std::size_t>(channels) * anchors;          // per image
+  const std::unique_ptr<Head> head = Head::make(ex.graph().head, executor_config(options_).nms);
+  const std::size_t in_size = 3 * static_cast<std::size_t>(h) * w;                                   // per image
+  const std::size_t raw_size = static_cast<std::size_t>(head->raw_channels()) * head->raw_anchors();  // per image
 
   std::vector<ImageView> views;
   std::vector<pre::LetterboxParams> geo;
@@ -201,8 +194,8 @@ void Pipeline::run_group(const std::vector<ImageView>& images, const std::vector
   for (int k = 0; k < nb; ++k) {
     const pre::LetterboxParams& p = geo[k];
     std::vector<Detection>& d = dets[static_cast<std::size_t>(k)];
-    if (!caps.fused_nms) d = post::nms(raw_.data() + raw_size * k, channels - 4, anchors, nms_);
-    post::scale_boxes(d, p);
+    if (!caps.fused_nms) d = head->postprocess(raw_.data() + raw_size * k);
+    head->to_image(d, p);
     Result& r = results[group[static_cast<std::size_t>(k)]];
     r.detections = std::move(d);
     r.image_width = p.src_w;
@@ -222,7 +215,7 @@ std::vector<float> Pipeline::forward_raw(const float* nchw, int batch, int heigh
                      std::to_string(width) + ") must have batch >= 1 and H, W positive multiples of " +
                      std::to_string(max_stride_) + " (at most 8192)");
   Executor& ex = cache_.get(height, width);
-  const auto [c, a] = raw_shape(ex.graph());
+  const int c = ex.graph().head.raw_channels(), a = ex.graph().head.raw_anchors();
   const std::size_t in_size = 3 * static_cast<std::size_t>(height) * width;  // per image
   const std::size_t out_size = static_cast<std::size_t>(c) * a;             // per image
   std::vector<float> out(out_size * static_cast<std::size_t>(batch));

@@ -70,7 +70,6 @@ class Pipeline {
   int max_stride_ = 32;
   std::unique_ptr<Backend> backend_;
   ExecutorCache cache_;
-  post::NmsParams nms_;
   // Host buffers of the stages the executor does not fuse.
   std::vector<float> input_;  // (batch, 3, H, W) letterboxed images
   std::vector<float> raw_;    // (batch, C, A) raw head output

@@ -5,14 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/host_device.hpp"  // functions marked YOLO12_HOST_DEVICE are also called by CUDA kernels
 #include "yolo12/yolo12.hpp"
-
-// Functions below marked YOLO12_HOST_DEVICE are also callable from CUDA kernels.
-#if defined(__CUDACC__)
-#define YOLO12_HOST_DEVICE __host__ __device__
-#else
-#define YOLO12_HOST_DEVICE
-#endif
 
 namespace yolo12::pre {
 

@@ -53,7 +53,7 @@ std::string describe(const Case& c) {
   std::snprintf(buf, sizeof buf,
                 "B%d %dx%dx%d -> %dx%dx%d k%d s%d p%d g%d d%d | ldx=%d+%d+%d ldy=%d+%d+%d ldr=%d+%d+%d | "
                 "bias%d gamma%d res%d silu%d",
-                s.batch, s.h, s.w, s.c_in, s.ho, s.wo, s.c_out, s.k, s.stride, s.pad, s.groups, s.dilation,
+                s.batch, s.h, s.w_in, s.c_in, s.ho, s.wo, s.c_out, s.k, s.stride, s.pad, s.groups, s.dilation,
                 c.x_c0, s.c_in, c.x_extra, c.y_c0, s.c_out, c.y_extra, c.r_c0, s.c_out, c.r_extra, c.bias,
                 c.gamma, c.residual, c.silu);
   return buf;
@@ -62,14 +62,14 @@ std::string describe(const Case& c) {
 void finish_shape(ConvShape& s) {
   const int span = s.dilation * (s.k - 1) + 1;
   s.ho = (s.h + 2 * s.pad - span) / s.stride + 1;
-  s.wo = (s.w + 2 * s.pad - span) / s.stride + 1;
+  s.wo = (s.w_in + 2 * s.pad - span) / s.stride + 1;
 }
 
 Case make_case(int b, int h, int w, int ci, int co, int k, int stride, int groups, int dil = 1) {
   Case c;
   c.s.batch = b;
   c.s.h = h;
-  c.s.w = w;
+  c.s.w_in = w;
   c.s.c_in = ci;
   c.s.c_out = co;
   c.s.k = k;
@@ -111,8 +111,8 @@ std::vector<double> reference(const Case& c, const HostCase& h, bool round_out) 
             if (iy < 0 || iy >= s.h) continue;
             for (int kx = 0; kx < s.k; ++kx) {
               const int ix = ox * s.stride - s.pad + kx * s.dilation;
-              if (ix < 0 || ix >= s.w) continue;
-              const float* xp = &h.x[((static_cast<std::size_t>(n) * s.h + iy) * s.w + ix) * h.ldx + c.x_c0 + g * cin_g];
+              if (ix < 0 || ix >= s.w_in) continue;
+              const float* xp = &h.x[((static_cast<std::size_t>(n) * s.h + iy) * s.w_in + ix) * h.ldx + c.x_c0 + g * cin_g];
               for (int ci = 0; ci < cin_g; ++ci)
                 acc += static_cast<Acc>(xp[ci]) *
                        static_cast<Acc>(h.w[((static_cast<std::size_t>(co) * cin_g + ci) * s.k + ky) * s.k + kx]);
@@ -184,7 +184,7 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   h.ldx = c.x_c0 + s.c_in + c.x_extra;
   h.ldy = c.y_c0 + s.c_out + c.y_extra;
   h.ldr = c.r_c0 + s.c_out + c.r_extra;
-  const std::size_t nx = static_cast<std::size_t>(s.batch) * s.h * s.w * h.ldx;
+  const std::size_t nx = static_cast<std::size_t>(s.batch) * s.h * s.w_in * h.ldx;
   const std::size_t npix_out = static_cast<std::size_t>(s.batch) * s.ho * s.wo;
   const std::size_t ny = npix_out * h.ldy, nr = npix_out * h.ldr;
   const int cin_g = s.c_in / s.groups;
@@ -224,7 +224,7 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   cudaMemcpy(dg.data(), h.gamma.data(), s.c_out * sizeof(float), cudaMemcpyHostToDevice);
 
   ConvParams<T> p;
-  p.s = s;
+  static_cast<ConvShape&>(p) = s;
   p.x = dx.data() + c.x_c0;
   p.ldx = h.ldx;
   p.w = dw.data();
@@ -234,7 +234,7 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   p.ldr = h.ldr;
   p.y = dy.data() + c.y_c0;
   p.ldy = h.ldy;
-  p.silu = c.silu;
+  p.act = c.silu ? yolo12::graph::Act::SiLU : yolo12::graph::Act::None;
   if (kernel == Kernel::Forward) yolo12::cuda::conv2d_forward<T>(p, nullptr);
   else yolo12::cuda::conv2d_forward_naive<T>(p, nullptr);
   if (cudaDeviceSynchronize() != cudaSuccess) {
@@ -501,7 +501,7 @@ TEST_CASE("conv2d_forward is capturable in a CUDA graph and replays to the same 
   // This shape takes split-K (clusters of 4 blocks): their launch must capture and replay too, and the
   // cluster's reduction order is fixed, so the replay is bit-identical.
   REQUIRE(yolo12::cuda::conv_detail::f16_plan(s).split == 4);
-  const std::size_t nx = 1ull * s.batch * s.h * s.w * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
+  const std::size_t nx = 1ull * s.batch * s.h * s.w_in * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
   std::vector<float> w(1ull * s.c_out * s.c_in * 9), hx(nx);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
@@ -517,7 +517,7 @@ TEST_CASE("conv2d_forward is capturable in a CUDA graph and replays to the same 
   TEST_CUDA(cudaMemset(dy1.data(), 0xff, ny * 2));  // NaN
   TEST_CUDA(cudaMemset(dy2.data(), 0xff, ny * 2));
   ConvParams<__half> p;
-  p.s = s;
+  static_cast<ConvShape&>(p) = s;
   p.x = dx.data();
   p.ldx = s.c_in;
   p.w = dw.data();
@@ -594,7 +594,7 @@ template <typename T>
 void bench_shape(const BenchShape& b, int batch, const char* label) {
   Case c = make_case(batch, b.h, b.h, b.ci, b.co, b.k, b.stride, b.groups);
   const ConvShape& s = c.s;
-  const std::size_t nx = 1ull * s.batch * s.h * s.w * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
+  const std::size_t nx = 1ull * s.batch * s.h * s.w_in * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
   std::vector<float> w(1ull * s.c_out * (s.c_in / s.groups) * s.k * s.k), bias(s.c_out);
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
@@ -610,7 +610,7 @@ void bench_shape(const BenchShape& b, int batch, const char* label) {
   TEST_CUDA(cudaMemcpy(dw.data(), packed.data(), packed.size() * sizeof(T), cudaMemcpyHostToDevice));
   TEST_CUDA(cudaMemcpy(db.data(), bias.data(), s.c_out * 4, cudaMemcpyHostToDevice));
   ConvParams<T> p;
-  p.s = s;
+  static_cast<ConvShape&>(p) = s;
   p.x = dx.data();
   p.ldx = s.c_in;
   p.w = dw.data();

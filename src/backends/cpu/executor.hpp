@@ -1,4 +1,5 @@
-// cpu/executor.hpp - runs a graph::Graph on the CPU (NCHW float32), multi-threaded.
+// cpu/executor.hpp - runs a graph::Graph on the CPU (NCHW float32), multi-threaded: every op bound
+// once (ops.hpp), then run in order, then the head's decode.
 #pragma once
 
 #include <memory>
@@ -45,7 +46,7 @@ class CpuExecutor final : public Executor {
   int anchors() const;   // A
   // The (batch, c, h, w) contents of graph value `value` after the last forward(); only meaningful
   // for every value with keep_values (else later values may have overwritten it). Throws
-  // InputError for the input / output values or an index out of range.
+  // InputError for the input value or an index out of range.
   std::vector<float> value(int value, int batch) const;
 
  private:

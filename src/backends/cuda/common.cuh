@@ -26,6 +26,17 @@ namespace yolo12::cuda {
 }
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// What the kernels' launch choices depend on, for the current device (cudaGetDevice), queried once
+// per device and kept (device.cu). The one place device facts come from: no kernel hard-codes an SM
+// count or a shared-memory size.
+struct DeviceInfo {
+  int sm_count = 0;                        // multiprocessors (132 on the H200)
+  std::size_t smem_per_block_optin = 0;    // bytes one block may opt in to (227 KiB on the H200)
+  std::size_t smem_per_sm = 0;             // bytes per multiprocessor
+  int cc_major = 0, cc_minor = 0;          // compute capability
+};
+const DeviceInfo& device_info();
 inline std::size_t align_up(std::size_t a, std::size_t b) { return (a + b - 1) / b * b; }
 
 // One CUDA allocation owned by a handle: Alloc/Free are cudaMalloc/cudaFree (device memory) or

@@ -16,11 +16,13 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <type_traits>
 
 #include "common.cuh"
 #include "conv_detail.cuh"
+#include "ops.cuh"
 
 namespace yolo12::cuda {
 
@@ -29,6 +31,19 @@ using conv_detail::gemm_layout;
 using conv_detail::is_depthwise;
 using conv_detail::kChunk;
 using conv_detail::round_up;
+
+ConvShape conv_shape(const graph::Graph& g, const graph::ConvOp& op, int batch) {
+  const graph::Value& in = g.values[static_cast<std::size_t>(op.in.value)];
+  const graph::Value& out = g.values[static_cast<std::size_t>(op.out.value)];
+  ConvShape s;
+  static_cast<graph::ConvAttrs&>(s) = op.attrs;
+  s.batch = batch;
+  s.h = in.h;
+  s.w_in = in.w;
+  s.ho = out.h;
+  s.wo = out.w;
+  return s;
+}
 
 std::size_t conv_packed_weight_elems(const ConvShape& s) {
   if (is_depthwise(s)) return static_cast<std::size_t>(s.k) * s.k * round_up(s.c_out, kChunk);
@@ -58,15 +73,14 @@ template void conv_pack_weights<float>(const ConvShape&, const float*, float*);
 template void conv_pack_weights<__half>(const ConvShape&, const float*, __half*);
 
 bool conv_can_implement(const ConvShape& s) {
-  if (s.batch < 1 || s.h < 1 || s.w < 1 || s.c_in < 1 || s.c_out < 1) return false;
+  if (s.batch < 1 || s.h < 1 || s.w_in < 1 || s.c_in < 1 || s.c_out < 1) return false;
   if (s.k < 1 || s.stride < 1 || s.pad < 0 || s.dilation < 1 || s.groups < 1) return false;
   if (s.c_in % s.groups != 0 || s.c_out % s.groups != 0) return false;
-  const int span = s.dilation * (s.k - 1) + 1;
-  if (s.h + 2 * s.pad < span || s.w + 2 * s.pad < span) return false;
-  if (s.ho != (s.h + 2 * s.pad - span) / s.stride + 1) return false;
-  if (s.wo != (s.w + 2 * s.pad - span) / s.stride + 1) return false;
+  const long long span = 1LL * s.dilation * (s.k - 1) + 1;
+  if (s.h + 2LL * s.pad < span || s.w_in + 2LL * s.pad < span) return false;
+  if (s.ho != s.out_size(s.h) || s.wo != s.out_size(s.w_in)) return false;
   // Per-image element offsets are computed in 32 bits, the batch offset in 64.
-  const long long img_in = 1LL * s.h * s.w * s.c_in * 4, img_out = 1LL * s.ho * s.wo * s.c_out * 4;
+  const long long img_in = 1LL * s.h * s.w_in * s.c_in * 4, img_out = 1LL * s.ho * s.wo * s.c_out * 4;
   return img_in < (1LL << 31) && img_out < (1LL << 31);
 }
 
@@ -99,7 +113,7 @@ struct DirectNaiveParams {
 template <typename T>
 __global__ void conv2d_direct_naive(const DirectNaiveParams<T> a) {
   const ConvParams<T>& p = a.p;
-  const ConvShape& s = p.s;
+  const ConvShape& s = p;
   const long long total = 1LL * s.batch * s.ho * s.wo * s.c_out;
   for (long long i = blockIdx.x * 1LL * blockDim.x + threadIdx.x; i < total; i += 1LL * gridDim.x * blockDim.x) {
     const int c = static_cast<int>(i % s.c_out);
@@ -115,8 +129,8 @@ __global__ void conv2d_direct_naive(const DirectNaiveParams<T> a) {
       if (iy < 0 || iy >= s.h) continue;
       for (int kx = 0; kx < s.k; ++kx) {
         const int ix = ox * s.stride - s.pad + kx * s.dilation;
-        if (ix < 0 || ix >= s.w) continue;
-        const T* xp = p.x + ((1LL * n * s.h + iy) * s.w + ix) * p.ldx + g * cin_g;  // (cin_g)
+        if (ix < 0 || ix >= s.w_in) continue;
+        const T* xp = p.x + ((1LL * n * s.h + iy) * s.w_in + ix) * p.ldx + g * cin_g;  // (cin_g)
         const int t = ky * s.k + kx;
         if (a.depthwise) {
           acc += to_float(xp[0]) * to_float(p.w[t * ((s.c_out + kChunk - 1) / kChunk * kChunk) + c]);
@@ -126,7 +140,7 @@ __global__ void conv2d_direct_naive(const DirectNaiveParams<T> a) {
         }
       }
     }
-    float v = epilogue(acc, p.bias, p.gamma, p.silu, c);
+    float v = epilogue(acc, p.bias, p.gamma, p.silu(), c);
     if (p.residual) v += to_float(p.residual[pix * p.ldr + c]);
     p.y[pix * p.ldy + c] = from_float<T>(v);
   }
@@ -134,8 +148,8 @@ __global__ void conv2d_direct_naive(const DirectNaiveParams<T> a) {
 
 template <typename T>
 void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream) {
-  DirectNaiveParams<T> a{p, gemm_layout(p.s), is_depthwise(p.s)};
-  const long long total = 1LL * p.s.batch * p.s.ho * p.s.wo * p.s.c_out;
+  DirectNaiveParams<T> a{p, gemm_layout(p), is_depthwise(p)};
+  const long long total = 1LL * p.batch * p.ho * p.wo * p.c_out;
   const int threads = 256;
   const long long blocks = (total + threads - 1) / threads;
   conv2d_direct_naive<T><<<static_cast<int>(blocks < 65536 * 8 ? blocks : 65536 * 8), threads, 0, stream>>>(a);
@@ -147,37 +161,50 @@ template void launch_conv2d_direct_naive<__half>(const ConvParams<__half>&, cuda
 }  // namespace conv_detail
 
 template <typename T>
-void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream) {
+ConvPlan conv_select(const ConvParams<T>& p) {
+  ConvPlan plan;
   // The tiled kernels read packed weights in 16-byte vectors; the executor's weight buffer is
-  // 256-byte aligned, so the naive branch is only a safety net for hand-made parameters.
+  // 256-byte aligned, so the naive kernel is only a safety net for hand-made parameters.
   const bool w_aligned = reinterpret_cast<std::uintptr_t>(p.w) % 16 == 0;
-  if (!w_aligned) {
-    conv_detail::launch_conv2d_direct_naive(p, stream);
-  } else if (is_depthwise(p.s)) {
-    if (conv_detail::dwconv_direct_supports(p.s)) conv_detail::launch_dwconv_direct(p, stream);
-    else conv_detail::launch_conv2d_direct_naive(p, stream);
-  } else if (conv_detail::conv2d_direct_small_cin_supports(p.s)) {
-    conv_detail::launch_conv2d_direct_small_cin(p, stream);
-  } else if constexpr (std::is_same_v<T, __half>) {
-    conv_detail::launch_conv2d_implicit_gemm_f16(p, stream);
-  } else {
-    conv_detail::launch_conv2d_implicit_gemm_f32(p, stream);
+  if (!w_aligned) plan.algorithm = ConvAlgorithm::direct_naive;
+  else if (is_depthwise(p))
+    plan.algorithm = conv_detail::dwconv_direct_supports(p) ? ConvAlgorithm::dwconv_direct : ConvAlgorithm::direct_naive;
+  else if (conv_detail::conv2d_direct_small_cin_supports(p)) plan.algorithm = ConvAlgorithm::direct_small_cin;
+  else if (std::is_same_v<T, __half>) plan.algorithm = ConvAlgorithm::implicit_gemm_f16;
+  else plan.algorithm = ConvAlgorithm::implicit_gemm_f32;
+  if (plan.algorithm == ConvAlgorithm::implicit_gemm_f16) plan.split = conv_detail::f16_plan(p).split;
+  return plan;
+}
+template ConvPlan conv_select<float>(const ConvParams<float>&);
+template ConvPlan conv_select<__half>(const ConvParams<__half>&);
+
+std::string conv_plan_name(const ConvPlan& plan) {
+  switch (plan.algorithm) {
+    case ConvAlgorithm::direct_naive: return "direct_naive";
+    case ConvAlgorithm::dwconv_direct: return "depthwise";
+    case ConvAlgorithm::direct_small_cin: return "direct_small_cin";
+    case ConvAlgorithm::implicit_gemm_f32: return "implicit_gemm_f32";
+    case ConvAlgorithm::implicit_gemm_f16:
+      return plan.split > 1 ? "implicit_gemm_f16 split-K " + std::to_string(plan.split) : "implicit_gemm_f16";
+  }
+  return "?";
+}
+
+template <typename T>
+void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream) {
+  switch (conv_select(p).algorithm) {
+    case ConvAlgorithm::direct_naive: conv_detail::launch_conv2d_direct_naive(p, stream); break;
+    case ConvAlgorithm::dwconv_direct: conv_detail::launch_dwconv_direct(p, stream); break;
+    case ConvAlgorithm::direct_small_cin: conv_detail::launch_conv2d_direct_small_cin(p, stream); break;
+    case ConvAlgorithm::implicit_gemm_f16:
+    case ConvAlgorithm::implicit_gemm_f32:
+      if constexpr (std::is_same_v<T, __half>) conv_detail::launch_conv2d_implicit_gemm_f16(p, stream);
+      else conv_detail::launch_conv2d_implicit_gemm_f32(p, stream);
+      break;
   }
 }
 template void conv2d_forward<float>(const ConvParams<float>&, cudaStream_t);
 template void conv2d_forward<__half>(const ConvParams<__half>&, cudaStream_t);
-
-const char* conv_algorithm_name(const ConvShape& s, bool fp16) {
-  if (is_depthwise(s)) return conv_detail::dwconv_direct_supports(s) ? "depthwise" : "direct_naive";
-  if (conv_detail::conv2d_direct_small_cin_supports(s)) return "direct_small_cin";
-  if (!fp16) return "implicit_gemm_f32";
-  switch (conv_detail::f16_plan(s).split) {
-    case 8: return "implicit_gemm_f16 split-K 8";
-    case 4: return "implicit_gemm_f16 split-K 4";
-    case 2: return "implicit_gemm_f16 split-K 2";
-    default: return "implicit_gemm_f16";
-  }
-}
 
 template <typename T>
 void conv2d_forward_naive(const ConvParams<T>& p, cudaStream_t stream) {
@@ -185,5 +212,46 @@ void conv2d_forward_naive(const ConvParams<T>& p, cudaStream_t stream) {
 }
 template void conv2d_forward_naive<float>(const ConvParams<float>&, cudaStream_t);
 template void conv2d_forward_naive<__half>(const ConvParams<__half>&, cudaStream_t);
+
+template <typename T>
+Step bind(const graph::ConvOp& op, const BindContext<T>& ctx) {
+  ConvParams<T> p;
+  static_cast<ConvShape&>(p) = conv_shape(ctx.graph, op, ctx.max_batch);
+  const ConvShape& s = p;
+  if (!conv_can_implement(s)) {
+    std::ostringstream m;
+    m << "conv " << s.c_in << "->" << s.c_out << " k" << s.k << " s" << s.stride << " g" << s.groups << " d"
+      << s.dilation << " on " << s.h << "x" << s.w_in;
+    ctx.cannot_run(m.str());
+  }
+  p.x = ctx.ptr(op.in);
+  p.ldx = ctx.ld(op.in);
+  p.w = ctx.template weight<T>(op.weight);
+  p.bias = ctx.template weight<float>(op.bias);
+  p.gamma = op.gamma.empty() ? nullptr : ctx.template weight<float>(op.gamma);
+  p.residual = ctx.ptr(op.residual);
+  p.ldr = ctx.ld(op.residual);
+  p.y = ctx.ptr(op.out);
+  p.ldy = ctx.ld(op.out);
+  std::ostringstream label;
+  label << "conv " << s.k << "x" << s.k << "/" << s.stride << " " << s.c_in << "->" << s.c_out << " g" << s.groups
+        << " " << s.h << "x" << s.w_in << "->" << s.ho << "x" << s.wo << (p.residual ? " +res" : "") << " ["
+        << conv_plan_name(conv_select(p)) << "]";
+  const double in = 1.0 * s.h * s.w_in * s.c_in, out = 1.0 * s.ho * s.wo * s.c_out;
+  const double macs_per_output = 1.0 * (s.c_in / s.groups) * s.k * s.k;
+  Step step;
+  step.run = [p](int batch, cudaStream_t stream) {
+    ConvParams<T> q = p;
+    q.batch = batch;
+    conv2d_forward<T>(q, stream);
+  };
+  step.label = label.str();
+  step.bytes_per_image = sizeof(T) * (in + out * (p.residual ? 2 : 1));
+  step.weight_bytes = sizeof(T) * s.c_out * macs_per_output;
+  step.flops_per_image = 2.0 * out * macs_per_output;
+  return step;
+}
+template Step bind<float>(const graph::ConvOp&, const BindContext<float>&);
+template Step bind<__half>(const graph::ConvOp&, const BindContext<__half>&);
 
 }  // namespace yolo12::cuda

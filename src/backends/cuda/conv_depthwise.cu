@@ -18,16 +18,8 @@ namespace yolo12::cuda::conv_detail {
 namespace {
 
 template <typename T>
-struct DwParams {
-  const T* x;          // (B, H, W, ldx) view
-  const T* w;          // (k*k, c_pad) packed
-  const float* bias;   // (c) or nullptr
-  const float* gamma;  // (c) or nullptr
-  const T* residual;   // (B, Ho, Wo, ldr) view or nullptr
-  T* y;                // (B, Ho, Wo, ldy) view
-  int ldx, ldr, ldy;
-  int batch, h, w_in, ho, wo, c, c_pad, pad;
-  bool silu;
+struct DwParams : ConvParams<T> {  // the launch (w: (k*k, c_pad) packed, c = c_in = c_out), plus:
+  int c_pad;
 };
 
 // V consecutive elements as floats: one 16-byte load when V > 1, else a scalar load.
@@ -74,7 +66,7 @@ __device__ __forceinline__ void store_vec(T* p, const float (&v)[V]) {
 template <typename T, int K, int S, int V, int kOutX>
 __global__ void __launch_bounds__(256) dwconv_direct(const DwParams<T> a) {
   constexpr int kSpan = (kOutX - 1) * S + K;  // input columns one row of the window group touches
-  const int chunks = a.c / V;
+  const int chunks = a.c_out / V;
   const int groups_x = (a.wo + kOutX - 1) / kOutX;
   const long long total = 1LL * a.batch * a.ho * groups_x * chunks;
   const long long idx = blockIdx.x * 1LL * blockDim.x + threadIdx.x;
@@ -128,7 +120,7 @@ __global__ void __launch_bounds__(256) dwconv_direct(const DwParams<T> a) {
     const long long pix = (static_cast<long long>(n) * a.ho + oy) * a.wo + ox;
     float out[V];
 #pragma unroll
-    for (int v = 0; v < V; ++v) out[v] = epilogue(acc[o][v], a.bias, a.gamma, a.silu, c0 + v);
+    for (int v = 0; v < V; ++v) out[v] = epilogue(acc[o][v], a.bias, a.gamma, a.silu(), c0 + v);
     if (a.residual) {
       float r[V];
       load_vec<T, V>(a.residual + pix * a.ldr + c0, r);
@@ -141,7 +133,7 @@ __global__ void __launch_bounds__(256) dwconv_direct(const DwParams<T> a) {
 
 template <typename T, int K, int S, int V, int kOutX>
 void launch_dw_out(const DwParams<T>& a, cudaStream_t stream) {
-  const long long total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c / V);
+  const long long total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c_out / V);
   const int threads = 256;
   dwconv_direct<T, K, S, V, kOutX><<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, stream>>>(a);
   YOLO12_CUDA_CHECK_LAUNCH();
@@ -151,10 +143,11 @@ template <typename T, int K, int S, int V>
 void launch_dw(const DwParams<T>& a, cudaStream_t stream) {
   // 4 outputs per thread at stride 1 (each input vector feeds up to 4 of them), 2 at stride 2.
   constexpr int kOutX = S == 1 ? 4 : 2;
-  const long long threads_total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c / V);
+  const long long threads_total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c_out / V);
   // Batch 1 at P5 (dw7x7 128 @ 20x20): 1600 threads, 7 blocks, 20 us, every thread a long serial
   // chain. With one output per thread there are kOutX times more, shorter chains.
-  if (conv_variants().dw_one_output && threads_total < 132LL * 2 * 256) launch_dw_out<T, K, S, V, 1>(a, stream);
+  const long long two_blocks_per_sm = 2LL * device_info().sm_count * 256;
+  if (conv_variants().dw_one_output && threads_total < two_blocks_per_sm) launch_dw_out<T, K, S, V, 1>(a, stream);
   else launch_dw_out<T, K, S, V, kOutX>(a, stream);
 }
 
@@ -174,29 +167,13 @@ bool dwconv_direct_supports(const ConvShape& s) {
 template <typename T>
 void launch_dwconv_direct(const ConvParams<T>& p, cudaStream_t stream) {
   DwParams<T> a;
-  a.x = p.x;
-  a.w = p.w;
-  a.bias = p.bias;
-  a.gamma = p.gamma;
-  a.residual = p.residual;
-  a.y = p.y;
-  a.ldx = p.ldx;
-  a.ldr = p.ldr;
-  a.ldy = p.ldy;
-  a.batch = p.s.batch;
-  a.h = p.s.h;
-  a.w_in = p.s.w;
-  a.ho = p.s.ho;
-  a.wo = p.s.wo;
-  a.c = p.s.c_out;
-  a.c_pad = round_up(p.s.c_out, kChunk);
-  a.pad = p.s.pad;
-  a.silu = p.silu;
+  static_cast<ConvParams<T>&>(a) = p;
+  a.c_pad = round_up(p.c_out, kChunk);
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
   const auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
-  const bool vec = a.c % kVec == 0 && a.ldx % kVec == 0 && a.ldy % kVec == 0 && aligned(p.x) && aligned(p.y) &&
+  const bool vec = a.c_out % kVec == 0 && a.ldx % kVec == 0 && a.ldy % kVec == 0 && aligned(p.x) && aligned(p.y) &&
                    aligned(p.w) && (!p.residual || (a.ldr % kVec == 0 && aligned(p.residual)));
-  const int key = p.s.k * 10 + p.s.stride;
+  const int key = p.k * 10 + p.stride;
   switch (key) {
     case 31: launch_dw_vec<T, 3, 1>(a, vec, stream); break;
     case 32: launch_dw_vec<T, 3, 2>(a, vec, stream); break;

@@ -31,53 +31,27 @@ namespace yolo12::cuda::conv_detail {
 
 namespace {
 
-// Everything a kernel needs, computed on the host once per launch.
+// Everything a kernel needs: the launch (ConvParams: the op's attributes, sizes and views) and what
+// is derived from it on the host once per launch.
 template <typename T>
-struct ImplicitGemmParams {
-  const T* x;          // (B, H, W, ldx) view, pointing at channel 0 of the input slice
-  const T* w;          // (groups, n_g, k_pad) packed weights
-  const float* bias;   // (c_out) or nullptr
-  const float* gamma;  // (c_out) or nullptr
-  const T* residual;   // (B, Ho, Wo, ldr) view or nullptr
-  T* y;                // (B, Ho, Wo, ldy) view
-  int ldx, ldr, ldy;
-  int h, w_in, ho, wo;
-  int k, stride, pad, dilation;
+struct ImplicitGemmParams : ConvParams<T> {
   int m;               // B * Ho * Wo
   int n_g, cin_g, cin_pad, k_real, k_pad;
-  bool silu;
   bool pair_out;       // the epilogue may store channel pairs (2-element aligned y / residual)
   bool vec_out;        // 16-byte stores of 16 bytes of channels (n_g, ldy, ldr multiples of 16 bytes, aligned)
 };
 
 template <typename T>
 ImplicitGemmParams<T> make_params(const ConvParams<T>& p) {
-  const GemmLayout l = gemm_layout(p.s);
+  const GemmLayout l = gemm_layout(p);
   ImplicitGemmParams<T> a;
-  a.x = p.x;
-  a.w = p.w;
-  a.bias = p.bias;
-  a.gamma = p.gamma;
-  a.residual = p.residual;
-  a.y = p.y;
-  a.ldx = p.ldx;
-  a.ldr = p.ldr;
-  a.ldy = p.ldy;
-  a.h = p.s.h;
-  a.w_in = p.s.w;
-  a.ho = p.s.ho;
-  a.wo = p.s.wo;
-  a.k = p.s.k;
-  a.stride = p.s.stride;
-  a.pad = p.s.pad;
-  a.dilation = p.s.dilation;
-  a.m = p.s.batch * p.s.ho * p.s.wo;
+  static_cast<ConvParams<T>&>(a) = p;
+  a.m = p.batch * p.ho * p.wo;
   a.n_g = l.n_g;
   a.cin_g = l.cin_g;
   a.cin_pad = l.cin_pad;
   a.k_real = l.k_real;
   a.k_pad = l.k_pad;
-  a.silu = p.silu;
   const auto aligned = [](const void* ptr, int bytes) { return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0; };
   const int per16 = 16 / static_cast<int>(sizeof(T));
   a.vec_out = l.n_g % per16 == 0 && p.ldy % per16 == 0 && aligned(p.y, 16) &&
@@ -135,8 +109,8 @@ __device__ __forceinline__ void store_output(const ImplicitGemmParams<T>& a, int
   if (m >= a.m || n >= a.n_g) return;
   const int c = blockIdx.z * a.n_g + n;
   const bool two = n + 1 < a.n_g;
-  v0 = epilogue(v0, a.bias, a.gamma, a.silu, c);
-  if (two) v1 = epilogue(v1, a.bias, a.gamma, a.silu, c + 1);
+  v0 = epilogue(v0, a.bias, a.gamma, a.silu(), c);
+  if (two) v1 = epilogue(v1, a.bias, a.gamma, a.silu(), c + 1);
   T* yp = a.y + static_cast<long long>(m) * a.ldy + c;
   const T* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
   if constexpr (sizeof(T) == 2) {
@@ -350,7 +324,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     auto finish = [&](float v, float b, float gm) {
       if constexpr (SPLIT == 1) {
         v += b;
-        if (a.silu) v = v / (1.f + __expf(-v));
+        if (a.silu()) v = v / (1.f + __expf(-v));
         if (a.gamma) v *= gm;
       }
       return v;
@@ -393,7 +367,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
         }
 #pragma unroll
         for (int e = 0; e < 8; ++e)
-          if (n + e < a.n_g) v[e] = epilogue(v[e], a.bias, a.gamma, a.silu, static_cast<int>(c) + e);
+          if (n + e < a.n_g) v[e] = epilogue(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
       }
       __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
       const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
@@ -565,10 +539,11 @@ F16Plan f16_plan(const ConvShape& s) {
   const int m = s.batch * s.ho * s.wo;
   F16Plan plan;
   // Tile choice: the widest N tile that the group's channels fill, then the tallest M tile that still
-  // gives about two blocks per SM (132 SMs on the H200).
+  // gives about two blocks per SM (device_info(): 132 SMs on the H200).
+  const long long two_per_sm = 2LL * device_info().sm_count;
   const long long blocks_128 = 1LL * ceil_div(m, 128) * ceil_div(l.n_g, l.n_g <= 64 ? 64 : 128) * s.groups;
   if (l.n_g <= 32) plan.bm = 128, plan.bn = 32;
-  else if (blocks_128 < 264) plan.bm = 64, plan.bn = 64;
+  else if (blocks_128 < two_per_sm) plan.bm = 64, plan.bn = 64;
   else if (l.n_g <= 64) plan.bm = 128, plan.bn = 64;
   else plan.bm = 128, plan.bn = 128;
   plan.bk = conv_variants().f16_bk64 ? 64 : kTileK;
@@ -579,7 +554,7 @@ F16Plan f16_plan(const ConvShape& s) {
     const long long blocks = 1LL * ceil_div(m, plan.bm) * ceil_div(l.n_g, plan.bn) * s.groups;
     const int k_tiles = ceil_div(l.k_pad, 64);
     for (const int split : {8, 4, 2})
-      if (blocks * split <= 264 && k_tiles >= 2 * split) {
+      if (blocks * split <= two_per_sm && k_tiles >= 2 * split) {
         plan.split = split;
         break;
       }
@@ -589,10 +564,10 @@ F16Plan f16_plan(const ConvShape& s) {
 
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t stream) {
   const ImplicitGemmParams<__half> a = make_params(p);
-  const bool pointwise = p.s.k == 1 && p.s.stride == 1 && p.s.pad == 0;
+  const bool pointwise = p.k == 1 && p.stride == 1 && p.pad == 0;
   const bool vec_a = a.cin_g % kChunk == 0 && p.ldx % kChunk == 0 && reinterpret_cast<std::uintptr_t>(p.x) % 16 == 0;
-  const int groups = p.s.groups;
-  const F16Plan plan = f16_plan(p.s);
+  const int groups = p.groups;
+  const F16Plan plan = f16_plan(p);
   if (plan.bk == 64) {  // 64-wide K, 3 stages (shared memory: 128x128 takes 108 KiB)
     if (plan.bn == 32) launch_f16_bk64_split<128, 32, 4, 1>(a, groups, pointwise, vec_a, plan.split, stream);
     else if (plan.bm == 64) launch_f16_bk64_split<64, 64, 2, 2>(a, groups, pointwise, vec_a, plan.split, stream);
@@ -608,8 +583,8 @@ void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t s
 
 void launch_conv2d_implicit_gemm_f32(const ConvParams<float>& p, cudaStream_t stream) {
   const ImplicitGemmParams<float> a = make_params(p);
-  const bool pointwise = p.s.k == 1 && p.s.stride == 1 && p.s.pad == 0;
-  const dim3 grid(ceil_div(a.m, kF32TileM), ceil_div(a.n_g, kF32TileN), p.s.groups);
+  const bool pointwise = p.k == 1 && p.stride == 1 && p.pad == 0;
+  const dim3 grid(ceil_div(a.m, kF32TileM), ceil_div(a.n_g, kF32TileN), p.groups);
   if (pointwise) conv2d_implicit_gemm_f32<true><<<grid, kF32Threads, 0, stream>>>(a);
   else conv2d_implicit_gemm_f32<false><<<grid, kF32Threads, 0, stream>>>(a);
   YOLO12_CUDA_CHECK_LAUNCH();

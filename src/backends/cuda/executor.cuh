@@ -31,26 +31,14 @@
 #include <cuda_runtime.h>
 
 #include "core/executor.hpp"
+#include "ops.cuh"
 #include "yolo12/yolo12.hpp"
 
 namespace yolo12::model {
 class ModelFile;
 }
-namespace yolo12::graph {
-struct Graph;
-}
 
 namespace yolo12::cuda {
-
-// The packed weights of one model at one precision on one device. Immutable once built.
-struct DeviceWeights {
-  Precision precision = Precision::Fp32;
-  int device = 0;
-  std::size_t bytes = 0;
-  void* data = nullptr;                                   // the one device buffer
-  std::unordered_map<std::string, std::size_t> offsets;  // tensor name -> byte offset
-  ~DeviceWeights();
-};
 
 // Packs and uploads every conv weight, bias and gamma that `graph` references (the set is the same for
 // every input size). Synchronous; called once per model and precision.
@@ -64,16 +52,6 @@ struct MemoryPlan {
   std::size_t activations_naive = 0;  // every value in its own buffer
   std::size_t workspace = 0;        // Detect workspace + staging + outputs
   int values = 0, ops = 0;
-};
-
-// One network op bound to its buffers: run(batch, stream) enqueues it (no allocation, no
-// synchronisation: capturable); the label and costs are what the per-op profile reports for it.
-struct Step {
-  std::function<void(int, cudaStream_t)> run;
-  std::string label;           // e.g. "conv 3x3/2 64->128 g1 160x160->80x80 [implicit_gemm_f16]"
-  double bytes_per_image = 0;  // activations read + written (lower bound)
-  double weight_bytes = 0;     // weights read once per launch
-  double flops_per_image = 0;  // multiply-adds x 2
 };
 
 // The CUDA executor: ExecutorCaps fused_preprocess and fused_nms. run() with images replays the
