@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/executor.hpp"
+#include "graph/graph.hpp"
 #include "model/model_file.hpp"
 #include "pipeline/pipeline.hpp"
 #include "yolo12/yolo12.hpp"
@@ -24,7 +25,15 @@ struct Detector::Impl {
   std::unique_ptr<pipeline::Pipeline> pipeline;
 };
 
-ModelInfo read_model_info(const std::string& model_path) { return model::ModelFile::open(model_path)->info(); }
+// Every check a Detector runs that needs no device: the file's own (ModelFile::open: header, tensor
+// table, the tensors the architecture requires) and the graph at the model's default input size
+// (the checks that depend on the size: strides, concat sizes, attention areas).
+ModelInfo read_model_info(const std::string& model_path) {
+  const std::shared_ptr<const model::ModelFile> file = model::ModelFile::open(model_path);
+  ModelInfo info = file->info();
+  graph::build_graph(file->header(), info.input_height, info.input_width);
+  return info;
+}
 
 std::string ModelInfo::summary() const {
   std::ostringstream os;

@@ -90,6 +90,24 @@ TEST_CASE("model info", "[api]") {
   CHECK(s.find("64x64") != std::string::npos);
 }
 
+TEST_CASE("read_model_info runs the graph checks a detector runs: a file no detector can load fails it", "[api]") {
+  // Layer 4 at stride 1 keeps every tensor's shape (so the file itself is sound) but leaves the P5
+  // level at 4 x 4 for the 64 x 64 input, which a stride of 32 cannot give.
+  TestModel m = tiny_model(3, 11);
+  m.header["layers"][4]["s"] = 1;
+  const std::string dir = binary_dir() + "/test_tmp";
+  ::mkdir(dir.c_str(), 0755);
+  const std::string path = dir + "/api_bad_level.y12";
+  write_file(path, serialize(m));
+  try {
+    read_model_info(path);
+    FAIL("read_model_info passed a file no detector can load");
+  } catch (const ModelError& e) {
+    CHECK(message_has(e, "level 2"));
+  }
+  REQUIRE_THROWS_AS(Detector(path, cpu_options()), ModelError);
+}
+
 TEST_CASE("detect on the CPU: bad views are refused, good ones work, clone shares the model", "[api]") {
   Detector det(tiny_model_path(), cpu_options());
   CHECK(det.device_name() == "cpu");
