@@ -114,7 +114,8 @@ struct YOLO12_API ModelInfo {
   std::string summary() const;
 };
 
-// Loads and fully validates a model file without creating a detector. Throws ModelError.
+// Loads and fully validates a model file without creating a detector: every check a Detector runs
+// that needs no device (the file, its tensors, the graph at the model's input size). Throws ModelError.
 YOLO12_API ModelInfo read_model_info(const std::string& model_path);
 
 class YOLO12_API Detector {

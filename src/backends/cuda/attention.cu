@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "ops.cuh"
 #include "yolo12/errors.hpp"
 
 namespace yolo12::cuda {
@@ -514,7 +515,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
 
 // ---- tensor-core kernel for small grids: the keys of a chunk split across the warps ---------------
 //
-// At batch 1 area_attention_flash_f16 has 20-60 blocks for 132 SMs and each walks 5 key tiles in
+// At batch 1 area_attention_flash_f16 has 20-60 blocks for 132 SMs (H200) and each walks 5 key tiles in
 // sequence (9 us a launch for 0.2 us of floor). Here a block owns 16 queries; its 5 warps take the
 // chunk's key tiles round-robin (tile w, w + 5, ...: one each at Nc = 400), each staging its own tiles
 // in its own shared memory with no block barrier, and the 5 partial softmaxes are merged through
@@ -673,8 +674,8 @@ bool flash_f16_applies(const AreaAttentionParams<__half>& p) {
   return ld8 && ptr16 && p.dqk == kFlashDqk && p.scale > 0.f;
 }
 
-// Below this many blocks of area_attention_flash_f16 (one per SM of an H200), the split kernel runs.
-constexpr long long kSplitBelowBlocks = 132;
+// Below this many blocks of area_attention_flash_f16 (one per SM: device_info()), the split kernel runs.
+long long split_below_blocks() { return device_info().sm_count; }
 
 }  // namespace
 
@@ -699,7 +700,7 @@ AreaAttentionKernel area_attention_select(const AreaAttentionParams<T>& p) {
       const int chunk_tokens = p.area > 0 ? p.tokens / p.area : 0;
       const long long blocks =
           static_cast<long long>(ceil_div(chunk_tokens, kFlashQueries)) * p.heads * p.batch * p.area;
-      return blocks < kSplitBelowBlocks ? AreaAttentionKernel::flash_f16_split : AreaAttentionKernel::flash_f16;
+      return blocks < split_below_blocks() ? AreaAttentionKernel::flash_f16_split : AreaAttentionKernel::flash_f16;
     }
   }
   return AreaAttentionKernel::rowwise;
@@ -740,6 +741,39 @@ void area_attention_forward(const AreaAttentionParams<T>& p, cudaStream_t stream
   area_attention_forward_with(p, area_attention_select(p), stream);
 }
 
+template <typename T>
+Step bind(const graph::AttentionOp& op, const BindContext<T>& ctx) {
+  const graph::AttentionAttrs& a = op.attrs;
+  const graph::Value& qv = ctx.value(op.q);
+  const int tokens = qv.h * qv.w;
+  if (!area_attention_can_implement(tokens, a.area, a.heads, a.dqk, a.dv))
+    ctx.cannot_run("area attention with " + std::to_string(tokens) + " tokens, area " + std::to_string(a.area) + ", " +
+                   std::to_string(a.heads) + " heads, dqk " + std::to_string(a.dqk) + ", dv " + std::to_string(a.dv));
+  AreaAttentionParams<T> p;
+  static_cast<graph::AttentionAttrs&>(p) = a;
+  p.q = ctx.ptr(op.q);
+  p.k = ctx.ptr(op.k);
+  p.v = ctx.ptr(op.v);
+  p.ldq = ctx.ld(op.q);
+  p.ldk = ctx.ld(op.k);
+  p.ldv = ctx.ld(op.v);
+  p.out = ctx.ptr(op.out);
+  p.ldo = ctx.ld(op.out);
+  p.v_image = ctx.ptr(op.v_image);
+  p.ldvi = ctx.ld(op.v_image);
+  p.tokens = tokens;
+  const double per_area = 1.0 * tokens / a.area;
+  Step step;
+  step.run = with_batch(p, &area_attention_forward<T>);
+  step.label = "attention " + std::to_string(tokens) + " tokens, area " + std::to_string(a.area) + ", " +
+               std::to_string(a.heads) + " heads, d " + std::to_string(a.dqk) + "/" + std::to_string(a.dv);
+  step.bytes_per_image = sizeof(T) * 1.0 * tokens * a.heads * (a.dqk * 2 + a.dv * 2 + (p.v_image ? a.dv : 0));
+  step.flops_per_image = 2.0 * a.heads * a.area * per_area * per_area * (a.dqk + a.dv);
+  return step;
+}
+
+template Step bind<float>(const graph::AttentionOp&, const BindContext<float>&);
+template Step bind<__half>(const graph::AttentionOp&, const BindContext<__half>&);
 template AreaAttentionKernel area_attention_select<float>(const AreaAttentionParams<float>&);
 template AreaAttentionKernel area_attention_select<__half>(const AreaAttentionParams<__half>&);
 template void area_attention_forward_rowwise<float>(const AreaAttentionParams<float>&, cudaStream_t);
