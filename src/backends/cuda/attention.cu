@@ -653,12 +653,7 @@ void launch_flash_f16(const AreaAttentionParams<__half>& p, cudaStream_t stream)
 template <int DV>
 void launch_flash_f16_split(const AreaAttentionParams<__half>& p, cudaStream_t stream) {
   constexpr int smem = flash_split_smem_bytes<DV>();  // 64 000 B (dv 32), 92 800 B (dv 64)
-  static const bool attribute_set = [] {  // once per process, before the first launch (not a stream op)
-    YOLO12_CUDA_CHECK(cudaFuncSetAttribute(area_attention_flash_f16_split<DV>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    return true;
-  }();
-  (void)attribute_set;
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(area_attention_flash_f16_split<DV>), smem));
   const int chunk_tokens = p.tokens / p.area;
   const dim3 grid(ceil_div(chunk_tokens, 16), p.heads, p.batch * p.area);
   area_attention_flash_f16_split<DV><<<grid, kFlashWarps * 32, smem, stream>>>(p);

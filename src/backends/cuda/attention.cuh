@@ -18,7 +18,7 @@
 // warps, for grids too small to fill the GPU, e.g. batch 1) and area_attention_rowwise (CUDA cores,
 // fp32 or fp16, any alignment; the oracle). area_attention_forward picks one (area_attention_select).
 // Launches never allocate or synchronise (the split kernel raises its shared-memory limit once per
-// process with cudaFuncSetAttribute, which is no stream operation).
+// device with allow_dynamic_smem, which is no stream operation).
 #pragma once
 
 #include <cuda_fp16.h>

@@ -40,6 +40,11 @@ struct DeviceInfo {
   int cc_major = 9, cc_minor = 0;              // compute capability
 };
 const DeviceInfo& device_info();
+
+// Raises `kernel`'s dynamic shared-memory limit to at least `bytes` on the current device. The
+// attribute belongs to the kernel's instance on one device, so it is set once per (kernel, device),
+// and again only for a larger size; thread-safe; not a stream operation (legal during graph capture).
+cudaError_t allow_dynamic_smem(const void* kernel, int bytes);
 inline std::size_t align_up(std::size_t a, std::size_t b) { return (a + b - 1) / b * b; }
 
 // One CUDA allocation owned by a handle: Alloc/Free are cudaMalloc/cudaFree (device memory) or

@@ -129,12 +129,8 @@ void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream)
               (!p.residual || (p.ldr % kVec == 0 && aligned(p.residual)));
   const int smem = p.k * p.k * p.c_in * a.c_out_pad * static_cast<int>(sizeof(float));
   constexpr int kMaxSmem = kSmallCinMax * 49 * kSmallCinMaxCout * 4;
-  static const cudaError_t attr32 = cudaFuncSetAttribute(conv2d_direct_small_cin<T, int>,
-                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem);
-  static const cudaError_t attr64 = cudaFuncSetAttribute(conv2d_direct_small_cin<T, long long>,
-                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem);
-  YOLO12_CUDA_CHECK(attr32);
-  YOLO12_CUDA_CHECK(attr64);
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(conv2d_direct_small_cin<T, int>), kMaxSmem));
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(conv2d_direct_small_cin<T, long long>), kMaxSmem));
   const long long total = 1LL * p.batch * p.ho * p.wo * (a.c_out_pad / 8);
   // Grid-stride, at most 8 blocks per SM (device_info()): each block stages the weights once.
   const long long blocks = (total + kSmallCinThreads - 1) / kSmallCinThreads;

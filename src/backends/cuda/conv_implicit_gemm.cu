@@ -290,12 +290,11 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
 
 // Launches one kernel instantiation with `smem` bytes of dynamic shared memory, in clusters of
 // (cluster_x, 1, 1) blocks when cluster_x > 1. Above 48 KiB a kernel must opt in; that is done once per
-// instantiation (a static per template argument: one per kernel, not per kernel type) and is not a
-// stream operation, so it is legal during graph capture.
+// kernel and device (allow_dynamic_smem) and is not a stream operation, so it is legal during graph
+// capture.
 template <auto kKernel, typename Args>
 void launch_with_smem(dim3 grid, dim3 block, int smem, const Args& a, cudaStream_t stream, int cluster_x = 1) {
-  static const cudaError_t attr = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  YOLO12_CUDA_CHECK(attr);
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel), smem));
   if (cluster_x == 1) {
     kKernel<<<grid, block, smem, stream>>>(a);
     YOLO12_CUDA_CHECK_LAUNCH();

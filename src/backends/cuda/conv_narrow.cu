@@ -123,10 +123,8 @@ __global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const Narrow
 template <int BN, bool kVecA>
 void launch_narrow(const NarrowParams& p, int smem, int max_grid, cudaStream_t stream) {
   constexpr auto kKernel = conv2d_narrow_f16<BN, kVecA>;
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(device_info().smem_per_block_optin));
-  YOLO12_CUDA_CHECK(attr);
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel),
+                                       static_cast<int>(device_info().smem_per_block_optin)));
   int per_sm = 0;
   YOLO12_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kNarrowThreads, smem));
   long long fit = 1LL * (per_sm > 0 ? per_sm : 1) * device_info().sm_count;

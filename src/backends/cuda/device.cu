@@ -1,6 +1,7 @@
 // src/backends/cuda/device.cu - device_info() (common.cuh).
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "common.cuh"
 
@@ -36,6 +37,20 @@ const DeviceInfo& device_info() {
   d.cc_major = major;
   d.cc_minor = minor;
   return known.emplace(device, d).first->second;
+}
+
+cudaError_t allow_dynamic_smem(const void* kernel, int bytes) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, int> raised;  // (kernel, device) -> limit set
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  const std::lock_guard<std::mutex> lock(mutex);
+  int& limit = raised[{kernel, device}];
+  if (bytes <= limit) return cudaSuccess;
+  err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (err == cudaSuccess) limit = bytes;
+  return err;
 }
 
 }  // namespace yolo12::cuda
