@@ -52,6 +52,7 @@ sanitizer_ci() {
   fi
   for p in tests/unit/test_*.cpp; do targets+=("$(basename "$p" .cpp)"); done
   [ -f cli/image_header.cpp ] && targets+=(fuzz_image_header)
+  [ -f cli/tests/test_cli_units.cpp ] && targets+=(test_cli_units)  # the CLI's unit tests (label cpu) too
   CXX=clang++ CC=clang cmake -S . -B "$san" -DCMAKE_BUILD_TYPE=Release -DYOLO12_WITH_CUDA=OFF \
     -DYOLO12_BUILD_BENCH=OFF -DYOLO12_SANITIZE=address,undefined -DYOLO12_BUILD_FUZZERS=ON >/dev/null
   cmake --build "$san" -j "$JOBS" --target "${targets[@]}"
