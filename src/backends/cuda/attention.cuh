@@ -18,14 +18,18 @@
 // fp32 or fp16, any alignment; the oracle). area_attention_forward picks one (area_attention_select).
 // Launches never allocate or synchronise (the split kernel raises its shared-memory limit once per
 // process with cudaFuncSetAttribute, which is no stream operation).
+// Optionally each kernel also keeps the softmax statistics, lse[b, h, t] = ln sum_j exp(scale *
+// <q[t,h,:], k[j,h,:]>) over the chunk of token t, for a backward pass (python/yolo12_torch).
+// bf16 runs on the rowwise kernel only.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 namespace yolo12::cuda {
 
-template <typename T>  // float or __half; softmax and accumulation in fp32
+template <typename T>  // float, __half or __nv_bfloat16; softmax and accumulation in fp32
 struct AreaAttentionParams {
   const T* q = nullptr;  // (B, N, ldq) token-major view (NHWC with N = H*W)
   const T* k = nullptr;  // (B, N, ldk)
@@ -36,6 +40,7 @@ struct AreaAttentionParams {
   int ldo = 0;
   T* v_image = nullptr;  // optional (B, N, ldvi), heads * dv channels written
   int ldvi = 0;
+  float* lse = nullptr;  // optional (B, heads, N) fp32: the softmax statistics (see above)
   int batch = 1, tokens = 0, area = 1, heads = 1;
   int dqk = 32, dv = 32;
   float scale = 0.f;
