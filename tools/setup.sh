@@ -35,6 +35,31 @@ fi
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD_DIR" -j "$JOBS"
 
+# ---- PyTorch operators (python/yolo12_torch, docs/torch.md); test mode only ----------------------
+# torch and ultralytics from PyPI when missing (PyPI's torch is the CUDA build: a download of about
+# 3 GB, several minutes; YOLO12_NO_TORCH=1 skips all of this and the torch tests then report
+# "skipped"), then yolo12_torch built in place, CPU-only unless a GPU is visible.
+if [ "$mode" = test ] && [ "${YOLO12_NO_TORCH:-0}" != 1 ]; then
+  if ! python3 -c "import torch, ultralytics" 2>/dev/null; then
+    echo "setup: installing torch and ultralytics for the yolo12_torch tests (a large download)"
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+      SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+      $SUDO apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+    fi
+    # Debian's python3 is "externally managed": allow pip to install beside its packages.
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --progress-bar off torch ultralytics
+  fi
+  torch_cuda=0
+  nvidia-smi -L >/dev/null 2>&1 && torch_cuda=auto
+  torch_tmp=$BUILD_DIR/yolo12_torch  # the objects; the module lands in python/yolo12_torch/yolo12_torch
+  case $torch_tmp in /*) ;; *) torch_tmp=$PWD/$torch_tmp ;; esac
+  echo "setup: building yolo12_torch (CUDA kernels: $torch_cuda)"
+  (cd python/yolo12_torch && YOLO12_TORCH_CUDA=$torch_cuda MAX_JOBS=$JOBS \
+     python3 setup.py -q build_ext --inplace --build-temp "$torch_tmp" >/dev/null)
+  export YOLO12_TORCH_REQUIRED=1  # the torch tests now fail, not skip, when the package does not import
+fi
+
 case "$mode" in
   test)
     ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
