@@ -68,7 +68,7 @@ class Report:
         self.write()
 
     def write(self):
-        meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "notes": self.notes}
+        meta = {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU", "torch": torch.__version__, "notes": self.notes}
         with open(os.path.join(self.out, "bench.json"), "w") as f:
             json.dump({"meta": meta, "rows": self.rows}, f, indent=1)
         with open(os.path.join(self.out, "bench.md"), "w") as f:
