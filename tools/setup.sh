@@ -36,9 +36,9 @@ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD_DIR" -j "$JOBS"
 
 # ---- PyTorch operators (python/yolo12_torch, docs/torch.md); test mode only ----------------------
-# torch and ultralytics from PyPI when missing (PyPI's torch is the CUDA build: a download of about
-# 3 GB, several minutes; YOLO12_NO_TORCH=1 skips all of this and the torch tests then report
-# "skipped"), then yolo12_torch built in place, CPU-only unless a GPU is visible.
+# torch and ultralytics from PyPI when missing (PyPI's torch is the CUDA build: 5.9 GB installed, about
+# 9 minutes on the development machine; YOLO12_NO_TORCH=1 skips all of this and the torch tests then
+# report "skipped"), then yolo12_torch built in place, CPU-only unless a GPU is visible.
 if [ "$mode" = test ] && [ "${YOLO12_NO_TORCH:-0}" != 1 ]; then
   if ! python3 -c "import torch, ultralytics" 2>/dev/null; then
     echo "setup: installing torch and ultralytics for the yolo12_torch tests (a large download)"
@@ -49,6 +49,11 @@ if [ "$mode" = test ] && [ "${YOLO12_NO_TORCH:-0}" != 1 ]; then
     fi
     # Debian's python3 is "externally managed": allow pip to install beside its packages.
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --progress-bar off torch ultralytics
+  fi
+  if ! python3 -c "import os, sysconfig; assert os.path.isfile(sysconfig.get_paths()['include'] + '/Python.h')" 2>/dev/null; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo  # the extension build needs Python's headers
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-dev >/dev/null
   fi
   torch_cuda=0
   nvidia-smi -L >/dev/null 2>&1 && torch_cuda=auto

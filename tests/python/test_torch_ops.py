@@ -60,8 +60,9 @@ def ref_detect(box, cls, strides):
     for bx, c, s in zip(box, cls, strides):
         b, c4, h, w = bx.shape
         r = c4 // 4
-        dist = (bx.reshape(b, 4, r, h * w).softmax(2) * torch.arange(r, dtype=bx.dtype).view(1, 1, r, 1)).sum(2)
-        ys, xs = torch.meshgrid(torch.arange(h, dtype=bx.dtype), torch.arange(w, dtype=bx.dtype), indexing="ij")
+        ar = lambda m: torch.arange(m, dtype=bx.dtype, device=bx.device)  # noqa: E731
+        dist = (bx.reshape(b, 4, r, h * w).softmax(2) * ar(r).view(1, 1, r, 1)).sum(2)
+        ys, xs = torch.meshgrid(ar(h), ar(w), indexing="ij")
         ax, ay = xs.reshape(-1) + 0.5, ys.reshape(-1) + 0.5
         lt, tp, rt, bt = dist.unbind(1)
         xywh = torch.stack([ax + (rt - lt) / 2, ay + (bt - tp) / 2, lt + rt, tp + bt], 1) * s
