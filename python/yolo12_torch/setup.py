@@ -61,8 +61,9 @@ def extension():
     sources += [os.path.join(HERE, "csrc", f) for f in GLUE_CUDA]
     # torch compiles .cu files with the half/bf16 operators and conversions switched off; the engine's
     # kernels use them, so switch them back on.
-    nvcc = ["-O3", "-std=c++17", "-lineinfo", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
-            "-U__CUDA_NO_BFLOAT16_CONVERSIONS__", "-U__CUDA_NO_HALF2_OPERATORS__"]
+    nvcc = ["-O3", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr",  # the engine's CMake flags
+            "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__", "-U__CUDA_NO_BFLOAT16_CONVERSIONS__",
+            "-U__CUDA_NO_HALF2_OPERATORS__"]
     return cpp_extension.CUDAExtension("yolo12_torch._C", sources, include_dirs=include_dirs,
                                        define_macros=[("YOLO12_TORCH_WITH_CUDA", "1")],
                                        extra_compile_args={"cxx": cxx + ["-DYOLO12_TORCH_WITH_CUDA=1"], "nvcc": nvcc})

@@ -212,6 +212,15 @@ class OpCheck(unittest.TestCase):
             torch.library.opcheck(ops.detect_decode, (box, cls, strides))
 
 
+class Import(unittest.TestCase):
+    def test_without_torch_first(self):
+        """`import yolo12_torch` on its own (the extension needs torch's libraries loaded first)."""
+        import subprocess
+        code = "import sys; sys.path.insert(0, %r); import yolo12_torch" % os.path.join(REPO, "python", "yolo12_torch")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr[-500:])
+
+
 class Errors(unittest.TestCase):
     """Bad input: one-line typed errors, no crash."""
 

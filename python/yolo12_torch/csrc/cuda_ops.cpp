@@ -257,6 +257,26 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda(const at::Te
 
 const float kScale = 0.17677669529663687f;  // 32 ** -0.5
 
+// The inputs shared by AreaAttentionParams and AreaAttentionBackwardParams: the q, k, v views and sizes.
+template <typename T, typename P>
+void set_qkv(P& p, const AttentionArgs& a, const TokenView& qv, const TokenView& kv, const TokenView& vv,
+             const char* op) {
+  p.q = ptr<T>(qv.t);
+  p.k = ptr<T>(kv.t);
+  p.v = ptr<T>(vv.t);
+  p.ldq = qv.ld;
+  p.ldk = kv.ld;
+  p.ldv = vv.ld;
+  p.q_head_stride = qv.head_stride;
+  p.k_head_stride = kv.head_stride;
+  p.v_head_stride = vv.head_stride;
+  p.batch = to_int(a.batch, op);
+  p.tokens = to_int(a.tokens, op);
+  p.area = to_int(a.area, op);
+  p.heads = to_int(a.heads, op);
+  p.scale = kScale;
+}
+
 std::tuple<at::Tensor, at::Tensor> area_attention_fwd_cuda(const at::Tensor& q, const at::Tensor& k,
                                                            const at::Tensor& v, int64_t area) {
   const char* op = "yolo12::area_attention";
@@ -269,24 +289,11 @@ std::tuple<at::Tensor, at::Tensor> area_attention_fwd_cuda(const at::Tensor& q, 
   with_element_type(q, [&](auto e) {
     using T = decltype(e);
     yc::AreaAttentionParams<T> p;
-    p.q = ptr<T>(qv.t);
-    p.k = ptr<T>(kv.t);
-    p.v = ptr<T>(vv.t);
-    p.ldq = qv.ld;
-    p.ldk = kv.ld;
-    p.ldv = vv.ld;
-    p.q_head_stride = qv.head_stride;
-    p.k_head_stride = kv.head_stride;
-    p.v_head_stride = vv.head_stride;
+    set_qkv<T>(p, a, qv, kv, vv, op);
     p.out = ptr<T>(out);
     p.ldo = to_int(a.heads * kHeadDim, op);
     p.lse = lse.data_ptr<float>();
-    p.batch = to_int(a.batch, op);
-    p.tokens = to_int(a.tokens, op);
-    p.area = to_int(a.area, op);
-    p.heads = to_int(a.heads, op);
     p.dqk = p.dv = static_cast<int>(kHeadDim);
-    p.scale = kScale;
     yc::area_attention_forward(p, stream());
   });
   return {out, lse};
@@ -316,15 +323,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> area_attention_backward_cuda(cons
   with_element_type(q, [&](auto e) {
     using T = decltype(e);
     yc::AreaAttentionBackwardParams<T> p;
-    p.q = ptr<T>(qv.t);
-    p.k = ptr<T>(kv.t);
-    p.v = ptr<T>(vv.t);
-    p.ldq = qv.ld;
-    p.ldk = kv.ld;
-    p.ldv = vv.ld;
-    p.q_head_stride = qv.head_stride;
-    p.k_head_stride = kv.head_stride;
-    p.v_head_stride = vv.head_stride;
+    set_qkv<T>(p, a, qv, kv, vv, op);
     p.out = ptr<T>(oc);
     p.ldo = ld;
     p.dout = ptr<T>(go);
@@ -335,11 +334,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> area_attention_backward_cuda(cons
     p.dk = ptr<T>(dk);
     p.dv = ptr<T>(dv);
     p.lddq = p.lddk = p.lddv = ld;
-    p.batch = to_int(a.batch, op);
-    p.tokens = to_int(a.tokens, op);
-    p.area = to_int(a.area, op);
-    p.heads = to_int(a.heads, op);
-    p.scale = kScale;
     yc::area_attention_backward(p, stream());
   });
   return {dq, dk, dv};

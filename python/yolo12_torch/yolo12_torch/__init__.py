@@ -10,6 +10,8 @@ The operators live under torch.ops.yolo12 (CPU and, in a CUDA build, CUDA kernel
 and fake kernels for torch.compile). docs/torch.md describes them, the layouts and how to train.
 """
 
+import torch  # noqa: F401  (first: the extension links against torch's libraries)
+
 try:
     from . import _C
 except ImportError as e:  # the extension is not built
