@@ -12,7 +12,10 @@
 //                  events inside the graph into preprocess / network / postprocess;
 //   end_to_end     the host's wall time of detect() (packing the pinned staging block included).
 //   --profile-ops N  also every network op timed alone (events between the ops of one captured graph):
-//                  the N slowest printed with their achieved bandwidth and FLOP rate, all in the JSON.
+//                  the N slowest printed with their achieved bandwidth and FLOP rate, all in the JSON;
+//                  then the roofline (bench/roofline.hpp: copy bandwidth and fp16 tensor-core peak
+//                  measured here first): each op's floor, time / floor, the network's sums, the N
+//                  largest gaps.
 // Lab conv variants are chosen with the environment variable YOLO12_CONV_VARIANTS (src/backends/cuda/conv.cu).
 // Throughput = batch / median time. The image is synthetic (no OpenCV): a gradient with noise.
 #include <algorithm>
@@ -34,6 +37,7 @@
 #include "graph/graph.hpp"
 #include "model/model_file.hpp"
 #include "pre/letterbox.hpp"
+#include "roofline.hpp"
 
 using namespace yolo12;
 
@@ -137,6 +141,11 @@ int main(int argc, char** argv) {
     cudaEvent_t e0, e1;
     YOLO12_CUDA_CHECK(cudaEventCreate(&e0));
     YOLO12_CUDA_CHECK(cudaEventCreate(&e1));
+    bench::Roofline roof;  // the ceilings of the per-op floors, measured once
+    if (profile_top >= 0) {
+      roof = bench::measure_roofline(stream);
+      std::printf("%s\n", bench::describe(roof).c_str());
+    }
 
     for (const std::string& prec : precisions) {
       const Precision precision = prec == "fp16" ? Precision::Fp16 : Precision::Fp32;
@@ -192,9 +201,15 @@ int main(int argc, char** argv) {
                         100.0 * o.median_ms / total, o.bytes / (o.median_ms * 1e6), o.flops / (o.median_ms * 1e9),
                         o.label.c_str());
           }
-          for (std::size_t i = 0; i < prof.size(); ++i)
+          std::vector<bench::OpCost> costs;
+          for (std::size_t i = 0; i < prof.size(); ++i) {
+            const double bytes = static_cast<double>(prof[i].bytes), flops = static_cast<double>(prof[i].flops);
+            costs.push_back({prof[i].label, bytes, flops, prof[i].median_ms});
             ops.push_back({{"op", i}, {"label", prof[i].label}, {"median_ms", prof[i].median_ms},
-                           {"bytes", prof[i].bytes}, {"flops", prof[i].flops}});
+                           {"bytes", prof[i].bytes}, {"flops", prof[i].flops}, {"floor_ms", roof.floor_ms(bytes, flops)},
+                           {"bound", roof.bound(bytes, flops)}});
+          }
+          bench::print_op_roofline(stdout, roof, prec + " b" + std::to_string(batch), costs, profile_top);
         }
 
         // Full detect(), per stage and end to end.
@@ -251,6 +266,11 @@ int main(int argc, char** argv) {
                           {"conv_variants", std::getenv("YOLO12_CONV_VARIANTS") ? std::getenv("YOLO12_CONV_VARIANTS") : ""},
                           {"warmup", warmup},
                           {"results", results}};
+    if (profile_top >= 0)
+      doc["roofline"] = {{"bandwidth_gbs", roof.bandwidth_gbs()}, {"copy_kernel_gbs", roof.copy_kernel_gbs},
+                         {"memcpy_gbs", roof.memcpy_gbs},         {"copy_bytes", roof.copy_bytes},
+                         {"fp16_tflops", roof.fp16_tflops()},     {"mma_sync_tflops", roof.mma_sync_tflops},
+                         {"wgmma_tflops", roof.wgmma_tflops}};
     if (!json_path.empty()) {
       std::ofstream f(json_path);
       f << doc.dump(1) << "\n";

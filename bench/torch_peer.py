@@ -2,7 +2,8 @@
 """The PyTorch peer for yolo12-bench: Ultralytics YOLO12 on the same GPU, network forward only.
 
     python3 bench/torch_peer.py run --out peer.json --save-dir models/peer \
-        [--scales n,s,m,l,x] [--batches 1,32] [--compile n] [--iters 50]
+        [--scales n,s,m,l,x] [--batches 1,32] [--compile n] [--channels-last graph,compile] [--iters 50]
+    python3 bench/torch_peer.py save --save-dir models/peer [--scales n,s]
     python3 bench/torch_peer.py table --peer peer.json --ours ours_n.json ours_s.json ... \
         --command "tools/gpu_check.sh" > table.md
 
@@ -11,8 +12,15 @@ saved unfused as {save_dir}/yolo12{scale}_peer.pt through Ultralytics' own Model
 exporter/export.py can convert the very same weights for our engine), then fuse(), eval, on the GPU,
 at 640x640 on random input. Modes: eager fp32 / fp16, the eager model captured in one CUDA graph
 (fp32 / fp16), and for the scales in --compile torch.compile (inductor, default mode) then captured in
-one CUDA graph (fp16). Median and p90 of --iters runs, timed with CUDA events after warm-up.
-`table`: one side-by-side markdown table (ours from yolo12-bench JSON, the peer from `run`).
+one CUDA graph (fp16). The fp16 graph and compile+graph modes named in --channels-last also run with
+the model and input in channels_last (NHWC) memory format (keys with a `_cl` suffix); both numbers are
+recorded, and each row's `best_fp16` names PyTorch's fastest fp16 mode of all. Median and p90 of
+--iters runs, timed with CUDA events after warm-up. `max-autotune` is never used: its compiles took
+over 9 minutes for yolo12n alone on the H200.
+`save`: only the .pt files of `run` (the same seed, so the same weights), for yolo12-bench without the
+peer's timings (tools/gpu_check.sh perf).
+`table`: one side-by-side markdown table (ours from yolo12-bench JSON, the peer from `run`); the PyTorch
+graph and compile+graph columns show the better memory format, marked "(cl)" where channels_last won.
 """
 
 import argparse
@@ -58,15 +66,56 @@ def _graphed(model, x, torch):
     return g.replay
 
 
-def cmd_run(args):
+# The fp16 modes a row can hold, in the order they are run: (key, mode, channels_last).
+FP16_FAST_MODES = (("fp16_graph", "graph", False), ("fp16_graph_cl", "graph", True),
+                   ("fp16_compile_graph", "compile+graph", False), ("fp16_compile_graph_cl", "compile+graph", True))
+
+
+def best_fp16(modes):
+    """PyTorch's fastest fp16 mode of a row (eager included) as {"mode": key, "median_ms": ms}, or None."""
+    timed = {k: v["median_ms"] for k, v in modes.items() if k.startswith("fp16_") and "median_ms" in v}
+    if not timed:
+        return None
+    key = min(timed, key=timed.get)
+    return {"mode": key, "median_ms": timed[key]}
+
+
+def _better_format(modes, key):
+    """The better of a mode and its channels_last twin: (entry, True if channels_last won)."""
+    a, b = modes.get(key), modes.get(key + "_cl")
+    a_ok, b_ok = bool(a) and "median_ms" in a, bool(b) and "median_ms" in b
+    if b_ok and (not a_ok or b["median_ms"] < a["median_ms"]):
+        return b, True
+    return (a if a_ok else None), False
+
+
+def _peer_model(scale, save_dir):
+    """The peer's random-weight model of one scale (seed 0), saved as {save_dir}/yolo12{scale}_peer.pt."""
     import torch
     from ultralytics import YOLO
+
+    torch.manual_seed(0)
+    wrapper = YOLO(f"yolo12{scale}.yaml", task="detect")
+    wrapper.save(os.path.join(save_dir, f"yolo12{scale}_peer.pt"))
+    return wrapper
+
+
+def cmd_save(args):
+    os.makedirs(args.save_dir, exist_ok=True)
+    for scale in args.scales.split(","):
+        _peer_model(scale, args.save_dir)
+        print(f"saved {os.path.join(args.save_dir, f'yolo12{scale}_peer.pt')}")
+
+
+def cmd_run(args):
+    import torch
 
     torch.backends.cudnn.benchmark = True
     dev = torch.device("cuda:0")
     scales = args.scales.split(",")
     batches = [int(b) for b in args.batches.split(",")]
     compile_scales = set(s for s in args.compile.split(",") if s)
+    cl_modes = set(m for m in args.channels_last.split(",") if m and m != "none")
     os.makedirs(args.save_dir, exist_ok=True)
     doc = {
         "device": torch.cuda.get_device_name(0),
@@ -77,10 +126,7 @@ def cmd_run(args):
         "results": [],
     }
     for scale in scales:
-        torch.manual_seed(0)
-        wrapper = YOLO(f"yolo12{scale}.yaml", task="detect")
-        pt = os.path.join(args.save_dir, f"yolo12{scale}_peer.pt")
-        wrapper.save(pt)
+        wrapper = _peer_model(scale, args.save_dir)
         model = wrapper.model.fuse(verbose=False) if hasattr(wrapper.model, "fuse") else wrapper.model
         model = model.eval().to(dev)
         params = sum(p.numel() for p in model.parameters())
@@ -98,26 +144,45 @@ def cmd_run(args):
                         row["modes"][f"{prec}_graph"] = _time(replay, args.iters, 5, torch)
                     except Exception as e:  # noqa: BLE001 - record and go on
                         row["modes"][f"{prec}_graph"] = {"error": str(e)[:200]}
-                    if prec == "fp16" and scale in compile_scales:
-                        try:
-                            torch._dynamo.reset()  # a fresh compile per batch size: no dynamic shapes
-                            t0 = time.perf_counter()
-                            cm = torch.compile(m)
-                            for _ in range(3):
-                                cm(x)
-                            replay = _graphed(cm, x, torch)
-                            row["compile_s"] = round(time.perf_counter() - t0, 1)
-                            row["modes"]["fp16_compile_graph"] = _time(replay, args.iters, 5, torch)
-                        except Exception as e:  # noqa: BLE001
-                            row["modes"]["fp16_compile_graph"] = {"error": str(e)[:200]}
+                    if prec == "fp16":
+                        _fast_fp16_modes(row, m, x, scale in compile_scales, cl_modes, args.iters, torch)
                     del m
             torch.cuda.empty_cache()
+            row["best_fp16"] = best_fp16(row["modes"])
             doc["results"].append(row)
             print(f"peer yolo12{scale} b{batch}: " + ", ".join(
                 f"{k} {v['median_ms']:.3f} ms" for k, v in row["modes"].items() if "median_ms" in v), flush=True)
             # Written after every row, so a run cut short by its time limit keeps what it measured.
             with open(args.out, "w") as f:
                 json.dump(doc, f, indent=1)
+
+
+def _fast_fp16_modes(row, m, x, compile_it, cl_modes, iters, torch):
+    """The fp16 graph (already timed, contiguous) and compile+graph modes, each also in channels_last where
+    cl_modes names it; every result (or error) lands in row["modes"]."""
+    for key, mode, cl in FP16_FAST_MODES:
+        if mode == "graph" and not cl:
+            continue  # timed with the other precisions
+        if (mode == "compile+graph" and not compile_it) or (cl and mode.split("+")[0] not in cl_modes):
+            continue
+        try:
+            mm, xx = m, x
+            if cl:
+                mm = __import__("copy").deepcopy(m).to(memory_format=torch.channels_last)
+                xx = x.contiguous(memory_format=torch.channels_last)
+            if mode == "graph":
+                row["modes"][key] = _time(_graphed(mm, xx, torch), iters, 5, torch)
+                continue
+            torch._dynamo.reset()  # a fresh compile per batch size and format: no dynamic shapes
+            t0 = time.perf_counter()
+            cm = torch.compile(mm)
+            for _ in range(3):
+                cm(xx)
+            replay = _graphed(cm, xx, torch)
+            row["compile_s" + ("_cl" if cl else "")] = round(time.perf_counter() - t0, 1)
+            row["modes"][key] = _time(replay, iters, 5, torch)
+        except Exception as e:  # noqa: BLE001 - record and go on
+            row["modes"][key] = {"error": str(e)[:200]}
 
 
 def _fmt(entry, batch):
@@ -127,9 +192,18 @@ def _fmt(entry, batch):
     return f"{ms:.2f} ms" if batch == 1 else f"{ms:.2f} ms ({batch * 1000.0 / ms:.0f} img/s)"
 
 
+def _fmt_format(modes, key, batch):
+    """A graph / compile+graph cell: the better memory format, "(cl)" where channels_last won."""
+    entry, cl = _better_format(modes, key)
+    return _fmt(entry, batch) + (" (cl)" if entry and cl else "")
+
+
 def _speedup(o16, modes):
-    peer = {name: modes[key]["median_ms"] for key, name in (("fp16_graph", "graph"), ("fp16_compile_graph", "compile+graph"))
-            if "median_ms" in modes.get(key, {})}
+    peer = {}
+    for key, mode, cl in FP16_FAST_MODES:
+        if "median_ms" in modes.get(key, {}):
+            name = mode + (" cl" if cl else "")
+            peer[name] = modes[key]["median_ms"]
     if not o16 or "median_ms" not in o16 or not peer:
         return ""
     which = min(peer, key=peer.get)
@@ -152,7 +226,9 @@ def cmd_table(args):
                  f"warm-up. Command: `{args.command}`.")
     lines.append("")
     lines.append("Network forward only (input already on the GPU). yolo12 = this engine, one CUDA graph; "
-                 "PyTorch eager / one CUDA graph / torch.compile + CUDA graph.")
+                 "PyTorch eager / one CUDA graph / torch.compile + CUDA graph; the graph and compile+graph "
+                 "columns show the better of the contiguous and the channels_last memory format, \"(cl)\" where "
+                 "channels_last won (both are in the JSON).")
     lines.append("")
     lines.append("| model | batch | yolo12 fp16 | yolo12 fp32 | PyTorch fp16 graph | PyTorch fp16 compile+graph | "
                  "PyTorch fp32 graph | PyTorch fp16 eager | PyTorch fp32 eager | yolo12 fp16 speed-up |")
@@ -161,12 +237,12 @@ def cmd_table(args):
         s, b, m = row["scale"], row["batch"], row["modes"]
         o16 = ours.get((s, "fp16", b), {}).get("network_graph")
         o32 = ours.get((s, "fp32", b), {}).get("network_graph")
-        lines.append(f"| yolo12{s} | {b} | {_fmt(o16, b)} | {_fmt(o32, b)} | {_fmt(m.get('fp16_graph'), b)} | "
-                     f"{_fmt(m.get('fp16_compile_graph'), b)} | {_fmt(m.get('fp32_graph'), b)} | "
+        lines.append(f"| yolo12{s} | {b} | {_fmt(o16, b)} | {_fmt(o32, b)} | {_fmt_format(m, 'fp16_graph', b)} | "
+                     f"{_fmt_format(m, 'fp16_compile_graph', b)} | {_fmt(m.get('fp32_graph'), b)} | "
                      f"{_fmt(m.get('fp16_eager'), b)} | {_fmt(m.get('fp32_eager'), b)} | {_speedup(o16, m)} |")
     lines.append("")
-    lines.append("Speed-up = PyTorch's fastest fp16 mode measured for that row (compile+graph where it ran, else "
-                 "graph) divided by this engine's fp16 time; below 1.00x we are slower.")
+    lines.append("Speed-up = PyTorch's fastest fp16 graph or compile+graph mode measured for that row, in either "
+                 "memory format, divided by this engine's fp16 time; below 1.00x we are slower.")
     lines.append("")
     lines.append("This engine end to end (one `detect()`: H2D of a 1280x720 BGR frame, letterbox, network, decode + "
                  "NMS, D2H of the boxes; stage times from events inside the graph):")
@@ -181,7 +257,7 @@ def cmd_table(args):
     print("\n".join(lines))
 
 
-def main():
+def main_with(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
@@ -190,17 +266,28 @@ def main():
     r.add_argument("--scales", default="n,s,m,l,x")
     r.add_argument("--batches", default="1,32")
     r.add_argument("--compile", default="n")
+    r.add_argument("--channels-last", default="graph,compile",
+                   help="fp16 modes also run in channels_last, comma-separated: graph, compile (or none)")
     r.add_argument("--iters", type=int, default=50)
+    v = sub.add_parser("save", help="only write the peer's .pt files (the same weights as run), no timing")
+    v.add_argument("--save-dir", required=True)
+    v.add_argument("--scales", default="n,s,m,l,x")
     t = sub.add_parser("table")
     t.add_argument("--peer", required=True)
     t.add_argument("--ours", nargs="+", required=True)
     t.add_argument("--command", default="tools/gpu_check.sh")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.cmd == "run":
         cmd_run(args)
+    elif args.cmd == "save":
+        cmd_save(args)
     else:
         cmd_table(args)
     return 0
+
+
+def main():
+    return main_with(sys.argv[1:])
 
 
 if __name__ == "__main__":

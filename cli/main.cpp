@@ -1,72 +1,35 @@
 // cli/main.cpp - yolo12-infer: detect objects in images, folders, videos, cameras and streams
 // with a .y12 model. Options and defaults follow Ultralytics predict; docs/cli.md describes them all.
 //
-// Order of work: parse and check every option (exit 2 on a usage error, before anything is loaded),
-// load the model (exit 1 if it cannot be used), then process the sources one after another. A bad
-// input is reported and skipped; the exit status is 1 when any input failed, 130 after Ctrl-C.
-#include <sys/stat.h>
+// Order of work: rewrite Ultralytics spellings and check every option (exit 2 on a usage error,
+// before anything is loaded), find the model, expand the sources and check that no output would
+// overwrite one of them or the model, load the model (exit 1 if it cannot be used), create the run
+// folder, then process the sources one after another. A bad input is reported and skipped; the exit
+// status is 1 when any input or output failed, 130 after Ctrl-C.
+#include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <regex>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <opencv2/core/utils/logger.hpp>
 
+#include "args.hpp"
+#include "ffmpeg.hpp"
 #include "npy.hpp"
 #include "run.hpp"
+#include "settings.hpp"
 
 namespace fs = std::filesystem;
 using namespace yolo12_cli;
 
 namespace {
-
-// A usage error: the message is printed with a pointer to --help and the exit status is 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// CLI11 gives a multi-value option every token that follows it, so `--imgsz 320 bus.jpg` would try to
-// read "bus.jpg" as a size. Before parsing, the integers right after --imgsz (at most two) and
-// --classes (any number) are folded into one token, `--imgsz=320` or `--classes=0,2,5`, and the
-// tokens after them stay sources. "--" ends the options, as usual.
-std::vector<std::string> fold_integer_lists(int argc, char** argv) {
-  static const std::regex integer("-?[0-9]+");
-  std::vector<std::string> args(argv, argv + argc);
-  std::vector<std::string> folded;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      folded.insert(folded.end(), args.begin() + static_cast<long>(i), args.end());
-      break;
-    }
-    const std::size_t max_values = arg == "--imgsz" ? 2 : arg == "--classes" ? 1000 : 0;
-    std::string values;
-    std::size_t taken = 0;
-    while (max_values && taken < max_values && i + 1 < args.size() && std::regex_match(args[i + 1], integer)) {
-      values += (taken++ ? "," : "") + args[++i];
-    }
-    folded.push_back(taken ? arg + "=" + values : arg);
-  }
-  return folded;
-}
-
-// "320,320" -> {320, 320}; "" -> {}. Throws UsageError naming the option for anything else.
-std::vector<int> parse_int_list(const std::string& option, const std::string& text) {
-  std::vector<int> values;
-  if (text.empty()) return values;
-  std::stringstream items(text);
-  std::string item;
-  static const std::regex integer(" *-?[0-9]{1,9} *");
-  while (std::getline(items, item, ',')) {
-    if (!std::regex_match(item, integer)) throw UsageError(option + " " + text + ": expected integers");
-    values.push_back(std::stoi(item));
-  }
-  return values;
-}
 
 // "auto", "cpu", "cuda", "cuda:N" or a bare GPU index "N" (as Ultralytics' device=0).
 void parse_device(const std::string& text, yolo12::DetectorOptions* options) {
@@ -101,13 +64,24 @@ yolo12::DetectorOptions check_options(const CliOptions& opt) {
   if (!(opt.conf >= 0 && opt.conf <= 1)) throw UsageError("--conf " + std::to_string(opt.conf) + ": must be in [0, 1]");
   if (!(opt.iou >= 0 && opt.iou <= 1)) throw UsageError("--iou " + std::to_string(opt.iou) + ": must be in [0, 1]");
   if (opt.max_det < 1) throw UsageError("--max-det " + std::to_string(opt.max_det) + ": must be at least 1");
-  if (opt.batch < 1) throw UsageError("--batch " + std::to_string(opt.batch) + ": must be at least 1");
+  if (opt.batch < 1 || opt.batch > 1024) throw UsageError("--batch " + std::to_string(opt.batch) + ": must be 1..1024");
   if (opt.vid_stride < 1) throw UsageError("--vid-stride " + std::to_string(opt.vid_stride) + ": must be at least 1");
+  if (opt.threads < 0 || opt.threads > 1024) throw UsageError("--threads " + std::to_string(opt.threads) + ": must be 0..1024");
+  if (opt.line_width < 0 || opt.line_width > 1000)
+    throw UsageError("--line-width " + std::to_string(opt.line_width) + ": must be 0..1000 (0: scaled to the image)");
+  if (opt.max_pixels < 0) throw UsageError("--max-pixels " + std::to_string(opt.max_pixels) + ": must be 0 (no limit) or more");
+  if (!(opt.stream_timeout > 0 && opt.stream_timeout <= 86400))
+    throw UsageError("--stream-timeout " + format_ms(opt.stream_timeout) + ": must be in (0, 86400] seconds");
+  if (opt.stream_retries < 0 || opt.stream_retries > 1000)
+    throw UsageError("--stream-retries " + std::to_string(opt.stream_retries) + ": must be 0..1000");
   for (int c : opt.classes)
     if (c < 0) throw UsageError("--classes " + std::to_string(c) + ": class ids are 0 or more");
   if (opt.input_tensor.empty() != opt.dump_raw.empty())
     throw UsageError("--input-tensor and --dump-raw go together");
   if (opt.quiet && opt.verbose) throw UsageError("--quiet and --verbose exclude each other");
+  if (opt.save_conf && !opt.save_txt) throw UsageError("--save-conf adds a column to --save-txt's label files: add --save-txt");
+  if (!opt.output.empty() && (opt.project != "runs/detect" || !opt.name.empty()))
+    throw UsageError("--output names the folder itself: give it, or --project/--name, not both");
   d.rect = opt.rect;
   d.conf = opt.conf;
   d.iou = opt.iou;
@@ -116,23 +90,59 @@ yolo12::DetectorOptions check_options(const CliOptions& opt) {
   d.agnostic_nms = opt.agnostic_nms;
   d.precision = opt.half ? yolo12::Precision::Fp16 : yolo12::Precision::Fp32;
   d.max_batch = opt.batch;
+  d.cpu_threads = opt.threads;
   return d;
 }
 
-// Creates a folder (and its parents) or throws UsageError.
-void make_folder(const std::string& path) {
-  std::error_code ec;
-  fs::create_directories(path, ec);
-  if (ec || !fs::is_directory(path)) throw UsageError("--output " + path + ": cannot create the folder (" +
-                                                      (ec ? ec.message() : std::string("not a folder")) + ")");
+std::string gib(double bytes) {
+  std::ostringstream s;
+  s.precision(1);
+  s << std::fixed << bytes / (1024.0 * 1024.0 * 1024.0) << " GiB";
+  return s.str();
+}
+
+// The least memory a detector for batch x H x W can plan: the input tensor (3 floats a pixel) and
+// the first layer's output, alive together (at least 16 channels at stride 2: 4 floats a pixel).
+double least_plan_bytes(int batch, int height, int width) { return batch * 28.0 * height * width; }
+
+// Creates the detector. An option the model or machine cannot honour is a usage error, and so is a
+// plan that cannot fit in this machine's memory: refused before it is tried when even its lower
+// bound does not fit, and reported the same way when the allocation fails.
+std::unique_ptr<yolo12::Detector> make_detector(const std::string& model, const yolo12::DetectorOptions& d) {
+  int height = d.input_height, width = d.input_width;
+  if (!height && d.max_batch > 1) {  // the model's own size matters only for batches
+    const yolo12::ModelInfo info = yolo12::read_model_info(model);
+    height = info.input_height;
+    width = info.input_width;
+  }
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const auto refuse = [&] {
+    return UsageError("--batch " + std::to_string(d.max_batch) + " at " + std::to_string(height) + "x" +
+                      std::to_string(width) + ": not enough memory for the detector (its input tensor and first layer "
+                      "alone need " + gib(least_plan_bytes(d.max_batch, height, width)) +
+                      ", the whole plan several times that; this machine has " + gib(memory) + "): lower --batch or --imgsz");
+  };
+  if (height && least_plan_bytes(d.max_batch, height, width) > memory) throw refuse();
+  try {
+    return std::make_unique<yolo12::Detector>(model, d);
+  } catch (const std::bad_alloc&) {
+    if (!height) {
+      const yolo12::ModelInfo info = yolo12::read_model_info(model);
+      height = info.input_height;
+      width = info.input_width;
+    }
+    throw refuse();
+  }
 }
 
 // The parity hook: raw head output for a float32 NCHW tensor, no letterbox, no NMS.
 int run_raw(const std::string& model, yolo12::DetectorOptions d, const CliOptions& opt) {
   NpyArray input = read_npy_f32(opt.input_tensor);  // InputError: exit 1
-  if (input.shape.size() != 4 || input.shape[1] != 3 || input.shape[0] == 0)
+  if (input.shape.size() != 4 || input.shape[1] != 3 || input.shape[0] == 0 || input.shape[0] > 1024 ||
+      input.shape[2] > 8192 || input.shape[3] > 8192)
     throw yolo12::InputError(opt.input_tensor + ": shape " + shape_string(input.shape) +
-                             " is not (B, 3, H, W): --input-tensor takes a float32 NCHW RGB tensor");
+                             " is not (B, 3, H, W) with B <= 1024 and H, W <= 8192: --input-tensor takes a float32 "
+                             "NCHW RGB tensor");
   const int batch = static_cast<int>(input.shape[0]);
   const int height = static_cast<int>(input.shape[2]), width = static_cast<int>(input.shape[3]);
   if (height % 32 || width % 32 || height <= 0 || width <= 0)
@@ -142,10 +152,10 @@ int run_raw(const std::string& model, yolo12::DetectorOptions d, const CliOption
     throw UsageError("--imgsz disagrees with the tensor's size " + std::to_string(height) + "x" + std::to_string(width));
   d.input_height = height;
   d.input_width = width;
-  d.max_batch = std::max(batch, d.max_batch);
-  yolo12::Detector detector(model, d);
+  d.max_batch = batch;
+  std::unique_ptr<yolo12::Detector> detector = make_detector(model, d);
   int channels = 0, anchors = 0;
-  const std::vector<float> raw = detector.forward_raw(input.data.data(), batch, height, width, &channels, &anchors);
+  const std::vector<float> raw = detector->forward_raw(input.data.data(), batch, height, width, &channels, &anchors);
   const std::vector<std::size_t> shape = {static_cast<std::size_t>(batch), static_cast<std::size_t>(channels),
                                           static_cast<std::size_t>(anchors)};
   if (raw.size() != shape[0] * shape[1] * shape[2])
@@ -153,57 +163,117 @@ int run_raw(const std::string& model, yolo12::DetectorOptions d, const CliOption
                              shape_string(shape));
   write_npy_f32(opt.dump_raw, shape, raw.data());
   if (!opt.quiet)
-    std::cerr << "wrote " << opt.dump_raw << " " << shape_string(shape) << " on " << detector.device_name() << "\n";
+    std::cerr << "wrote " << opt.dump_raw << " " << shape_string(shape) << " on " << detector->device_name() << "\n";
   return kExitOk;
+}
+
+// The longest run of consecutive still images: the largest batch the detector is planned for, so
+// that --batch 1024 on one image does not plan memory for 1024.
+int largest_batch(const std::vector<Input>& inputs, int batch) {
+  int longest = 0, run = 0;
+  for (const Input& in : inputs) {
+    run = in.kind == InputKind::Image ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return std::max(1, std::min(batch, longest));
+}
+
+// Refuses, before any work, outputs that would overwrite an input or the model: the JSON file, and
+// --save into a folder holding inputs (its annotated copies would replace them).
+void check_outputs(const CliOptions& opt, const ProtectedFiles& protect, const std::string& run_dir) {
+  if (!opt.json.empty() && opt.json != "-") {
+    const std::string hit = protect.find(opt.json);
+    if (!hit.empty()) throw UsageError("--json " + opt.json + ": refusing to write over " + hit);
+  }
+  if (opt.save && !run_dir.empty()) {
+    const std::string hit = protect.find_in_folder(run_dir);
+    if (!hit.empty())
+      throw UsageError("--save into " + run_dir + " would write over its inputs (" + hit + "): choose another folder");
+  }
 }
 
 int run(int argc, char** argv) {
   CliOptions opt;
   bool show_version = false;
   CLI::App app{"yolo12-infer: detect objects with a YOLO12 (or YOLO11 / YOLOv8) .y12 model.\n"
-               "Sources: image files, folders, glob patterns ('images/*.jpg'), video files, camera\n"
-               "indices (0) and stream URLs (rtsp://, rtmp://, http(s)://), processed in order.",
+               "Sources: image files, folders, globs ('images/*.jpg'), .txt lists (- for one on stdin),\n"
+               "video files, cameras (0, /dev/video0), image URLs and stream URLs (rtsp://, http(s)://),\n"
+               "processed in order. Ultralytics spellings work too: conf=0.3 imgsz=640 save=True ...",
                "yolo12-infer"};
-  app.add_option("sources", opt.sources, "Images, folders, globs, videos, camera indices or stream URLs");
-  app.add_option("--model", opt.model, "Model file (.y12, from exporter/export.py); default: $YOLO12_MODEL");
-  app.add_option("--device", opt.device, "cpu, cuda, cuda:N or auto (CUDA when available)")->capture_default_str();
+  app.add_option("sources", opt.sources, "Images, folders, globs, lists, videos, cameras or URLs");
+  app.add_option("--model", opt.model,
+                 "Model file (.y12); default: $YOLO12_MODEL, then the one recorded by exporter/export.py");
+  app.add_option("--device", opt.device, "cpu, cuda, cuda:N, N or auto (CUDA when available)")->capture_default_str();
   std::string imgsz_text, classes_text;  // integer lists, split by parse_int_list()
   app.add_option("--imgsz", imgsz_text, "Network input size: N (square) or H W, multiples of 32; default: the model's")
       ->type_name("N|H W");
   app.add_flag("--rect", opt.rect, "Letterbox to the smallest multiple-of-32 rectangle instead of the full size");
-  app.add_option("--conf", opt.conf, "Confidence threshold")->capture_default_str();
+  app.add_option("--conf", opt.conf, "Confidence threshold (default 0.25; 0.1 with --track)");
   app.add_option("--iou", opt.iou, "NMS IoU threshold")->capture_default_str();
   app.add_option("--max-det", opt.max_det, "Most detections kept per image")->capture_default_str();
   app.add_option("--classes", classes_text, "Keep only these class ids (e.g. --classes 0 2 5)")->type_name("ID...");
   app.add_flag("--agnostic-nms", opt.agnostic_nms, "Class-agnostic NMS");
   app.add_flag("--half", opt.half, "FP16 inference (CUDA only; the CPU runs FP32)");
   app.add_option("--batch", opt.batch, "Images per detect() call")->capture_default_str();
+  app.add_option("--threads", opt.threads, "CPU backend threads (0: all cores)")->capture_default_str();
   app.add_option("--vid-stride", opt.vid_stride, "Detect every Nth video frame (all frames are still saved)")
       ->capture_default_str();
-  app.add_option("--output", opt.output, "Folder for --save and --save-txt (created)")->capture_default_str();
-  app.add_flag("--save", opt.save, "Save annotated images and videos into the output folder");
-  app.add_flag("--save-txt", opt.save_txt, "Save YOLO labels (class cx cy w h conf) into OUTPUT/labels/");
+  app.add_flag("--track", opt.track, "Track objects across video frames (ByteTrack); IDs in JSON, labels, drawings");
+  app.add_option("--project", opt.project, "Run folders go into PROJECT/NAME")->capture_default_str();
+  app.add_option("--name", opt.name, "Run folder name; a new NAME2, NAME3 ... each run (default predict, or track)");
+  app.add_flag("--exist-ok", opt.exist_ok, "Reuse PROJECT/NAME instead of a new folder");
+  app.add_option("--output", opt.output, "Exactly this folder for the saved files (instead of PROJECT/NAME)");
+  app.add_flag("--save", opt.save, "Save annotated images and videos");
+  app.add_flag("--save-txt", opt.save_txt, "Save YOLO labels (class cx cy w h) into labels/");
+  app.add_flag("--save-conf", opt.save_conf, "Add the confidence to the labels of --save-txt");
+  app.add_flag("--save-crop", opt.save_crop, "Save each detection's crop into crops/CLASS/");
+  app.add_option("--line-width", opt.line_width, "Box line width in pixels (0: scaled to the image)")->capture_default_str();
+  app.add_flag("--hide-labels", opt.hide_labels, "Draw boxes without labels");
+  app.add_flag("--hide-conf", opt.hide_conf, "Draw labels without the confidence");
   app.add_option("--json", opt.json, "Write JSON Lines (one object per image or frame) to PATH; - for stdout");
-  app.add_flag("--quiet,-q", opt.quiet, "Print only errors and warnings");
-  app.add_flag("--verbose,-v", opt.verbose, "Print more (model, device, video details)");
+  app.add_option("--max-pixels", opt.max_pixels, "Refuse images above this many pixels (0: no limit)")->capture_default_str();
+  app.add_option("--stream-timeout", opt.stream_timeout, "Give up a live source after this many seconds without a frame")
+      ->capture_default_str();
+  app.add_option("--stream-retries", opt.stream_retries, "Reopen a lost live source at most this many times in all")
+      ->capture_default_str();
+  app.add_flag("--quiet,-q", opt.quiet, "Print only errors and warnings (no OpenCV/FFmpeg/libpng messages either)");
+  app.add_flag("--verbose,-v", opt.verbose, "Print more (model, device, video details, other libraries' messages)");
   app.add_flag("--info", opt.info, "Print the model's summary and exit");
   app.add_flag("--version", show_version, "Print the version and exit");
   app.add_option("--input-tensor", opt.input_tensor, "Parity hook: float32 NCHW (B,3,H,W) .npy to run the network on");
   app.add_option("--dump-raw", opt.dump_raw, "Parity hook: write the raw head output (B,4+nc,A) .npy here");
   app.footer(
-      "Exit status: 0 all inputs done, 1 an input failed or the model cannot be used,\n"
+      "The model: --model, else $YOLO12_MODEL, else \"model\" in settings.json in $YOLO12_CONFIG_DIR\n"
+      "(default $XDG_CONFIG_HOME/yolo12 or ~/.config/yolo12), which exporter/export.py writes.\n"
+      "Saved files go to runs/detect/predict, predict2, ... (--project, --name, --exist-ok, --output).\n"
+      "Exit status: 0 all inputs done, 1 an input or output failed or the model cannot be used,\n"
       "2 invalid options (nothing done), 130 interrupted (files written so far are complete).\n"
       "Put sources before --imgsz/--classes, or after --, when a source is a bare number (a camera).\n"
       "Examples:\n"
-      "  yolo12-infer --model models/yolo11n_coco.y12 bus.jpg --save\n"
-      "  yolo12-infer --model m.y12 images/ video.mp4 --json out.jsonl --imgsz 320\n"
+      "  yolo12-infer bus.jpg\n"
+      "  yolo12-infer bus.jpg conf=0.5 save=True\n"
+      "  yolo12-infer --model m.y12 images/ video.mp4 --json out.jsonl --imgsz 320 --save\n"
       "See docs/cli.md.");
 
-  const std::vector<std::string> folded = fold_integer_lists(argc, argv);
-  std::vector<const char*> folded_argv;
-  for (const std::string& a : folded) folded_argv.push_back(a.c_str());
+  std::vector<KnownOption> known;
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->get_positional()) continue;
+    known.push_back(KnownOption{o->get_lnames(), o->get_snames(), o->get_expected_max() == 0});
+  }
+  std::vector<std::string> args;
   try {
-    app.parse(static_cast<int>(folded_argv.size()), folded_argv.data());
+    args = normalize_arguments(std::vector<std::string>(argv + 1, argv + argc), known, [](const std::string& token) {
+      std::error_code ec;
+      return fs::exists(token, ec);
+    });
+  } catch (const UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n(run yolo12-infer --help for the options)\n";
+    return kExitUsage;
+  }
+  std::vector<const char*> parsed_argv = {argv[0]};
+  for (const std::string& a : args) parsed_argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(parsed_argv.size()), parsed_argv.data());
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();
     return kExitOk;
@@ -215,47 +285,71 @@ int run(int argc, char** argv) {
     std::cout << "yolo12-infer " << yolo12::version() << "\n";
     return kExitOk;
   }
+  // Ultralytics tracks at conf 0.1 unless told otherwise: ByteTrack needs the weak boxes too.
+  if (opt.track && app.count("--conf") == 0) opt.conf = 0.1f;
+  // Third-party messages: OpenCV's own log only with --verbose (our lines say what failed), FFmpeg's
+  // routed through the console below.
+  cv::utils::logging::setLogLevel(opt.verbose ? cv::utils::logging::LOG_LEVEL_WARNING
+                                              : cv::utils::logging::LOG_LEVEL_SILENT);
 
   // ---- check everything before any work.
   yolo12::DetectorOptions detector_options;
-  std::string model = opt.model;
+  ModelChoice model;
+  Sources sources;
+  ProtectedFiles protect;
+  std::string run_dir;
   try {
     opt.imgsz = parse_int_list("--imgsz", imgsz_text);
     opt.classes = parse_int_list("--classes", classes_text);
     detector_options = check_options(opt);
-    if (model.empty()) {
-      const char* env = std::getenv("YOLO12_MODEL");
-      if (env && *env) model = env;
-    }
-    if (model.empty()) throw UsageError("no model: pass --model FILE or set YOLO12_MODEL");
+    model = choose_model(opt.model);
     if (!opt.info && opt.input_tensor.empty() && opt.sources.empty())
-      throw UsageError("no sources: give image or video files, folders, camera indices or stream URLs");
+      throw UsageError("no sources: give image or video files, folders, lists, cameras or URLs");
+    sources = expand_sources(opt.sources, std::cin);
+    protect.add(model.path, "model");
+    for (const Input& in : sources.inputs)
+      if (in.kind == InputKind::Image || in.kind == InputKind::Video) protect.add(in.name, "input", /*guard_folder=*/true);
+    for (const std::string& list : sources.list_files) protect.add(list, "list of inputs");
+    if (!opt.input_tensor.empty()) protect.add(opt.input_tensor, "input tensor");
+    if (!opt.dump_raw.empty() && !protect.find(opt.dump_raw).empty())
+      throw UsageError("--dump-raw " + opt.dump_raw + ": refusing to write over " + protect.find(opt.dump_raw));
+    if (!opt.output.empty()) run_dir = opt.output;
+    check_outputs(opt, protect, run_dir);
   } catch (const UsageError& e) {
     std::cerr << "error: " << e.what() << "\n(run yolo12-infer --help for the options)\n";
     return kExitUsage;
   }
 
   if (opt.info) {
-    std::cout << yolo12::read_model_info(model).summary();
+    std::cout << yolo12::read_model_info(model.path).summary();
     std::cout.flush();
     return kExitOk;
   }
-  if (!opt.input_tensor.empty()) return run_raw(model, detector_options, opt);
+  if (!opt.input_tensor.empty()) return run_raw(model.path, detector_options, opt);
 
   // ---- model, outputs, then the sources in order.
   Console console(opt.quiet, opt.verbose, opt.json == "-");
-  std::unique_ptr<yolo12::Detector> detector;
-  try {
-    detector = std::make_unique<yolo12::Detector>(model, detector_options);
-  } catch (const yolo12::OptionError& e) {  // e.g. --classes 99 on an 80-class model, or no GPU
-    std::cerr << "error: " << e.what() << "\n";
-    return kExitUsage;
-  }
+  route_ffmpeg_log([&console](const std::string& line) { console.debug(line); });
+  struct UnrouteFfmpeg {
+    ~UnrouteFfmpeg() { route_ffmpeg_log({}); }
+  } unroute;
+  const std::vector<Input>& inputs = sources.inputs;
+  detector_options.max_batch = largest_batch(inputs, opt.batch);
+  if (detector_options.max_batch < opt.batch)
+    console.verbose("planning for batches of " + std::to_string(detector_options.max_batch) + " (the longest run of images), not --batch " +
+                    std::to_string(opt.batch));
+  std::unique_ptr<yolo12::Detector> detector = make_detector(model.path, detector_options);
   const yolo12::ModelInfo& info = detector->info();
   std::unique_ptr<JsonLines> json;
   try {
-    if (opt.save || opt.save_txt) make_folder(opt.output);
-    if (opt.save_txt) make_folder(opt.output + "/labels");
+    if (opt.saves()) {
+      if (run_dir.empty())
+        run_dir = make_run_folder(opt.project, opt.name.empty() ? (opt.track ? "track" : "predict") : opt.name, opt.exist_ok);
+      else
+        make_folder(run_dir, "--output");
+      check_outputs(opt, protect, run_dir);
+      if (opt.save_txt) make_folder(run_dir + "/labels", "--save-txt");
+    }
     if (!opt.json.empty()) json = std::make_unique<JsonLines>(opt.json);
   } catch (const UsageError& e) {
     std::cerr << "error: " << e.what() << "\n";
@@ -264,17 +358,16 @@ int run(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitUsage;
   }
-  console.verbose("model " + model + ": " + info.family + (info.scale.empty() ? "" : " " + info.scale) + ", " +
-                  std::to_string(info.num_classes) + " classes, on " + detector->device_name());
+  console.verbose("model " + model.path + " (" + model.origin + "): " + info.family + (info.scale.empty() ? "" : " " + info.scale) +
+                  ", " + std::to_string(info.num_classes) + " classes, on " + detector->device_name());
   if (opt.half && detector->device_name() == "cpu")
     console.warning("--half has no effect on the CPU backend; running FP32");
 
-  // OpenCV's own warnings (backend probing, codec fallbacks) only with --verbose; our messages say
-  // what failed.
-  if (!opt.verbose) cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_ERROR);
   install_stop_handlers();
-  RunContext ctx{*detector, opt, console, json.get(), {}, {}};
-  const std::vector<Input> inputs = expand_sources(opt.sources);
+  RunContext ctx{*detector, opt, console, json.get(), protect, run_dir, {}, {}, {}};
+  ctx.limits.max_pixels = static_cast<std::uint64_t>(opt.max_pixels);
+  ctx.limits.timeout_s = opt.stream_timeout;
+  bool left_thread_behind = false;
   for (std::size_t i = 0; i < inputs.size() && !stop_requested();) {
     const Input& input = inputs[i];
     if (input.kind == InputKind::Invalid) {
@@ -286,12 +379,13 @@ int run(int argc, char** argv) {
       run_images(ctx, inputs, i, end);
       i = end;
     } else {
-      run_video(ctx, input, i + 1, inputs.size());
+      left_thread_behind = !run_video(ctx, input, i + 1, inputs.size()) || left_thread_behind;
       ++i;
     }
   }
 
   // ---- closing lines and the exit status.
+  if (json && !json->close() && ctx.totals.failed_outputs == 0) ctx.fail_output(opt.json, json->error());
   const Totals& t = ctx.totals;
   if (t.results > 0) {
     const double n = static_cast<double>(t.results);
@@ -299,11 +393,18 @@ int run(int argc, char** argv) {
                  "ms inference, " + format_ms(t.postprocess_ms / n) + "ms postprocess per image on " +
                  detector->device_name());
   }
-  if (opt.save || opt.save_txt) console.info("Results saved to " + opt.output);
-  if (t.failed_inputs > 0) console.info(std::to_string(t.failed_inputs) + " of " + std::to_string(inputs.size()) +
-                                        " inputs failed (see the errors above)");
-  if (stop_requested()) return kExitInterrupted;
-  return t.failed_inputs > 0 ? kExitFailed : kExitOk;
+  if (!run_dir.empty()) console.info("Results saved to " + run_dir);
+  if (t.failed_inputs > 0)
+    console.info(std::to_string(t.failed_inputs) + " of " + std::to_string(inputs.size()) + " inputs failed (see the errors above)");
+  if (t.failed_outputs > 0)
+    console.info(std::to_string(t.failed_outputs) + " outputs could not be written (see the errors above)");
+  const int status = stop_requested() ? kExitInterrupted : (t.failed_inputs > 0 || t.failed_outputs > 0) ? kExitFailed : kExitOk;
+  if (left_thread_behind) {  // a decoder stuck in FFmpeg: end without waiting for it (our files are closed)
+    std::cout.flush();
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }
+  return status;
 }
 
 }  // namespace

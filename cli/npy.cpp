@@ -104,6 +104,15 @@ NpyArray read_npy_f32(const std::string& path) {
     if (d != 0 && count > (std::size_t(1) << 40) / d) fail(path, "array is too large");
     count *= d;
   }
+  // The data must be in the file before anything is allocated: a header may claim any shape.
+  const std::streamoff data_start = in.tellg();
+  in.seekg(0, std::ios::end);
+  const std::streamoff file_end = in.tellg();
+  in.seekg(data_start);
+  const std::uint64_t available = file_end > data_start ? static_cast<std::uint64_t>(file_end - data_start) : 0;
+  if (available < count * sizeof(float))
+    fail(path, "truncated .npy file: shape " + shape_string(array.shape) + " needs " +
+                   std::to_string(count * sizeof(float)) + " data bytes, the file has " + std::to_string(available));
   array.data.resize(count);
   in.read(reinterpret_cast<char*>(array.data.data()), static_cast<std::streamsize>(count * sizeof(float)));
   if (static_cast<std::size_t>(in.gcount()) != count * sizeof(float))

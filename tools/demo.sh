@@ -6,19 +6,21 @@
 #   - without it: the committed random-weight YOLO12n test model (tests/data/yolo12n_rand.pt) on the
 #     letterboxed bus fixture in tests/data (as a BMP). Its detections are meaningless; it only shows
 #     the pipeline.
-# Outputs go to runs/predict: the annotated image and detections.jsonl.
+# The exporter records the model it writes as yolo12-infer's default (settings.json in the yolo12
+# config folder), so the detection runs as the bare `yolo12-infer IMAGE`, and the demo ends by
+# printing that command. Outputs go to runs/detect/demo: the annotated image and detections.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 cli="$build/yolo12-infer"
-out=runs/predict
+out=runs/detect/demo
 shared=${YOLO12_SHARED_DATA:-../shared/data}  # the team's data folder, beside the repository
 
 if [ ! -x "$cli" ]; then
   echo "demo: $cli was not built (it needs OpenCV and CLI11: run bash tools/setup.sh demo)" >&2
   exit 1
 fi
-mkdir -p models "$out"
+mkdir -p models
 
 if [ -f "$shared/weights/yolo11n_coco_int8dyn_320.onnx" ] && [ -f "$shared/images/bus.jpg" ]; then
   model=models/yolo11n_coco.y12
@@ -50,9 +52,18 @@ open(sys.argv[1], "wb").write(header + info + pixels.tobytes())
 PY
 fi
 
-echo "demo: $cli --model $model $image --save --json $out/detections.jsonl --output $out"
-"$cli" --model "$model" "$image" --save --json "$out/detections.jsonl" --output "$out"
+# The bare command, as a user types it, with the outputs of the demo. A YOLO12_MODEL in the
+# environment would come before the default: then the model is named.
+model_arg=()
+if [ -n "${YOLO12_MODEL:-}" ]; then
+  echo "demo: YOLO12_MODEL is set ($YOLO12_MODEL), so the demo names its model with --model"
+  model_arg=(--model "$model")
+fi
+echo "demo: $cli ${model_arg[*]} $image --save --json $out/detections.jsonl --project runs/detect --name demo --exist-ok"
+"$cli" "${model_arg[@]}" "$image" --save --json "$out/detections.jsonl" --project runs/detect --name demo --exist-ok
 echo
 echo "demo: outputs:"
 echo "  annotated image: $out/$(basename "$image")"
 echo "  detections:      $out/detections.jsonl (one JSON object per image; see docs/cli.md)"
+echo
+echo "next: $cli ${model_arg[*]:+${model_arg[*]} }$image"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/gpu_check.sh - the whole GPU check in one call on a machine with an NVIDIA GPU (sm_90a).
 #
-#   tools/gpu_check.sh [all|test|bench|peer|ours|cli]    default: all
+#   tools/gpu_check.sh [all|test|bench|peer|ours|cli|perf]    default: all
 #
 #   test   configure + build (Release, sm_90a, -j$(nproc)), export the fixture models, run the GPU
 #          tests (ctest -L gpu), compute-sanitizer memcheck and racecheck on every GPU test (in
@@ -13,6 +13,14 @@
 #          its JSON is kept in the build folder for a later `ours` call on the same warm machine;
 #   ours   yolo12-bench on the very same weights (exported from the peer's .pt files), then one
 #          side-by-side markdown table.
+#   perf   the kernel-performance call, about 8 minutes (PERF_BUDGET seconds, default 470, from the start):
+#          build the library, test_conv, test_preprocess, test_roofline and yolo12-bench; run those three
+#          tests; the per-op profile of yolo12n fp16 at batch 1 and 32 under each setting of
+#          PERF_VARIANTS (the defaults, and the newest variants off one group at a time); yolo12-bench
+#          fp16 at batch 1 and 32 on yolo12n and yolo12s (PERF_SCALES; the peer's random weights,
+#          `bench/torch_peer.py save`) with the variants on and off; then, in the time left,
+#          compute-sanitizer memcheck and racecheck on the new kernels' test cases ([narrow], [dwtiled]:
+#          one process each), memcheck on the roofline probes and on test_preprocess.
 #   cli    only the carried CLI step (no build): .carry/cli/yolo12-infer, made elsewhere by
 #          tools/dev/build_cli_static.sh, on the shared images with the real YOLO11n and YOLOv8n on the
 #          CPU, on CUDA and on CUDA in FP16, compared by tools/dev/compare_detections.py (`test` and
@@ -35,6 +43,8 @@ mode=${1:-all}
 out=${OUT:-$root/out/gpu_check}
 build=${BUILD:-$root/build-check}
 models=$build/models
+started=$SECONDS
+time_left() { echo $(( ${PERF_BUDGET:-470} - (SECONDS - started) )); }
 jobs=$(nproc 2>/dev/null || echo 4)
 mkdir -p "$out" "$models"
 summary=()
@@ -106,7 +116,10 @@ cmake_args+=(${EXTRA_CMAKE_ARGS:-})
 gpu_tests=()
 for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu; do [ -f "$f" ] && gpu_tests+=("$(basename "${f%.*}")"); done
 targets=(yolo12)
-case "$mode" in all|test) targets+=("${gpu_tests[@]}") ;; esac
+case "$mode" in
+  all|test) targets+=("${gpu_tests[@]}") ;;
+  perf) targets+=(test_conv test_preprocess test_roofline) ;;
+esac
 [ -f bench/bench.cpp ] && targets+=(yolo12-bench)
 build_rc=0
 [ "$mode" != peer ] && [ "$mode" != cli ] && { timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; build_rc=$?; }
@@ -119,6 +132,12 @@ fi
 grep -E "error" "$out/build.log" 2>/dev/null | head -20
 
 # ---- models --------------------------------------------------------------------------------------
+use_wheels() {  # Ultralytics from the carried wheels (.whl), where the machine has none
+  if ! python3 -c "import ultralytics" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/yolo12-site .whl/*.whl \
+      > "$out/pip.log" 2>&1 && export PYTHONPATH=/tmp/yolo12-site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+}
 export_model() {  # src dst
   [ -f "$2" ] && return 0
   timeout 120 python3 exporter/export.py "$1" -o "$2" >> "$out/export.log" 2>&1 || note "export of $1 FAILED"
@@ -204,6 +223,37 @@ cli_check() {
 }
 
 # ---- tests ---------------------------------------------------------------------------------------
+san_jobs=()
+san_job() {  # tool test name catch-filter [env VAR=value ...]: one sanitizer process in the background
+  local tool=$1 t=$2 name=$3 catch_filter=$4; shift 4
+  ( timeout "${SANITIZE_TIMEOUT:-360}" "$@" compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/$t" \
+      "${SANITIZE_FILTER:-$catch_filter}" > "$out/sanitizer_${tool}_$name.log" 2>&1; echo $? > "$out/sanitizer_${tool}_$name.rc" ) &
+  san_jobs+=("$tool $name")
+}
+san_report() {  # waits for the sanitizer processes, one summary line each
+  wait
+  local j rc summ passed
+  for j in "${san_jobs[@]}"; do
+    set -- $j
+    rc=$(cat "$out/sanitizer_$1_$2.rc" 2>/dev/null || echo "?")
+    summ=$(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$1_$2.log")
+    passed=$(grep -m1 -E 'All tests passed|test cases' "$out/sanitizer_$1_$2.log")
+    note "compute-sanitizer $1 $2: $([ "$rc" = 0 ] && echo clean || echo "rc=$rc") | $summ | $passed"
+  done
+}
+# Per-op profile of yolo12n fp16 at batch 1 and 32 under each conv-variant setting of the list (name=value
+# of YOLO12_CONV_VARIANTS; "default" leaves it unset).
+profile_variants() {
+  local pv name envv
+  [ -x "$build/yolo12-bench" ] && [ -f "$models/yolo12n_rand.y12" ] || { note "profile: skipped (no yolo12-bench or yolo12n_rand.y12)"; return; }
+  for pv in $1; do
+    name=${pv%%=*}
+    if [ "$pv" = "$name" ]; then envv=(env -u YOLO12_CONV_VARIANTS); else envv=(env "YOLO12_CONV_VARIANTS=${pv#*=}"); fi
+    "${envv[@]}" timeout 120 "$build/yolo12-bench" "$models/yolo12n_rand.y12" --batch 1,32 --precision fp16 \
+      --iters 50 --warmup 10 --profile-ops 40 --json "$out/profile_$name.json" > "$out/profile_$name.log" 2>&1
+    note "profile ($name): $(grep -E '^n ' "$out/profile_$name.log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
+  done
+}
 if [ "$mode" = all ] || [ "$mode" = test ]; then
   export YOLO12_TEST_MODELS=$models
   (cd "$build" && timeout 900 ctest -L gpu ${CTEST_REGEX:+-R "$CTEST_REGEX"} --output-on-failure --timeout 400 > "$out/ctest.log" 2>&1)
@@ -214,13 +264,6 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
   # Cases tagged [big] (full-size heads, thousands of candidates) are left to the plain run. The example
   # application builds and runs meanwhile.
   san_tests=${SANITIZE_TESTS:-"${gpu_tests[*]}"}
-  san_jobs=()
-  san_job() {  # tool test name catch-filter [env VAR=value ...]: one sanitizer process in the background
-    local tool=$1 t=$2 name=$3 catch_filter=$4; shift 4
-    ( timeout "${SANITIZE_TIMEOUT:-360}" "$@" compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/$t" \
-        "${SANITIZE_FILTER:-$catch_filter}" > "$out/sanitizer_${tool}_$name.log" 2>&1; echo $? > "$out/sanitizer_${tool}_$name.rc" ) &
-    san_jobs+=("$tool $name")
-  }
   for t in $san_tests; do
     [ -x "$build/tests/$t" ] || continue
     san_job memcheck "$t" "$t" "~[big]"
@@ -241,37 +284,66 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
     note "example app (find_package, cuda): rc=$? $(tail -1 "$out/example_app.log")"
   fi
   cli_check
-  wait
-  for j in "${san_jobs[@]}"; do
-    set -- $j
-    rc=$(cat "$out/sanitizer_$1_$2.rc" 2>/dev/null || echo "?")
-    summ=$(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$1_$2.log")
-    passed=$(grep -m1 -E 'All tests passed|test cases' "$out/sanitizer_$1_$2.log")
-    note "compute-sanitizer $1 $2: $([ "$rc" = 0 ] && echo clean || echo "rc=$rc") | $summ | $passed"
-  done
-  # Per-op profile of yolo12n under each conv-variant setting of PROFILE_VARIANTS (name=value of
-  # YOLO12_CONV_VARIANTS, "default" leaves it unset): the defaults, split-K off, the plain kernels.
-  if [ -x "$build/yolo12-bench" ] && [ -f "$models/yolo12n_rand.y12" ]; then
-    for pv in ${PROFILE_VARIANTS:-default nosplit=f16_bk64,dw_one_output plain=none}; do
-      name=${pv%%=*}
-      if [ "$pv" = "$name" ]; then envv=(env -u YOLO12_CONV_VARIANTS); else envv=(env "YOLO12_CONV_VARIANTS=${pv#*=}"); fi
-      "${envv[@]}" timeout 120 "$build/yolo12-bench" "$models/yolo12n_rand.y12" --batch 1,32 --precision fp16 \
-        --iters 50 --warmup 10 --profile-ops 40 --json "$out/profile_$name.json" > "$out/profile_$name.log" 2>&1
-      note "profile ($name): $(grep -E '^n ' "$out/profile_$name.log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
-    done
-  fi
+  san_report
+  # Per-op profile of yolo12n under each conv-variant setting of PROFILE_VARIANTS: the defaults, the third
+  # session's defaults (split-K on, the narrow and tiled depthwise kernels off), the plain kernels.
+  profile_variants "${PROFILE_VARIANTS:-default prev=f16_bk64,dw_one_output,f16_split_k plain=none}"
 fi
 
 [ "$mode" = cli ] && cli_check
+
+# ---- perf: the kernel-performance call -----------------------------------------------------------
+# Timings first, on an otherwise idle GPU; the sanitizers last, in the time left (each process stops
+# at PERF_BUDGET, its log says how far it got).
+if [ "$mode" = perf ]; then
+  export_model tests/data/yolo12n_rand.pt "$models/yolo12n_rand.y12"
+  use_wheels
+  scales=${PERF_SCALES:-n,s}
+  PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout 120 python3 bench/torch_peer.py save --save-dir "$build/peer" \
+    --scales "$scales" > "$out/peer_save.log" 2>&1 || note "torch_peer.py save FAILED (see peer_save.log)"
+  for sc in ${scales//,/ }; do
+    [ -f "$build/peer/yolo12${sc}_peer.pt" ] && export_model "$build/peer/yolo12${sc}_peer.pt" "$models/yolo12${sc}_peer.y12"
+  done
+  note "models: $(ls "$models" | tr '\n' ' ')"
+  (cd "$build" && timeout 300 ctest -R "${CTEST_REGEX:-^test_(conv|preprocess|roofline)\$}" --output-on-failure --timeout 240 \
+    > "$out/ctest.log" 2>&1)
+  note "ctest: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1) ($((SECONDS - started)) s so far)"
+  # The variants of this step (conv_detail.cuh): on by default; prev = the third session's defaults
+  # (split-K on, the new kernels off); nonarrow / nodwtiled = one of the two new groups off.
+  old_v=f16_bk64,dw_one_output,f16_split_k
+  profile_variants "${PERF_VARIANTS:-default prev=$old_v nonarrow=$old_v,dw_tiled_f16 nodwtiled=$old_v,f16_narrow,f16_narrow_stem}"
+  for sc in ${scales//,/ }; do
+    y12=$models/yolo12${sc}_peer.y12
+    [ -f "$y12" ] || { note "yolo12-bench yolo12$sc: skipped (no $(basename "$y12"))"; continue; }
+    for pv in ${PERF_BENCH_VARIANTS:-default prev=$old_v}; do
+      name=${pv%%=*}
+      if [ "$pv" = "$name" ]; then envv=(env -u YOLO12_CONV_VARIANTS); else envv=(env "YOLO12_CONV_VARIANTS=${pv#*=}"); fi
+      "${envv[@]}" timeout 90 "$build/yolo12-bench" "$y12" --batch 1,32 --precision fp16 --iters 100 \
+        --json "$out/bench_yolo12${sc}_$name.json" > "$out/bench_yolo12${sc}_$name.log" 2>&1 || note "yolo12-bench yolo12$sc ($name) FAILED"
+      note "bench yolo12$sc ($name): $(grep -F "net(graph)" "$out/bench_yolo12${sc}_$name.log" | tr -s ' ' | cut -c1-45 | tr '\n' ';')"
+    done
+  done
+  left=$(time_left)
+  if [ "$left" -lt 30 ]; then
+    note "compute-sanitizer: skipped (only ${left} s of PERF_BUDGET left)"
+  else
+    SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-$left}
+    for tag in narrow dwtiled; do  # one process per kernel, so a slow one cannot leave the other unchecked
+      san_job memcheck test_conv "test_conv_$tag" "[$tag]~[host]"
+      san_job racecheck test_conv "test_conv_$tag" "[$tag]~[host]"
+    done
+    san_job memcheck test_roofline test_roofline '[roofline]~[host]~measure_roofline*'
+    san_job memcheck test_preprocess test_preprocess '*'
+    san_report
+  fi
+  note "perf: $((SECONDS - started)) s"
+fi
 
 # ---- benchmark -----------------------------------------------------------------------------------
 peer_dir=$build/peer
 mkdir -p "$peer_dir"
 if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = peer ]; then
-  if ! python3 -c "import ultralytics" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/yolo12-site .whl/*.whl \
-      > "$out/pip.log" 2>&1 && export PYTHONPATH=/tmp/yolo12-site${PYTHONPATH:+:$PYTHONPATH}
-  fi
+  use_wheels
   PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout "${PEER_TIMEOUT:-420}" python3 bench/torch_peer.py run \
     --out "$peer_dir/peer.json" --save-dir "$peer_dir" --scales "${PEER_SCALES:-n,s,m,l,x}" \
     --batches "${PEER_BATCHES:-1,32}" --compile "${PEER_COMPILE:-n}" > "$out/peer.log" 2>&1

@@ -6,7 +6,9 @@ Python 3 + numpy only. See docs/exporter.md. Modules:
   onnx_reader minimal protobuf wire-format decoder for ONNX models
   bn_fold     BatchNorm folding in float64
   pt_arch     architecture + tensors from a checkpoint's module tree (cross-checked with its yaml)
-  onnx_arch   architecture + tensors reconstructed from an ONNX graph
+  modules     the table of module readers, one file per Ultralytics module family
+  from_onnx   architecture + tensors reconstructed from an ONNX graph
+  from_pt     header fields + tensors of a .pt checkpoint
   writer      the .y12 file writer (docs/model-format.md)
 """
 

@@ -3,3 +3,9 @@
 
 class ExportError(Exception):
     """An input the exporter refuses or cannot read; str(e) is the one-line reason."""
+
+
+def require(cond, msg):
+    """Raises ExportError(msg) unless cond holds."""
+    if not cond:
+        raise ExportError(msg)

@@ -4,7 +4,7 @@ import numpy as np
 
 from . import pt_reader as pr
 from .errors import ExportError
-from .pt_arch import ModelTree, check_against_yaml, scale_of
+from .pt_arch import ModelTree, check_against_yaml
 
 
 def _names(raw, nc):

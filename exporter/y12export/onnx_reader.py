@@ -8,17 +8,23 @@ We decode only the ONNX fields the exporter needs (field numbers from onnx.proto
   ModelProto       1 ir_version, 2 producer_name, 3 producer_version, 7 graph, 14 metadata_props
   StringStringEntry 1 key, 2 value
   GraphProto       1 node, 5 initializer, 11 input, 12 output
+  ValueInfoProto   1 name, 2 type (TypeProto 1 tensor_type -> 2 shape -> 1 dim -> 1 dim_value)
   NodeProto        1 input, 2 output, 3 name, 4 op_type, 5 attribute, 7 domain
   AttributeProto   1 name, 2 f, 3 i, 4 s, 5 t, 7 floats, 8 ints, 20 type
   TensorProto      1 dims, 2 data_type, 4 float_data, 5 int32_data, 7 int64_data, 8 name, 9 raw_data,
                    10 double_data, 13 external_data, 14 data_location
-Every read is bounds-checked; malformed input raises ExportError.
+Every read is bounds-checked; malformed input raises ExportError. Every count and size is bounded
+before it is stored (y12export/limits.py): the file, nodes, initializers, a node's fields, ranks, list
+values, metadata entries and values; tensor data stay views of the file's bytes.
 """
 
+import math
+import os
 import struct
 
 import numpy as np
 
+from . import limits
 from .errors import ExportError
 
 # TensorProto.DataType -> numpy dtype (little-endian)
@@ -30,6 +36,14 @@ _BFLOAT16 = 16
 class _Buf:
     def __init__(self, data, what):
         self.data, self.what = data, what
+        self.decoded = 0  # fields and list values decoded so far
+
+    def count(self):
+        """Counts one decoded field or value: a file of millions of tiny fields is refused, not parsed
+        for minutes."""
+        self.decoded += 1
+        if self.decoded > limits.MAX_ONNX_DECODED:
+            self.fail(f"more than {limits.MAX_ONNX_DECODED:,} fields and values (the exporter's limit)")
 
     def fail(self, msg):
         raise ExportError(f"{self.what}: corrupt ONNX protobuf ({msg})")
@@ -56,6 +70,7 @@ def _fields(buf, start, end):
     data = buf.data
     pos = start
     while pos < end:
+        buf.count()
         key, pos = _varint(data, pos, end, buf)
         num, wt = key >> 3, key & 7
         if num == 0:
@@ -63,22 +78,18 @@ def _fields(buf, start, end):
         if wt == 0:
             v, pos = _varint(data, pos, end, buf)
             yield num, wt, v
-        elif wt == 1:
-            if pos + 8 > end:
-                buf.fail("truncated fixed64")
-            yield num, wt, data[pos:pos + 8]
-            pos += 8
+        elif wt in (1, 5):  # fixed64, fixed32
+            size = 8 if wt == 1 else 4
+            if pos + size > end:
+                buf.fail(f"truncated fixed{8 * size}")
+            yield num, wt, data[pos:pos + size]
+            pos += size
         elif wt == 2:
             n, pos = _varint(data, pos, end, buf)
             if pos + n > end:
                 buf.fail("length-delimited field runs past its message")
             yield num, wt, (pos, pos + n)
             pos += n
-        elif wt == 5:
-            if pos + 4 > end:
-                buf.fail("truncated fixed32")
-            yield num, wt, data[pos:pos + 4]
-            pos += 4
         else:
             buf.fail(f"unsupported wire type {wt}")
 
@@ -94,25 +105,42 @@ def _signed(v):
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def _ints(buf, wt, v):
-    """A repeated int64/int32 field value: packed (wt 2) or one varint (wt 0)."""
+def _ints(buf, wt, v, out, what):
+    """Appends a repeated int64/int32 field value (packed, wt 2, or one varint, wt 0) to out, never
+    beyond MAX_ONNX_LIST_VALUES."""
     if wt == 0:
-        return [_signed(v)]
-    if wt != 2:
-        buf.fail("bad repeated int field")
-    out, pos = [], v[0]
-    while pos < v[1]:
-        x, pos = _varint(buf.data, pos, v[1], buf)
-        out.append(_signed(x))
+        out.append(_signed(v))
+    elif wt == 2:
+        pos = v[0]
+        while pos < v[1]:
+            buf.count()
+            x, pos = _varint(buf.data, pos, v[1], buf)
+            out.append(_signed(x))
+            if len(out) > limits.MAX_ONNX_LIST_VALUES:
+                break
+    else:
+        buf.fail(f"bad repeated int field in {what}")
+    if len(out) > limits.MAX_ONNX_LIST_VALUES:
+        buf.fail(f"{what} has more than {limits.MAX_ONNX_LIST_VALUES:,} values")
     return out
 
 
-def _floats(buf, wt, v):
-    if wt == 5:
-        return list(struct.unpack("<f", v))
-    if wt != 2 or (v[1] - v[0]) % 4:
-        buf.fail("bad repeated float field")
-    return list(np.frombuffer(bytes(buf.data[v[0]:v[1]]), dtype="<f4"))
+def _numbers(buf, wt, v, dtype, fixed_wt, what):
+    """A repeated fixed-size number field (floats, doubles): packed (wt 2) or one value, as an array."""
+    size = np.dtype(dtype).itemsize
+    if wt == fixed_wt:
+        return np.frombuffer(v, dtype=dtype)
+    if wt != 2 or (v[1] - v[0]) % size:
+        buf.fail(f"bad repeated number field in {what}")
+    if (v[1] - v[0]) // size > limits.MAX_ONNX_LIST_VALUES:
+        buf.fail(f"{what} has more than {limits.MAX_ONNX_LIST_VALUES:,} values")
+    return np.frombuffer(buf.data[v[0]:v[1]], dtype=dtype)
+
+
+def _bounded(count, limit, buf, what):
+    """Fails before an item beyond `limit` is stored (count: the items stored so far)."""
+    if count >= limit:
+        buf.fail(f"more than {limit:,} {what} (the exporter's limit)")
 
 
 class Tensor:
@@ -122,68 +150,74 @@ class Tensor:
         self.name, self.array = name, array
 
 
+def _concat(parts, dtype):
+    if not parts:
+        return np.zeros(0, dtype=dtype)
+    return np.concatenate([np.asarray(p, dtype=dtype) for p in parts])
+
+
 def _tensor(buf, span):
     dims, dtype, name, raw = [], None, "", None
-    float_data, int32_data, int64_data, double_data = [], [], [], []
+    float_parts, double_parts, int32_data, int64_data = [], [], [], []
     external = False
     for num, wt, v in _fields(buf, *span):
         if num == 1:
-            dims += _ints(buf, wt, v)
+            _ints(buf, wt, v, dims, "a tensor's dims")
+            if len(dims) > limits.MAX_ONNX_TENSOR_RANK:
+                buf.fail(f"a tensor of rank above {limits.MAX_ONNX_TENSOR_RANK}")
         elif num == 2 and wt == 0:
             dtype = v
         elif num == 4:
-            float_data += _floats(buf, wt, v)
+            float_parts.append(_numbers(buf, wt, v, "<f4", 5, "float_data"))
         elif num == 5:
-            int32_data += _ints(buf, wt, v)
+            _ints(buf, wt, v, int32_data, "int32_data")
         elif num == 7:
-            int64_data += _ints(buf, wt, v)
+            _ints(buf, wt, v, int64_data, "int64_data")
         elif num == 8 and wt == 2:
             name = _str(buf, v)
         elif num == 9 and wt == 2:
-            raw = bytes(buf.data[v[0]:v[1]])
+            raw = buf.data[v[0]:v[1]]  # a view of the file's bytes, no copy
         elif num == 10:
-            if wt == 1:
-                double_data += list(struct.unpack("<d", v))
-            elif wt == 2 and (v[1] - v[0]) % 8 == 0:
-                double_data += list(np.frombuffer(bytes(buf.data[v[0]:v[1]]), dtype="<f8"))
+            double_parts.append(_numbers(buf, wt, v, "<f8", 1, "double_data"))
         elif num == 13:
             external = True
         elif num == 14 and wt == 0 and v == 1:
             external = True
+    name_ = name[:80]
     if external:
-        raise ExportError(f"{buf.what}: tensor {name} keeps its data in an external file (not supported)")
+        raise ExportError(f"{buf.what}: tensor {name_} keeps its data in an external file (not supported)")
     if any(d < 0 for d in dims):
-        buf.fail(f"tensor {name} has a negative dimension")
-    count = int(np.prod(dims)) if dims else 1
+        buf.fail(f"tensor {name_} has a negative dimension")
+    count = math.prod(dims)
     if dtype == _BFLOAT16:
         np_dtype = None
     elif dtype in _DTYPES:
         np_dtype = np.dtype(_DTYPES[dtype])
     else:
-        raise ExportError(f"{buf.what}: tensor {name} has unsupported data type {dtype}")
+        raise ExportError(f"{buf.what}: tensor {name_} has unsupported data type {dtype}")
     if raw is not None:
         item = 2 if np_dtype is None else np_dtype.itemsize
         if len(raw) != count * item:
-            buf.fail(f"tensor {name}: {len(raw)} bytes of raw data for {count} elements")
+            buf.fail(f"tensor {name_}: {len(raw)} bytes of raw data for {count} elements")
         if np_dtype is None:
             arr = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
         else:
             arr = np.frombuffer(raw, dtype=np_dtype)
     elif dtype == 1:
-        arr = np.array(float_data, dtype=np.float32)
+        arr = _concat(float_parts, np.float32)
     elif dtype == 11:
-        arr = np.array(double_data, dtype=np.float64)
+        arr = _concat(double_parts, np.float64)
     elif dtype == 7:
         arr = np.array(int64_data, dtype=np.int64)
     elif dtype == 10:  # float16 bits in int32_data
-        arr = np.array(int32_data, dtype=np.uint16).view(np.float16)
+        arr = np.array(int32_data, dtype=np.int64).astype(np.uint16).view(np.float16)
     elif dtype == _BFLOAT16:
-        arr = (np.array(int32_data, dtype=np.uint32) << 16).view(np.float32)
+        arr = (np.array(int32_data, dtype=np.int64).astype(np.uint32) << 16).view(np.float32)
     else:  # int8 / uint8 / int16 / int32 / bool in int32_data
         arr = np.array(int32_data, dtype=np.int64).astype(np_dtype)
     if arr.size != count:
-        buf.fail(f"tensor {name}: {arr.size} values for shape {dims}")
-    return Tensor(name, arr.reshape(dims).copy())
+        buf.fail(f"tensor {name_}: {arr.size} values for shape {dims}")
+    return Tensor(name, arr.reshape(dims))
 
 
 class Node:
@@ -202,15 +236,15 @@ def _attribute(buf, span):
         elif num == 3 and wt == 0:
             value = _signed(v)
         elif num == 4 and wt == 2:
-            value = bytes(buf.data[v[0]:v[1]])
+            value = bytes(buf.data[v[0]:v[1]][:limits.MAX_ONNX_METADATA_BYTES])
         elif num == 5 and wt == 2:
             value = _tensor(buf, v).array
         elif num == 7:
-            floats += _floats(buf, wt, v)
+            floats.append(_numbers(buf, wt, v, "<f4", 5, "a float list attribute"))
         elif num == 8:
-            ints += _ints(buf, wt, v)
+            _ints(buf, wt, v, ints, "an int list attribute")
     if value is None:
-        value = ints if ints else floats if floats else None
+        value = ints if ints else [float(x) for x in _concat(floats, np.float32)] if floats else None
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     return name, value
@@ -221,6 +255,8 @@ def _node(buf, span):
     for num, wt, v in _fields(buf, *span):
         if wt != 2:
             continue
+        if num in (1, 2, 5):
+            _bounded(len(inputs) + len(outputs) + len(attrs), limits.MAX_ONNX_NODE_FIELDS, buf, "inputs, outputs and attributes of a node")
         if num == 1:
             inputs.append(_str(buf, v))
         elif num == 2:
@@ -237,11 +273,32 @@ def _node(buf, span):
     return Node(name, op, inputs, outputs, attrs, domain)
 
 
-def _value_info_name(buf, span):
+def _value_info(buf, span):
+    """ValueInfoProto (1 name, 2 type) -> (name, dims): TypeProto 1 tensor_type -> 2 shape ->
+    repeated 1 dim -> 1 dim_value | 2 dim_param. A dim without a value (symbolic) is None; dims is
+    None when the type has no shape."""
+    name, dims = "", None
     for num, wt, v in _fields(buf, *span):
         if num == 1 and wt == 2:
-            return _str(buf, v)
-    return ""
+            name = _str(buf, v)
+        elif num == 2 and wt == 2:
+            for n2, w2, v2 in _fields(buf, *v):
+                if n2 != 1 or w2 != 2:
+                    continue
+                for n3, w3, v3 in _fields(buf, *v2):
+                    if n3 != 2 or w3 != 2:
+                        continue
+                    dims = []
+                    for n4, w4, v4 in _fields(buf, *v3):
+                        if n4 != 1 or w4 != 2:
+                            continue
+                        _bounded(len(dims), limits.MAX_ONNX_TENSOR_RANK, buf, "dimensions of a graph input")
+                        value = None
+                        for n5, w5, v5 in _fields(buf, *v4):
+                            if n5 == 1 and w5 == 0:
+                                value = _signed(v5)
+                        dims.append(value)
+    return name, dims
 
 
 class OnnxModel:
@@ -254,12 +311,34 @@ class OnnxModel:
         self.nodes = []
         self.initializers = {}  # name -> ndarray
         self.inputs, self.outputs = [], []
+        self.input_dims = {}    # graph input name -> [int or None per dim], where the graph declares them
+
+
+def _metadata_entry(buf, span):
+    key = value = ""
+    for num, wt, v in _fields(buf, *span):
+        if wt == 2 and num in (1, 2):
+            n = v[1] - v[0]
+            if n > limits.MAX_ONNX_METADATA_BYTES:
+                what = "a metadata key" if num == 1 else f"metadata {key[:40]!r}"
+                raise ExportError(f"{buf.what}: {what} is {n:,} bytes, above the exporter's limit of "
+                                  f"{limits.MAX_ONNX_METADATA_BYTES:,} (Ultralytics' COCO names are 1,171)")
+            if num == 1:
+                key = _str(buf, v)
+            else:
+                value = _str(buf, v)
+    return key, value
 
 
 def read_onnx_model(path):
     try:
+        size = os.path.getsize(path)
+        if size > limits.MAX_ONNX_BYTES:
+            raise ExportError(f"{path}: {size:,} bytes, above the limit of {limits.MAX_ONNX_BYTES:,} (protobuf's own)")
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(size + 1)  # (read(n) reserves n bytes at once: never the limit itself)
+        if len(data) > limits.MAX_ONNX_BYTES:
+            raise ExportError(f"{path}: grew beyond the limit of {limits.MAX_ONNX_BYTES:,} bytes while being read")
     except OSError as e:
         raise ExportError(f"{path}: cannot read ({e.strerror})")
     buf = _Buf(memoryview(data), path)
@@ -270,18 +349,14 @@ def read_onnx_model(path):
         if num == 1 and wt == 0:
             m.ir_version = v
         elif num == 2 and wt == 2:
-            producer_name = _str(buf, v)
+            producer_name = _str(buf, v)[:200]
         elif num == 3 and wt == 2:
-            producer_version = _str(buf, v)
+            producer_version = _str(buf, v)[:200]
         elif num == 7 and wt == 2:
             graph = v
         elif num == 14 and wt == 2:
-            key = value = ""
-            for n2, w2, v2 in _fields(buf, *v):
-                if n2 == 1 and w2 == 2:
-                    key = _str(buf, v2)
-                elif n2 == 2 and w2 == 2:
-                    value = _str(buf, v2)
+            _bounded(len(m.metadata), limits.MAX_ONNX_METADATA_ENTRIES, buf, "metadata entries")
+            key, value = _metadata_entry(buf, v)
             m.metadata[key] = value
     if graph is None or m.ir_version == 0:
         raise ExportError(f"{path}: not an ONNX model (no graph or IR version)")
@@ -290,16 +365,23 @@ def read_onnx_model(path):
         if wt != 2:
             continue
         if num == 1:
+            _bounded(len(m.nodes), limits.MAX_ONNX_NODES, buf, "nodes")
             m.nodes.append(_node(buf, v))
         elif num == 5:
+            _bounded(len(m.initializers), limits.MAX_ONNX_INITIALIZERS, buf, "initializers")
             t = _tensor(buf, v)
             if t.name in m.initializers:
-                buf.fail(f"duplicate initializer {t.name}")
+                buf.fail(f"duplicate initializer {t.name[:80]}")
             m.initializers[t.name] = t.array
-        elif num == 11:
-            m.inputs.append(_value_info_name(buf, v))
-        elif num == 12:
-            m.outputs.append(_value_info_name(buf, v))
+        elif num in (11, 12):
+            _bounded(len(m.inputs) + len(m.outputs), limits.MAX_ONNX_GRAPH_IO, buf, "graph inputs and outputs")
+            name, dims = _value_info(buf, v)
+            if num == 11:
+                m.inputs.append(name)
+                if dims is not None:
+                    m.input_dims[name] = dims
+            else:
+                m.outputs.append(name)
         elif num == 15:
             raise ExportError(f"{path}: sparse initializers are not supported")
     if not m.nodes:

@@ -24,11 +24,12 @@
 #include <vector>
 
 #include "yolo12/errors.hpp"
+#include "yolo12/export.hpp"
 
 namespace yolo12 {
 
 // Library version, "MAJOR.MINOR.PATCH".
-const char* version();
+YOLO12_API const char* version();
 
 enum class Device { Auto, Cpu, Cuda };
 enum class Precision { Fp32, Fp16 };
@@ -63,6 +64,10 @@ struct DetectorOptions {
   bool agnostic_nms = false;
   std::vector<int> classes;  // keep only these class ids (empty: all)
   int cpu_threads = 0;       // CPU backend threads; 0 = hardware concurrency
+  // Memory guard: the Detector refuses (OptionError, naming the bytes) a model + input size +
+  // max_batch whose planned host memory (model, weights, activations, input and output; computed
+  // from the model's metadata before anything is allocated) exceeds this. Raise it to go beyond.
+  std::uint64_t max_memory_bytes = std::uint64_t{8} << 30;
 };
 
 struct Box {
@@ -90,7 +95,7 @@ struct Result {
   StageTimes times;      // for a batch: the batch's times divided by the batch size
 };
 
-struct ModelInfo {
+struct YOLO12_API ModelInfo {
   std::string path;
   std::string family;  // yolo12, yolo12-turbo, yolo11, yolov8
   std::string task;    // detect
@@ -110,9 +115,9 @@ struct ModelInfo {
 };
 
 // Loads and fully validates a model file without creating a detector. Throws ModelError.
-ModelInfo read_model_info(const std::string& model_path);
+YOLO12_API ModelInfo read_model_info(const std::string& model_path);
 
-class Detector {
+class YOLO12_API Detector {
  public:
   // Loads the model, builds the graph for the input size and plans all memory. Throws ModelError
   // for a bad file and OptionError for impossible options.

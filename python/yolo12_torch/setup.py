@@ -26,8 +26,8 @@ REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 
 # Engine sources compiled into the extension (absolute paths keep the objects inside the build folder).
 ENGINE_CPU = ["conv.cpp", "attention.cpp", "detect_head.cpp", "gemm_tile.cpp", "thread_pool.cpp"]
-ENGINE_CUDA = ["conv.cu", "conv_implicit_gemm.cu", "conv_depthwise.cu", "conv_direct.cu", "attention.cu", "detect.cu",
-               "conv_backward.cu", "attention_backward.cu", "detect_backward.cu"]
+ENGINE_CUDA = ["conv.cu", "conv_implicit_gemm.cu", "conv_depthwise.cu", "conv_direct.cu", "conv_narrow.cu",
+               "attention.cu", "detect.cu", "conv_backward.cu", "attention_backward.cu", "detect_backward.cu"]
 GLUE = ["checks.cpp", "ops.cpp", "cpu_ops.cpp", "module.cpp"]
 GLUE_CUDA = ["cuda_ops.cpp"]
 

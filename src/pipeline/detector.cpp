@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/backend.hpp"
+#include "model/memory_budget.hpp"
 #include "model/model_file.hpp"
 #include "yolo12/yolo12.hpp"
 
@@ -92,6 +93,8 @@ Detector::Detector(const std::string& model_path, const DetectorOptions& options
   impl_->model = model::ModelFile::open(model_path);
   impl_->info = impl_->model->info();
   impl_->options = resolve_options(options, impl_->info);
+  model::check_memory_budget(*impl_->model, impl_->options.input_height, impl_->options.input_width,
+                             impl_->options.max_batch, impl_->options.max_memory_bytes);
   Device device = impl_->options.device;
   if (device == Device::Auto) device = cuda_device_available() ? Device::Cuda : Device::Cpu;
   impl_->options.device = device;

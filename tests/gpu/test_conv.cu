@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,11 @@
 #include <cuda_runtime.h>
 
 #include "backends/cuda/conv.cuh"
+#include "backends/cuda/conv_depthwise.cuh"
 #include "backends/cuda/conv_detail.cuh"
+#include "backends/cuda/conv_gemm.cuh"
+#include "backends/cuda/conv_narrow.cuh"
+#include "backends/cuda/mma.cuh"
 
 using yolo12::cuda::ConvParams;
 using yolo12::cuda::ConvShape;
@@ -163,7 +168,200 @@ struct DeviceBuf {
   T* data() { return base + kGuard; }
 };
 
-enum class Kernel { Forward, Naive };
+// Forward: conv2d_forward (the dispatch). Naive: the oracle kernel. Narrow: conv2d_narrow_f16 launched
+// directly with the plan and grid cap of narrow_run (fp16 only), so that small shapes reach it too.
+// NarrowHost: the same kernel replayed on the CPU (emulate_narrow below; no GPU needed).
+// DwTiled: dwconv_tiled_f16 launched directly (fp16, aligned depthwise shapes of any size); DwTiledHost:
+// the same replayed on the CPU (emulate_dw_tiled).
+enum class Kernel { Forward, Naive, Narrow, NarrowHost, DwTiled, DwTiledHost };
+
+struct NarrowRun {
+  yolo12::cuda::conv_detail::F16Plan plan;
+  int max_grid = 0;  // NarrowHost: the grid it replays (0: 3 blocks)
+};
+NarrowRun narrow_run;  // what Kernel::Narrow / NarrowHost run with (set by the [narrow] cases)
+
+// ---- conv2d_narrow_f16 replayed on the CPU ------------------------------------------------------------
+// Block by block, thread by thread and lane by lane, through the pieces the kernel itself calls
+// (conv_narrow.cuh: layout, weight and A-tile loads, staging and stores; mma.cuh: every lane's ldmatrix
+// address), with ldmatrix and mma.sync modelled from their PTX fragment layouts (the table in mma.cuh).
+// The kernel's own loop over K steps, warps and staging passes is mirrored here (the one part that is
+// not shared), tiles walked in the persistent grid's order. Shared memory starts as NaN, so an element
+// the MMAs read but no load wrote reaches the output.
+namespace host_mma {
+
+std::uint32_t pack2(__half lo, __half hi) {
+  return static_cast<std::uint32_t>(__half_as_ushort(lo)) | static_cast<std::uint32_t>(__half_as_ushort(hi)) << 16;
+}
+float lo_of(std::uint32_t w) { return __half2float(__ushort_as_half(static_cast<unsigned short>(w & 0xffff))); }
+float hi_of(std::uint32_t w) { return __half2float(__ushort_as_half(static_cast<unsigned short>(w >> 16))); }
+
+// ldmatrix .x4 (tiles = 4) or .x2 (2): tile j's row r is at the address of lane 8 j + r (in halves from
+// base); lane t receives, of each tile j, the halves 2 (t % 4) and 2 (t % 4) + 1 of row t / 4.
+template <int Tiles>
+void ldmatrix(std::uint32_t (&out)[32][Tiles], const __half* base, const int (&offset)[32]) {
+  for (int t = 0; t < 32; ++t)
+    for (int j = 0; j < Tiles; ++j) {
+      const __half* row = base + offset[8 * j + t / 4];
+      out[t][j] = pack2(row[2 * (t % 4)], row[2 * (t % 4) + 1]);
+    }
+}
+
+// mma.sync m16n8k16 .row.col f32.f16.f16.f32, d += A * B, from the lanes' fragments.
+void mma(float (&d)[32][4], const std::uint32_t (&a)[32][4], const std::uint32_t (&b)[32][2]) {
+  float A[16][16], B[16][8];  // A[m][k], B[k][n]
+  for (int t = 0; t < 32; ++t) {
+    const int g = t / 4, c = t % 4;
+    const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {2 * c, 2 * c, 2 * c + 8, 2 * c + 8};
+    for (int r = 0; r < 4; ++r) {
+      A[rows[r]][cols[r]] = lo_of(a[t][r]);
+      A[rows[r]][cols[r] + 1] = hi_of(a[t][r]);
+    }
+    B[2 * c][g] = lo_of(b[t][0]);
+    B[2 * c + 1][g] = hi_of(b[t][0]);
+    B[2 * c + 8][g] = lo_of(b[t][1]);
+    B[2 * c + 9][g] = hi_of(b[t][1]);
+  }
+  for (int t = 0; t < 32; ++t) {
+    const int g = t / 4, c = t % 4;
+    for (int e = 0; e < 4; ++e) {
+      const int m = e < 2 ? g : g + 8, n = 2 * c + e % 2;
+      float sum = 0.f;
+      for (int k = 0; k < 16; ++k) sum += A[m][k] * B[k][n];
+      d[t][e] += sum;
+    }
+  }
+}
+
+}  // namespace host_mma
+
+// What cp.async does: 16 bytes, or 16 zero bytes for a null source.
+struct HostCopy {
+  __host__ __device__ void operator()(__half* dst, const __half* src) const {
+    if (src) std::memcpy(dst, src, 16);
+    else std::memset(dst, 0, 16);
+  }
+};
+
+template <int BN>
+void emulate_narrow_bn(const ConvParams<__half>& p, const yolo12::cuda::conv_detail::F16Plan& plan, int grid) {
+  namespace cd = yolo12::cuda::conv_detail;
+  constexpr int NI = BN / 8;
+  const cd::ImplicitGemmParams<__half> a = cd::make_params(p);
+  const cd::NarrowLayout L = cd::narrow_layout(plan.bn, plan.bk, plan.stages);
+  const int tiles = (a.m + cd::kNarrowRows - 1) / cd::kNarrowRows;
+  std::vector<uint4> smem_words(static_cast<std::size_t>(L.bytes + 15) / 16);
+  auto* smem = reinterpret_cast<unsigned char*>(smem_words.data());
+  const HostCopy copy;
+  for (int block = 0; block < grid; ++block) {
+    std::memset(smem, 0xff, L.bytes);  // NaN halves and floats
+    auto* Bs = reinterpret_cast<__half*>(smem);
+    auto* As = reinterpret_cast<__half*>(smem + L.a_off);
+    for (int tid = 0; tid < cd::kNarrowThreads; ++tid) cd::narrow_load_weights(a, BN, plan.bk, L.b_row, Bs, tid, copy);
+    for (int it = 0, t = block; t < tiles; ++it, t += grid) {
+      __half* as = As + (it % plan.stages) * cd::kNarrowRows * L.a_row;
+      for (int tid = 0; tid < cd::kNarrowThreads; ++tid) {
+        if (a.vec_a) cd::narrow_gather_vec(a, t, L.a_row, plan.bk, as, tid, copy);
+        else cd::narrow_gather_scalar(a, t, L.a_row, plan.bk, as, tid);
+      }
+      for (int warp = 0; warp < cd::kNarrowThreads / 32; ++warp) {
+        float acc[2][NI][32][4] = {};
+        for (int ks = 0; ks < plan.bk; ks += 16) {
+          std::uint32_t af[2][32][4], bf[NI][32][2];
+          int off[32];
+          for (int i = 0; i < 2; ++i) {
+            for (int l = 0; l < 32; ++l) off[l] = cd::a_frag_lane_offset(L.a_row, warp * 32 + i * 16, ks, l);
+            host_mma::ldmatrix<4>(af[i], as, off);
+          }
+          if constexpr (NI == 1) {
+            std::uint32_t r[32][2];
+            for (int l = 0; l < 32; ++l) off[l] = cd::b_single_lane_offset(L.b_row, 0, ks, l);
+            host_mma::ldmatrix<2>(r, Bs, off);
+            std::memcpy(bf[0], r, sizeof r);
+          } else {
+            for (int j = 0; j < NI; j += 2) {
+              std::uint32_t r[32][4];
+              for (int l = 0; l < 32; ++l) off[l] = cd::b_pair_lane_offset(L.b_row, j * 8, ks, l);
+              host_mma::ldmatrix<4>(r, Bs, off);
+              for (int l = 0; l < 32; ++l) {
+                bf[j][l][0] = r[l][0];
+                bf[j][l][1] = r[l][1];
+                bf[j + 1][l][0] = r[l][2];
+                bf[j + 1][l][1] = r[l][3];
+              }
+            }
+          }
+          for (int i = 0; i < 2; ++i)
+            for (int j = 0; j < NI; ++j) host_mma::mma(acc[i][j], af[i], bf[j]);
+        }
+        float* cs = reinterpret_cast<float*>(smem + L.c_off) + warp * cd::kNarrowStageRows * L.c_row;
+        for (int i = 0; i < 2; ++i)
+          for (int h = 0; h < 2; ++h) {
+            for (int lane = 0; lane < 32; ++lane) {
+              float v[NI][2];
+              for (int j = 0; j < NI; ++j)
+                for (int e = 0; e < 2; ++e) {
+                  const int n = j * 8 + (lane % 4) * 2 + e;
+                  float x = acc[i][j][lane][2 * h + e] + (a.bias && n < a.n_g ? a.bias[n] : 0.f);
+                  if (a.silu) x = cd::silu_f(x);
+                  v[j][e] = x * (a.gamma && n < a.n_g ? a.gamma[n] : 1.f);
+                }
+              cd::narrow_stage<NI>(cs, L.c_row, lane, v);
+            }
+            for (int lane = 0; lane < 32; ++lane)
+              cd::narrow_store_staged<BN>(a, cs, L.c_row, t * cd::kNarrowRows + warp * 32 + i * 16 + h * 8, lane);
+          }
+      }
+    }
+  }
+}
+
+// dwconv_tiled_f16 replayed on the CPU: every block of its grid, the loads of all threads (shared memory
+// starting as NaN), then every thread's pixel, through the kernel's own pieces (conv_depthwise.cuh).
+template <int K, int S>
+void emulate_dw_tiled_ks(const ConvParams<__half>& p) {
+  namespace cd = yolo12::cuda::conv_detail;
+  using Tile = cd::DwTile<K, S>;
+  const cd::DwParams<__half> a = cd::make_dw_params(p);
+  std::vector<uint4> xs_words(Tile::kXHalves / 8), ws_words(Tile::kWHalves / 8);
+  auto* xs = reinterpret_cast<__half*>(xs_words.data());
+  auto* ws = reinterpret_cast<__half*>(ws_words.data());
+  const int gx = cd::dw_channel_pairs(a.c) * ((a.wo + cd::kDwTileW - 1) / cd::kDwTileW);
+  const int gy = (a.ho + cd::kDwTileH - 1) / cd::kDwTileH;
+  for (int bz = 0; bz < a.batch; ++bz)
+    for (int by = 0; by < gy; ++by)
+      for (int bx = 0; bx < gx; ++bx) {
+        std::memset(xs, 0xff, Tile::kXHalves * 2);
+        std::memset(ws, 0xff, Tile::kWHalves * 2);
+        const cd::DwTileCoords at = cd::dw_tile_coords(a, bx, by, bz);
+        for (int t = 0; t < cd::kDwTiledThreads; ++t) cd::dw_tiled_load<K, S>(a, at, t, xs, ws, HostCopy());
+        for (int t = 0; t < cd::kDwTiledThreads; ++t) cd::dw_tiled_pixel<K, S>(a, at, t, xs, ws);
+      }
+}
+
+void emulate_dw_tiled(const ConvParams<__half>& p) {
+  switch (p.s.k * 10 + p.s.stride) {
+    case 31: emulate_dw_tiled_ks<3, 1>(p); break;
+    case 32: emulate_dw_tiled_ks<3, 2>(p); break;
+    case 51: emulate_dw_tiled_ks<5, 1>(p); break;
+    case 52: emulate_dw_tiled_ks<5, 2>(p); break;
+    case 71: emulate_dw_tiled_ks<7, 1>(p); break;
+    default: emulate_dw_tiled_ks<7, 2>(p); break;
+  }
+}
+
+void emulate_narrow(const ConvParams<__half>& p, const yolo12::cuda::conv_detail::F16Plan& plan, int grid) {
+  switch (plan.bn) {
+    case 8: emulate_narrow_bn<8>(p, plan, grid); break;
+    case 16: emulate_narrow_bn<16>(p, plan, grid); break;
+    case 32: emulate_narrow_bn<32>(p, plan, grid); break;
+    case 48: emulate_narrow_bn<48>(p, plan, grid); break;
+    case 64: emulate_narrow_bn<64>(p, plan, grid); break;
+    case 80: emulate_narrow_bn<80>(p, plan, grid); break;
+    case 96: emulate_narrow_bn<96>(p, plan, grid); break;
+    default: emulate_narrow_bn<128>(p, plan, grid); break;
+  }
+}
 
 struct Result {
   double err = 0;          // rel L2 of the GPU against double
@@ -171,6 +369,9 @@ struct Result {
   std::size_t unwritten = 0, guard_changed = 0, nonfinite_ref = 0;
   double ref_norm = 0;
 };
+
+template <typename T>
+Result evaluate(const Case& c, const HostCase& h, const std::vector<T>& yt, Result r);
 
 template <typename T>
 Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
@@ -210,6 +411,31 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
     for (int co = 0; co < s.c_out; ++co) yt[kGuard + p * h.ldy + c.y_c0 + co] = to_t<T>(NAN);
 
   Result r;
+  // The parameters of the case, given where its buffers are (x, w, residual, y at their first element).
+  auto params = [&](const T* x, const T* w, const float* bias, const float* gamma, const T* res, T* y) {
+    ConvParams<T> p;
+    p.s = s;
+    p.x = x + c.x_c0;
+    p.ldx = h.ldx;
+    p.w = w;
+    p.bias = c.bias ? bias : nullptr;
+    p.gamma = c.gamma ? gamma : nullptr;
+    p.residual = c.residual ? res + c.r_c0 : nullptr;
+    p.ldr = h.ldr;
+    p.y = y + c.y_c0;
+    p.ldy = h.ldy;
+    p.silu = c.silu;
+    return p;
+  };
+  if constexpr (kHalf) {
+    if (kernel == Kernel::NarrowHost || kernel == Kernel::DwTiledHost) {  // CPU replays on the host copies
+      const ConvParams<T> hp =
+          params(xt.data(), packed.data(), h.bias.data(), h.gamma.data(), rt.data(), yt.data() + kGuard);
+      if (kernel == Kernel::NarrowHost) emulate_narrow(hp, narrow_run.plan, narrow_run.max_grid > 0 ? narrow_run.max_grid : 3);
+      else emulate_dw_tiled(hp);
+      return evaluate(c, h, yt, r);
+    }
+  }
   DeviceBuf<T> dx(nx), dw(packed.size()), dr(nr), dy(ny);
   DeviceBuf<float> db(s.c_out), dg(s.c_out);
   if (!dx.base || !dw.base || !dr.base || !dy.base || !db.base || !dg.base) {
@@ -223,26 +449,30 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   cudaMemcpy(db.data(), h.bias.data(), s.c_out * sizeof(float), cudaMemcpyHostToDevice);
   cudaMemcpy(dg.data(), h.gamma.data(), s.c_out * sizeof(float), cudaMemcpyHostToDevice);
 
-  ConvParams<T> p;
-  p.s = s;
-  p.x = dx.data() + c.x_c0;
-  p.ldx = h.ldx;
-  p.w = dw.data();
-  p.bias = c.bias ? db.data() : nullptr;
-  p.gamma = c.gamma ? dg.data() : nullptr;
-  p.residual = c.residual ? dr.data() + c.r_c0 : nullptr;
-  p.ldr = h.ldr;
-  p.y = dy.data() + c.y_c0;
-  p.ldy = h.ldy;
-  p.silu = c.silu;
-  if (kernel == Kernel::Forward) yolo12::cuda::conv2d_forward<T>(p, nullptr);
-  else yolo12::cuda::conv2d_forward_naive<T>(p, nullptr);
+  const ConvParams<T> p = params(dx.data(), dw.data(), db.data(), dg.data(), dr.data(), dy.data());
+  if (kernel == Kernel::Forward) {
+    yolo12::cuda::conv2d_forward<T>(p, nullptr);
+  } else if (kernel == Kernel::Naive) {
+    yolo12::cuda::conv2d_forward_naive<T>(p, nullptr);
+  } else if constexpr (kHalf) {
+    if (kernel == Kernel::DwTiled) yolo12::cuda::conv_detail::launch_dwconv_tiled_f16(p, nullptr);
+    else yolo12::cuda::conv_detail::launch_conv2d_narrow_f16(p, narrow_run.plan, nullptr, narrow_run.max_grid);
+  }
   if (cudaDeviceSynchronize() != cudaSuccess) {
     r.unwritten = ~std::size_t(0);
     return r;
   }
   cudaMemcpy(yt.data(), dy.base, yt.size() * sizeof(T), cudaMemcpyDeviceToHost);
+  return evaluate(c, h, yt, r);
+}
 
+// The output (with its guards) against the double reference: unwritten elements, changed guards, errors.
+template <typename T>
+Result evaluate(const Case& c, const HostCase& h, const std::vector<T>& yt, Result r) {
+  constexpr bool kHalf = std::is_same<T, __half>::value;
+  const ConvShape& s = c.s;
+  const std::size_t npix_out = static_cast<std::size_t>(s.batch) * s.ho * s.wo;
+  const std::size_t ny = npix_out * h.ldy;
   std::vector<double> got(npix_out * s.c_out);
   std::vector<char> in_slice(ny, 0);
   for (std::size_t p2 = 0; p2 < npix_out; ++p2)
@@ -272,8 +502,10 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
 template <typename T>
 void check_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   constexpr bool kHalf = std::is_same<T, __half>::value;
-  INFO((kHalf ? "fp16 " : "fp32 ") << (kernel == Kernel::Forward ? "conv2d_forward " : "conv2d_forward_naive ")
-                                    << describe(c) << " seed " << seed);
+  static const char* const kNames[] = {"conv2d_forward ", "conv2d_forward_naive ", "conv2d_narrow_f16 ",
+                                       "conv2d_narrow_f16 replayed on the CPU ", "dwconv_tiled_f16 ",
+                                       "dwconv_tiled_f16 replayed on the CPU "};
+  INFO((kHalf ? "fp16 " : "fp32 ") << kNames[static_cast<int>(kernel)] << describe(c) << " seed " << seed);
   REQUIRE(yolo12::cuda::conv_can_implement(c.s));
   const Result r = run_case<T>(c, seed, kernel);
   INFO("err " << r.err << " naive fp16 err " << r.err_naive << " |ref| " << r.ref_norm);
@@ -354,6 +586,25 @@ std::vector<Case> fixed_cases() {
   return v;
 }
 
+// Slice offsets (x_c0, x_extra, ...) the random cases pick from; the second set keeps x 16-byte aligned.
+constexpr int kSliceOffsets[5] = {0, 0, 8, 3, 16};
+constexpr int kAlignedOffsets[5] = {0, 0, 8, 16, 16};
+
+// Random fusions (gamma, residual, SiLU, bias) and slice placements for c; pick(lo, hi) draws an int.
+template <typename Pick>
+void random_options(Case& c, Pick& pick, const int* x_offsets) {  // x_offsets: 5 values
+  c.gamma = pick(0, 1);
+  c.residual = pick(0, 1);
+  c.silu = pick(0, 1);
+  c.bias = pick(0, 5) != 0;
+  c.x_c0 = x_offsets[pick(0, 4)];
+  c.x_extra = x_offsets[pick(0, 4)];
+  c.y_c0 = kSliceOffsets[pick(0, 4)];
+  c.y_extra = kSliceOffsets[pick(0, 4)];
+  c.r_c0 = kSliceOffsets[pick(0, 4)];
+  c.r_extra = kSliceOffsets[pick(0, 4)];
+}
+
 std::vector<Case> random_cases(int count, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -372,17 +623,7 @@ std::vector<Case> random_cases(int count, std::uint64_t seed) {
     }
     Case c = make_case(pick(1, 2), pick(1, 19), pick(1, 19), ci, co, k, stride, groups);
     if (!yolo12::cuda::conv_can_implement(c.s)) continue;
-    c.gamma = pick(0, 1);
-    c.residual = pick(0, 1);
-    c.silu = pick(0, 1);
-    c.bias = pick(0, 5) != 0;
-    const int offs[] = {0, 0, 8, 3, 16};
-    c.x_c0 = offs[pick(0, 4)];
-    c.x_extra = offs[pick(0, 4)];
-    c.y_c0 = offs[pick(0, 4)];
-    c.y_extra = offs[pick(0, 4)];
-    c.r_c0 = offs[pick(0, 4)];
-    c.r_extra = offs[pick(0, 4)];
+    random_options(c, pick, kSliceOffsets);
     v.push_back(c);
   }
   return v;
@@ -462,6 +703,277 @@ TEST_CASE("fp16 split-K over a cluster: the plan splits small-M long-K convs, an
   yolo12::cuda::conv_detail::conv_variants().f16_split_k = true;
 }
 
+// ---- conv2d_narrow_f16 ---------------------------------------------------------------------------------
+
+namespace {
+
+namespace cd = yolo12::cuda::conv_detail;
+
+// The H200's shared memory but a single SM, so that narrow_plan takes shapes of only a few pixel tiles.
+cd::GpuFacts one_sm() {
+  cd::GpuFacts f;
+  f.sms = 1;
+  return f;
+}
+
+// Small random shapes that conv2d_narrow_f16 takes when planned for one SM: every N tile (c_out cycles
+// through 1..128), 16-byte and scalar A gathers (c_in multiple of 8 at aligned offsets, or not), k 1/3/5,
+// stride 1/2, dilation 2, odd sizes, batch 1-3, slices of x, y and the residual, every fusion.
+std::vector<Case> narrow_cases(int count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int couts[] = {1, 8, 5, 16, 12, 32, 19, 48, 40, 64, 55, 80, 72, 96, 90, 128, 100};
+  std::vector<Case> v;
+  while (static_cast<int>(v.size()) < count) {
+    const int kinds[] = {1, 1, 3, 3, 3, 5};
+    const int k = kinds[pick(0, 5)];
+    const int stride = pick(0, 2) == 0 ? 2 : 1;
+    const int dil = k == 3 && pick(0, 4) == 0 ? 2 : 1;
+    const bool vec = pick(0, 1) == 1;
+    // k*k*round_up(c_in, 8) <= 320: k = 3 up to 32 channels, k = 5 up to 8.
+    const int ci = vec ? 8 * pick(1, k == 1 ? 10 : (k == 3 ? 4 : 1)) : pick(1, k == 1 ? 60 : (k == 3 ? 31 : 7));
+    const int co = couts[v.size() % (sizeof couts / sizeof couts[0])];
+    Case c = make_case(pick(1, 3), pick(5, 41), pick(5, 41), ci, co, k, stride, 1, dil);
+    if (!yolo12::cuda::conv_can_implement(c.s) || cd::narrow_plan(c.s, one_sm()).kernel != cd::F16Kernel::Narrow) continue;
+    random_options(c, pick, vec ? kAlignedOffsets : kSliceOffsets);
+    v.push_back(c);
+  }
+  return v;
+}
+
+// narrow_run for case i: its one-SM plan with 2, 3 or 4 stages (i % 3) where they fit, and the grid cap.
+void set_narrow_run(const Case& c, std::size_t i, int max_grid) {
+  narrow_run.plan = cd::narrow_plan(c.s, one_sm());
+  REQUIRE(narrow_run.plan.kernel == cd::F16Kernel::Narrow);
+  const int stages = 2 + static_cast<int>(i % 3);
+  if (cd::narrow_layout(narrow_run.plan.bn, narrow_run.plan.bk, stages).bytes <= cd::GpuFacts().smem_block_optin)
+    narrow_run.plan.stages = stages;
+  narrow_run.max_grid = max_grid;
+}
+
+bool vec_gather(const Case& c) {  // conv2d_narrow_f16 reads A with cp.async (else scalar loads)
+  return c.s.c_in % 8 == 0 && c.x_c0 % 8 == 0 && (c.x_c0 + c.s.c_in + c.x_extra) % 8 == 0;
+}
+
+// The yolo12n-at-640 conv shapes at a batch size.
+ConvShape yolo_shape(int batch, int h, int ci, int co, int k, int stride, int groups = 1) {
+  return make_case(batch, h, h, ci, co, k, stride, groups).s;
+}
+
+}  // namespace
+
+TEST_CASE("f16_plan takes conv2d_narrow_f16 for the narrow memory-bound convs at batch 32, and only there",
+          "[conv][host][narrow]") {
+  cd::conv_variants() = cd::ConvVariants();  // the defaults, whatever YOLO12_CONV_VARIANTS says
+  struct Expect {
+    ConvShape s;
+    bool narrow;
+    int bn, bk;
+  };
+  const Expect expect[] = {
+      {yolo_shape(32, 640, 3, 16, 3, 2), true, 16, 80},     // the stem (f16_narrow_stem)
+      {yolo_shape(32, 320, 16, 32, 3, 2), true, 32, 144},
+      {yolo_shape(32, 160, 32, 32, 1, 1), true, 32, 32},
+      {yolo_shape(32, 160, 16, 8, 3, 1), true, 8, 144},
+      {yolo_shape(32, 160, 8, 16, 3, 1), true, 16, 80},
+      {yolo_shape(32, 160, 48, 64, 1, 1), true, 64, 48},
+      {yolo_shape(32, 80, 64, 64, 1, 1), true, 64, 64},
+      {yolo_shape(32, 80, 32, 16, 3, 1), true, 16, 288},
+      {yolo_shape(32, 80, 96, 128, 1, 1), true, 128, 96},
+      {yolo_shape(32, 80, 64, 80, 1, 1), true, 80, 64},
+      {yolo_shape(32, 80, 256, 32, 1, 1), true, 32, 256},
+      {yolo_shape(32, 160, 64, 64, 3, 2), false, 0, 0},    // K 576: the implicit GEMM
+      {yolo_shape(32, 80, 64, 64, 3, 1), false, 0, 0},
+      {yolo_shape(32, 40, 384, 64, 1, 1), false, 0, 0},    // K 384
+      {yolo_shape(32, 40, 64, 192, 1, 1), false, 0, 0},    // c_out 192
+      {yolo_shape(32, 16, 64, 128, 3, 2, 2), false, 0, 0}, // grouped
+      {yolo_shape(1, 80, 16, 16, 3, 1), false, 0, 0},      // batch 1 at 80x80: 50 tiles, fewer than the SMs
+      {yolo_shape(1, 640, 3, 16, 3, 2), true, 16, 80},     // the stem at batch 1: 800 tiles
+      {yolo_shape(32, 80, 320, 128, 1, 1), false, 0, 0},   // K 320 but c_out 128: two stages need 269 KB
+      {yolo_shape(32, 80, 320, 64, 1, 1), true, 64, 320},  // the largest K, one block per SM
+  };
+  for (const Expect& e : expect) {
+    INFO("B" << e.s.batch << " " << e.s.h << "x" << e.s.w << "x" << e.s.c_in << " -> " << e.s.c_out << " k" << e.s.k
+             << " s" << e.s.stride << " g" << e.s.groups);
+    REQUIRE(yolo12::cuda::conv_can_implement(e.s));
+    const cd::F16Plan plan = cd::f16_plan(e.s);
+    CHECK((plan.kernel == cd::F16Kernel::Narrow) == e.narrow);
+    CHECK((cd::conv_algorithm(e.s, true) == cd::ConvAlgorithm::NarrowF16) == e.narrow);
+    if (!e.narrow) continue;
+    CHECK(plan.bn == e.bn);
+    CHECK(plan.bk == e.bk);
+    CHECK(plan.bm == 128);
+    CHECK((plan.stages >= 2 && plan.stages <= 4));
+    CHECK(plan.smem_bytes == cd::narrow_layout(plan.bn, plan.bk, plan.stages).bytes);
+    CHECK(plan.smem_bytes <= cd::gpu_facts().smem_block_optin);
+    // fp32 never takes it
+    CHECK(cd::conv_algorithm(e.s, false) != cd::ConvAlgorithm::NarrowF16);
+  }
+  CHECK(std::string(yolo12::cuda::conv_algorithm_name(expect[0].s, true)) == "narrow_f16 n16");
+  CHECK(std::string(yolo12::cuda::conv_algorithm_name(expect[3].s, true)) == "narrow_f16 n8");
+  // The two switches: f16_narrow for the others, f16_narrow_stem for the small-c_in convs (which then go
+  // back to conv2d_direct_small_cin).
+  cd::conv_variants().f16_narrow = false;
+  CHECK(cd::conv_algorithm(expect[2].s, true) == cd::ConvAlgorithm::ImplicitGemmF16);
+  CHECK(cd::conv_algorithm(expect[0].s, true) == cd::ConvAlgorithm::NarrowF16);
+  cd::conv_variants().f16_narrow_stem = false;
+  CHECK(cd::conv_algorithm(expect[0].s, true) == cd::ConvAlgorithm::DirectSmallCin);
+  CHECK(std::string(yolo12::cuda::conv_algorithm_name(expect[0].s, true)) == "direct_small_cin");
+  cd::conv_variants() = cd::ConvVariants();
+  // The names YOLO12_CONV_VARIANTS takes: exact, so "f16_narrow_stem" alone leaves f16_narrow off.
+  const cd::ConvVariants only_stem = cd::parse_conv_variants("f16_narrow_stem");
+  CHECK(only_stem.f16_narrow_stem);
+  CHECK_FALSE(only_stem.f16_narrow);
+  CHECK_FALSE(only_stem.f16_bk64);
+  const cd::ConvVariants all = cd::parse_conv_variants("f16_bk64,dw_one_output,f16_split_k,f16_narrow,f16_narrow_stem");
+  CHECK((all.f16_bk64 && all.dw_one_output && all.f16_split_k && all.f16_narrow && all.f16_narrow_stem));
+  const cd::ConvVariants none = cd::parse_conv_variants("none");
+  CHECK_FALSE((none.f16_bk64 || none.dw_one_output || none.f16_split_k || none.f16_narrow || none.f16_narrow_stem));
+}
+
+TEST_CASE("conv2d_narrow_f16 replayed on the CPU matches the reference (layout, loads, fragments, epilogue)",
+          "[conv][host][narrow]") {
+  // Shapes of each gather, N tile and pipeline depth, 1-3 blocks walking their tiles.
+  const auto cases = narrow_cases(96, 99);
+  std::set<int> bns;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    set_narrow_run(cases[i], i, 1 + static_cast<int>(i % 3));
+    bns.insert(narrow_run.plan.bn);
+    check_case<__half>(cases[i], 7000 + i, Kernel::NarrowHost);
+  }
+  CHECK(bns.size() == 8);
+}
+
+TEST_CASE("conv2d_narrow_f16 matches the reference on small shapes: every N tile, both gathers, 2-4 stages, small grids",
+          "[conv][gpu][narrow]") {
+  const auto cases = narrow_cases(96, 4242);
+  std::set<int> bns;
+  int vec = 0, scalar = 0;
+  const int grids[] = {1, 2, 3, 0};  // 0: as many blocks as fit (one tile each for these sizes)
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    set_narrow_run(cases[i], i, grids[i % 4]);
+    bns.insert(narrow_run.plan.bn);
+    (vec_gather(cases[i]) ? vec : scalar) += 1;
+    check_case<__half>(cases[i], 5000 + i, Kernel::Narrow);
+  }
+  CHECK(bns.size() == 8);
+  CHECK(vec >= 20);
+  CHECK(scalar >= 20);
+}
+
+TEST_CASE("conv2d_forward runs conv2d_narrow_f16 on large narrow convs (the stem too), as the implicit GEMM does",
+          "[conv][gpu][narrow]") {
+  // At least one 128-pixel tile per SM (132 on the H200), so that the dispatch takes them.
+  auto with = [](Case c, bool gamma, bool res, int x_c0 = 0, int x_extra = 0, int y_c0 = 0, int y_extra = 0) {
+    return with_options(c, gamma, res, true, x_c0, x_extra, y_c0, y_extra);
+  };
+  const Case cases[] = {
+      with(make_case(1, 300, 262, 3, 16, 3, 2, 1), false, false),              // the stem, scalar gather
+      with(make_case(1, 281, 300, 3, 32, 3, 2, 1), true, false, 0, 1, 8, 8),   // stem 3 -> 32 into a slice
+      with(make_case(1, 150, 120, 16, 8, 3, 1, 1), false, false),              // c_out 8
+      with(make_case(1, 130, 140, 48, 64, 1, 1, 1), false, true),              // 1x1 with residual
+      with(make_case(1, 130, 131, 32, 32, 3, 1, 1), true, true),
+      with(make_case(1, 135, 130, 96, 128, 1, 1, 1), false, false, 0, 0, 0, 24),
+      with(make_case(1, 130, 135, 256, 32, 1, 1, 1), false, false, 16, 8),    // x a slice of a wider buffer
+      with(make_case(1, 270, 262, 16, 32, 3, 2, 1), false, false),              // 3x3 stride 2
+      with(make_case(1, 140, 130, 64, 80, 1, 1, 1), true, false, 0, 0, 3, 0),  // c_out 80, odd slice offset
+      with(make_case(2, 100, 97, 21, 40, 3, 1, 1), false, true, 3, 0),         // odd c_in: scalar gather
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    INFO(describe(c));
+    CHECK(cd::conv_algorithm(c.s, true) == cd::ConvAlgorithm::NarrowF16);
+    check_case<__half>(c, 6000 + i++, Kernel::Forward);
+  }
+  // The same convs with both narrow variants off (implicit GEMM, direct small-c_in kernel) also match.
+  cd::conv_variants().f16_narrow = cd::conv_variants().f16_narrow_stem = false;
+  for (const Case& c : cases) {
+    CHECK(cd::conv_algorithm(c.s, true) != cd::ConvAlgorithm::NarrowF16);
+    check_case<__half>(c, 6100 + i++, Kernel::Forward);
+  }
+  cd::conv_variants() = cd::ConvVariants();
+}
+
+// ---- dwconv_tiled_f16 ----------------------------------------------------------------------------------
+
+TEST_CASE("dwconv_tiled_f16 takes the depthwise convs of yolo12n at batch 32, not those at batch 1",
+          "[conv][host][dwtiled]") {
+  cd::conv_variants() = cd::ConvVariants();
+  for (const auto& s : {yolo_shape(32, 80, 80, 80, 3, 1, 80), yolo_shape(32, 80, 64, 64, 3, 1, 64),
+                        yolo_shape(32, 40, 128, 128, 3, 1, 128), yolo_shape(32, 40, 64, 64, 7, 1, 64)}) {
+    CHECK(cd::conv_algorithm(s, true) == cd::ConvAlgorithm::DepthwiseTiledF16);
+    CHECK(cd::conv_algorithm(s, false) == cd::ConvAlgorithm::Depthwise);  // fp32 keeps dwconv_direct
+  }
+  // Grids that do not fill the GPU keep dwconv_direct (one output per thread): 7x7 128 at 20x20, batch 1 and 32.
+  CHECK(cd::conv_algorithm(yolo_shape(1, 20, 128, 128, 7, 1, 128), true) == cd::ConvAlgorithm::Depthwise);
+  CHECK(cd::conv_algorithm(yolo_shape(32, 20, 128, 128, 7, 1, 128), true) == cd::ConvAlgorithm::Depthwise);
+  CHECK(cd::conv_algorithm(yolo_shape(32, 80, 36, 36, 3, 1, 36), true) == cd::ConvAlgorithm::Depthwise);  // c % 8
+  CHECK(std::string(yolo12::cuda::conv_algorithm_name(yolo_shape(32, 80, 80, 80, 3, 1, 80), true)) ==
+        "depthwise tiled_f16");
+  cd::conv_variants().dw_tiled_f16 = false;
+  CHECK(cd::conv_algorithm(yolo_shape(32, 80, 80, 80, 3, 1, 80), true) == cd::ConvAlgorithm::Depthwise);
+  cd::conv_variants() = cd::ConvVariants();
+}
+
+namespace {
+// Depthwise shapes for dwconv_tiled_f16 called directly: k 3/5/7 x stride 1/2, `per` of each, odd sizes
+// (partial tiles), c = 8..136 (odd chunk counts leave the block's second chunk empty), 16-byte aligned
+// slices, every fusion.
+std::vector<Case> dw_tiled_cases(int per, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<Case> v;
+  for (const int k : {3, 5, 7})
+    for (const int stride : {1, 2})
+      for (int rep = 0; rep < per; ++rep) {
+        const int c = 8 * pick(1, 17);
+        Case cs = make_case(pick(1, 3), pick(k, 45), pick(k, 45), c, c, k, stride, c);
+        random_options(cs, pick, kAlignedOffsets);
+        cs.x_extra = 8 * pick(0, 2);
+        cs.y_c0 = 8 * pick(0, 2);
+        cs.y_extra = 8 * pick(0, 1);
+        cs.r_c0 = 8 * pick(0, 1);
+        cs.r_extra = 8 * pick(0, 2);
+        v.push_back(cs);
+      }
+  return v;
+}
+}  // namespace
+
+TEST_CASE("dwconv_tiled_f16 matches the reference: k 3/5/7, stride 1/2, odd sizes, partial tiles and channel pairs",
+          "[conv][gpu][dwtiled]") {
+  const auto cases = dw_tiled_cases(8, 31337);
+  for (std::size_t i = 0; i < cases.size(); ++i) check_case<__half>(cases[i], 8000 + i, Kernel::DwTiled);
+}
+
+TEST_CASE("dwconv_tiled_f16 replayed on the CPU matches the reference (tile loads, taps, epilogue)",
+          "[conv][host][dwtiled]") {
+  const auto cases = dw_tiled_cases(4, 4711);
+  for (std::size_t i = 0; i < cases.size(); ++i) check_case<__half>(cases[i], 8200 + i, Kernel::DwTiledHost);
+}
+
+TEST_CASE("conv2d_forward runs dwconv_tiled_f16 on large depthwise convs, as dwconv_direct does",
+          "[conv][gpu][dwtiled]") {
+  const Case cases[] = {
+      with_options(make_case(1, 200, 190, 64, 64, 3, 1, 64), false, true, true),
+      with_options(make_case(4, 100, 100, 80, 80, 3, 1, 80), true, false, true, 0, 16, 8, 0),
+      with_options(make_case(24, 41, 39, 64, 64, 7, 1, 64), false, true, false),
+      with_options(make_case(5, 161, 159, 40, 40, 3, 2, 40), false, false, true),
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    INFO(describe(c));
+    CHECK(cd::conv_algorithm(c.s, true) == cd::ConvAlgorithm::DepthwiseTiledF16);
+    check_case<__half>(c, 8500 + i++, Kernel::Forward);
+  }
+  cd::conv_variants().dw_tiled_f16 = false;
+  for (const Case& c : cases) {
+    CHECK(cd::conv_algorithm(c.s, true) == cd::ConvAlgorithm::Depthwise);
+    check_case<__half>(c, 8600 + i++, Kernel::Forward);
+  }
+  cd::conv_variants() = cd::ConvVariants();
+}
+
 namespace {
 // Sets the kernel variants (conv_detail::ConvVariants) for one scope, back to the defaults after. The
 // other test cases run the defaults (variants on); this one keeps the plain kernels tested.
@@ -470,6 +982,9 @@ struct VariantsSet {
     yolo12::cuda::conv_detail::conv_variants().f16_bk64 = on;
     yolo12::cuda::conv_detail::conv_variants().dw_one_output = on;
     yolo12::cuda::conv_detail::conv_variants().f16_split_k = on;
+    yolo12::cuda::conv_detail::conv_variants().f16_narrow = on;
+    yolo12::cuda::conv_detail::conv_variants().f16_narrow_stem = on;
+    yolo12::cuda::conv_detail::conv_variants().dw_tiled_f16 = on;
   }
   ~VariantsSet() { yolo12::cuda::conv_detail::conv_variants() = yolo12::cuda::conv_detail::ConvVariants(); }
 };

@@ -6,11 +6,13 @@
 // exactly; fp16: it must equal the CPU value rounded to half. The output is poisoned with NaN first.
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "catch.hpp"
+#include "backends/cpu/thread_pool.hpp"
 #include "backends/cuda/common.cuh"
 #include "core/half.hpp"
 #include "pre/letterbox.hpp"
@@ -170,4 +172,64 @@ TEST_CASE("preprocess_stage rejects geometry that does not match the view", "[gp
   ImageView bad = im.view;
   bad.data = nullptr;
   REQUIRE_THROWS_AS(preprocess_stage({bad}, {pre::letterbox_params(100, 50, 640, 640, false)}, block.data()), InputError);
+}
+
+TEST_CASE("preprocess_stage packs a batch with several threads into the block the serial packing writes",
+          "[preprocess][host]") {
+  std::mt19937 rng(23);
+  // Above the parallel threshold (1 MiB of pixels), rows split over many tasks: a 1280x720 batch, padded
+  // pitches, every format, an image of one row and one of one column, and tasks that end mid-image.
+  std::vector<Image> batch;
+  for (int i = 0; i < 6; ++i) batch.push_back(random_image(rng, 1280, 720, PixelFormat::BGR8, 0));
+  batch.push_back(random_image(rng, 1281, 719, PixelFormat::BGR8, 7));
+  batch.push_back(random_image(rng, 333, 517, PixelFormat::BGRA8, 12));
+  batch.push_back(random_image(rng, 640, 480, PixelFormat::GRAY8, 3));
+  batch.push_back(random_image(rng, 97, 61, PixelFormat::RGBA8, 0));
+  batch.push_back(random_image(rng, 3000, 1, PixelFormat::RGB8, 0));
+  batch.push_back(random_image(rng, 1, 3000, PixelFormat::BGR8, 1));
+  std::vector<ImageView> views;
+  std::vector<pre::LetterboxParams> geo;
+  for (const Image& im : batch) {
+    views.push_back(im.view);
+    geo.push_back(pre::letterbox_params(im.view.width, im.view.height, 640, 640, false));
+  }
+  const std::size_t bytes = preprocess_staging_bytes(views, geo);
+  // Both blocks start as the same pattern, so the bytes no packing writes (alignment gaps) compare too.
+  std::vector<unsigned char> serial(bytes, 0xa5), pooled(bytes, 0xa5), shared(bytes, 0xa5);
+  const std::size_t used = preprocess_stage(views, geo, serial.data(), nullptr);
+  REQUIRE(used <= bytes);
+  REQUIRE(used > 6u * 1280 * 720 * 3);
+  for (const int threads : {2, 3, 8}) {
+    INFO("threads " << threads);
+    cpu::ThreadPool pool(threads);
+    std::fill(pooled.begin(), pooled.end(), 0xa5);
+    REQUIRE(preprocess_stage(views, geo, pooled.data(), &pool) == used);
+    CHECK(std::memcmp(serial.data(), pooled.data(), bytes) == 0);
+  }
+  // The entry point the executor calls (the process's staging pool).
+  REQUIRE(preprocess_stage(views, geo, shared.data()) == used);
+  CHECK(std::memcmp(serial.data(), shared.data(), bytes) == 0);
+  // And the pixels really are there: image 0's first and last rows, image 6's padded rows.
+  const auto* headers = reinterpret_cast<const PreprocessImage*>(serial.data());
+  CHECK(std::memcmp(serial.data() + headers[0].pixels, batch[0].pixels.data(), 1280 * 3) == 0);
+  CHECK(std::memcmp(serial.data() + headers[0].pixels + 719ull * 1280 * 3, batch[0].pixels.data() + 719ull * 1280 * 3,
+                    1280 * 3) == 0);
+  for (int y : {0, 1, 718})
+    CHECK(std::memcmp(serial.data() + headers[6].pixels + static_cast<std::size_t>(y) * 1281 * 3,
+                      batch[6].pixels.data() + static_cast<std::size_t>(y) * (1281 * 3 + 7), 1281 * 3) == 0);
+}
+
+TEST_CASE("preprocess_stage with a pool still rejects a bad view", "[preprocess][host]") {
+  std::mt19937 rng(24);
+  Image im = random_image(rng, 1280, 720, PixelFormat::BGR8, 0);
+  std::vector<unsigned char> block(4 << 20);
+  cpu::ThreadPool pool(3);
+  REQUIRE_THROWS_AS(preprocess_stage({im.view}, {pre::letterbox_params(1279, 720, 640, 640, false)}, block.data(), &pool),
+                    InputError);
+  ImageView bad = im.view;
+  bad.pitch = 10;  // shorter than a row
+  REQUIRE_THROWS_AS(preprocess_stage({bad, im.view}, {pre::letterbox_params(1280, 720, 640, 640, false),
+                                                      pre::letterbox_params(1280, 720, 640, 640, false)},
+                                     block.data()),
+                    InputError);
 }

@@ -23,6 +23,10 @@ import numpy as np
 REPO = os.environ.get("YOLO12_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(REPO, "..", "shared", "data")
 EXPORT = os.path.join(REPO, "exporter", "export.py")
+# The exporter records each model it writes as yolo12-infer's default: in a folder of this run's own,
+# never the user's settings.
+_CONFIG = tempfile.TemporaryDirectory(prefix="y12-test-config-")
+os.environ["YOLO12_CONFIG_DIR"] = _CONFIG.name
 
 
 def load_y12(path):

@@ -34,7 +34,7 @@ inline bool cpu_has_avx2() {
 #endif
 }
 
-// exp(x) for float, relative error below 2e-7 on [-87, 88] (clamped outside): x = n ln2 + r with
+// exp(x) for float, relative error below 2e-7 on [-87, 88] (clamped outside; NaN gives NaN): x = n ln2 + r with
 // |r| <= ln2 / 2, exp(r) by a degree-6 polynomial (the classic Cephes expf coefficients), times 2^n
 // built in the exponent bits. Rounding to n uses the 1.5 * 2^23 trick, so there is no branch and no
 // call and the loops calling it vectorize.
@@ -62,9 +62,12 @@ YOLO12_CPU_INLINE float exp_approx(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float e = p * r * r + r + 1.0f;
-  std::int32_t ni;
-  std::memcpy(&ni, &t, sizeof ni);       // low bits of t hold n (+ 2^22 offset, removed by the shift)
-  const std::int32_t bits = (ni - 0x4B400000 + 127) << 23;
+  // The low bits of t hold n (+ the 1.5 * 2^23 offset, removed by the subtraction); the exponent
+  // is built in unsigned arithmetic, which wraps where signed would be undefined: for NaN (which
+  // the clamp lets through, and which gives NaN whatever the scale) t's bits are anything.
+  std::uint32_t ni;
+  std::memcpy(&ni, &t, sizeof ni);
+  const std::uint32_t bits = (ni - 0x4B400000u + 127u) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return e * scale;

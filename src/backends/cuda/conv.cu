@@ -6,8 +6,11 @@
 //                          * W[c, ci, ky, kx] + bias[c]) * gamma[c] + residual[n, oy, ox, c]
 // with g = c / n_g the group of output channel c, taps outside the input reading zero.
 //
-// Dispatch (conv2d_forward):
-//   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu)
+// Dispatch (conv_algorithm, read by conv2d_forward and conv_algorithm_name):
+//   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu), in fp16 over
+//                                               large grids dwconv_tiled_f16 (variant dw_tiled_f16)
+//   fp16, f16_plan() says Narrow             -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
+//                                               short K, many pixels (the stem too, variant f16_narrow_stem)
 //   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
 //   everything else, fp16                    -> conv2d_implicit_gemm_f16 (conv_implicit_gemm.cu)
 //   everything else, fp32                    -> conv2d_implicit_gemm_f32 (conv_implicit_gemm.cu)
@@ -72,20 +75,51 @@ bool conv_can_implement(const ConvShape& s) {
 
 namespace conv_detail {
 
+ConvVariants parse_conv_variants(const char* list) {
+  ConvVariants v;
+  v.f16_bk64 = v.dw_one_output = v.f16_split_k = v.f16_narrow = v.f16_narrow_stem = v.dw_tiled_f16 = false;
+  const std::string s = list ? list : "";
+  std::size_t begin = 0;
+  while (begin <= s.size()) {
+    std::size_t end = s.find(',', begin);
+    if (end == std::string::npos) end = s.size();
+    const std::string name = s.substr(begin, end - begin);
+    if (name == "f16_bk64") v.f16_bk64 = true;
+    else if (name == "dw_one_output") v.dw_one_output = true;
+    else if (name == "f16_split_k") v.f16_split_k = true;
+    else if (name == "f16_narrow") v.f16_narrow = true;
+    else if (name == "f16_narrow_stem") v.f16_narrow_stem = true;
+    else if (name == "dw_tiled_f16") v.dw_tiled_f16 = true;
+    begin = end + 1;
+  }
+  return v;
+}
+
 ConvVariants& conv_variants() {
   // YOLO12_CONV_VARIANTS (comma-separated names, or "none"), when set, replaces the defaults, so that
   // the benchmark and the model tests can compare variants without a rebuild.
   static ConvVariants v = [] {
-    ConvVariants d;
     const char* env = std::getenv("YOLO12_CONV_VARIANTS");
-    if (!env) return d;
-    const std::string list = env;
-    d.f16_bk64 = list.find("f16_bk64") != std::string::npos;
-    d.dw_one_output = list.find("dw_one_output") != std::string::npos;
-    d.f16_split_k = list.find("f16_split_k") != std::string::npos;
-    return d;
+    return env ? parse_conv_variants(env) : ConvVariants();
   }();
   return v;
+}
+
+GpuFacts gpu_facts() {
+  GpuFacts f;
+  int dev = 0, sms = 0, smem_sm = 0, optin = 0, reserved = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess) {
+    (void)cudaGetLastError();  // no device here: plan for the H200, and leave no error behind for a later check
+    return f;
+  }
+  f.sms = sms;
+  f.smem_sm = smem_sm;
+  f.smem_block_optin = optin;
+  f.smem_block_reserved = reserved;
+  return f;
 }
 
 // One thread per output element (n, oy, ox, c), c fastest so that stores coalesce.
@@ -144,39 +178,76 @@ void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream) {
 template void launch_conv2d_direct_naive<float>(const ConvParams<float>&, cudaStream_t);
 template void launch_conv2d_direct_naive<__half>(const ConvParams<__half>&, cudaStream_t);
 
+ConvAlgorithm conv_algorithm(const ConvShape& s, bool fp16) {
+  if (is_depthwise(s)) {
+    if (!dwconv_direct_supports(s)) return ConvAlgorithm::DirectNaive;
+    return fp16 && dwconv_tiled_f16_takes(s) ? ConvAlgorithm::DepthwiseTiledF16 : ConvAlgorithm::Depthwise;
+  }
+  if (fp16 && f16_plan(s).kernel == F16Kernel::Narrow) return ConvAlgorithm::NarrowF16;
+  if (conv2d_direct_small_cin_supports(s)) return ConvAlgorithm::DirectSmallCin;
+  return fp16 ? ConvAlgorithm::ImplicitGemmF16 : ConvAlgorithm::ImplicitGemmF32;
+}
+
 }  // namespace conv_detail
 
 template <typename T>
 void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream) {
+  using conv_detail::ConvAlgorithm;
+  constexpr bool kHalf = std::is_same_v<T, __half>;
   // The tiled kernels read packed weights in 16-byte vectors; the executor's weight buffer is
   // 256-byte aligned, so the naive branch is only a safety net for hand-made parameters.
   const bool w_aligned = reinterpret_cast<std::uintptr_t>(p.w) % 16 == 0;
-  if (!w_aligned) {
-    conv_detail::launch_conv2d_direct_naive(p, stream);
-  } else if (is_depthwise(p.s)) {
-    if (conv_detail::dwconv_direct_supports(p.s)) conv_detail::launch_dwconv_direct(p, stream);
-    else conv_detail::launch_conv2d_direct_naive(p, stream);
-  } else if (conv_detail::conv2d_direct_small_cin_supports(p.s)) {
-    conv_detail::launch_conv2d_direct_small_cin(p, stream);
-  } else if constexpr (std::is_same_v<T, __half>) {
-    conv_detail::launch_conv2d_implicit_gemm_f16(p, stream);
-  } else {
-    conv_detail::launch_conv2d_implicit_gemm_f32(p, stream);
+  const ConvAlgorithm algo = w_aligned ? conv_detail::conv_algorithm(p.s, kHalf) : ConvAlgorithm::DirectNaive;
+  switch (algo) {
+    case ConvAlgorithm::DirectNaive: conv_detail::launch_conv2d_direct_naive(p, stream); break;
+    case ConvAlgorithm::Depthwise:
+    case ConvAlgorithm::DepthwiseTiledF16:  // launch_dwconv_direct checks the views' alignment too
+      conv_detail::launch_dwconv_direct(p, stream);
+      break;
+    case ConvAlgorithm::DirectSmallCin: conv_detail::launch_conv2d_direct_small_cin(p, stream); break;
+    case ConvAlgorithm::NarrowF16:
+    case ConvAlgorithm::ImplicitGemmF16:
+    case ConvAlgorithm::ImplicitGemmF32:
+      if constexpr (kHalf) {
+        if (algo == ConvAlgorithm::NarrowF16) conv_detail::launch_conv2d_narrow_f16(p, conv_detail::f16_plan(p.s), stream);
+        else conv_detail::launch_conv2d_implicit_gemm_f16(p, stream);
+      } else {
+        conv_detail::launch_conv2d_implicit_gemm_f32(p, stream);
+      }
+      break;
   }
 }
 template void conv2d_forward<float>(const ConvParams<float>&, cudaStream_t);
 template void conv2d_forward<__half>(const ConvParams<__half>&, cudaStream_t);
 
 const char* conv_algorithm_name(const ConvShape& s, bool fp16) {
-  if (is_depthwise(s)) return conv_detail::dwconv_direct_supports(s) ? "depthwise" : "direct_naive";
-  if (conv_detail::conv2d_direct_small_cin_supports(s)) return "direct_small_cin";
-  if (!fp16) return "implicit_gemm_f32";
-  switch (conv_detail::f16_plan(s).split) {
-    case 8: return "implicit_gemm_f16 split-K 8";
-    case 4: return "implicit_gemm_f16 split-K 4";
-    case 2: return "implicit_gemm_f16 split-K 2";
-    default: return "implicit_gemm_f16";
+  using conv_detail::ConvAlgorithm;
+  switch (conv_detail::conv_algorithm(s, fp16)) {
+    case ConvAlgorithm::DirectNaive: return "direct_naive";
+    case ConvAlgorithm::Depthwise: return "depthwise";
+    case ConvAlgorithm::DepthwiseTiledF16: return "depthwise tiled_f16";
+    case ConvAlgorithm::DirectSmallCin: return "direct_small_cin";
+    case ConvAlgorithm::ImplicitGemmF32: return "implicit_gemm_f32";
+    case ConvAlgorithm::NarrowF16:
+      switch (conv_detail::f16_plan(s).bn) {
+        case 8: return "narrow_f16 n8";
+        case 16: return "narrow_f16 n16";
+        case 32: return "narrow_f16 n32";
+        case 48: return "narrow_f16 n48";
+        case 64: return "narrow_f16 n64";
+        case 80: return "narrow_f16 n80";
+        case 96: return "narrow_f16 n96";
+        default: return "narrow_f16 n128";
+      }
+    case ConvAlgorithm::ImplicitGemmF16:
+      switch (conv_detail::f16_plan(s).split) {
+        case 8: return "implicit_gemm_f16 split-K 8";
+        case 4: return "implicit_gemm_f16 split-K 4";
+        case 2: return "implicit_gemm_f16 split-K 2";
+        default: return "implicit_gemm_f16";
+      }
   }
+  return "implicit_gemm_f16";
 }
 
 template <typename T>

@@ -8,27 +8,24 @@
 // output whose window covers it. Weights are packed (k*k, c_pad) so a tap's V channels are one vector.
 // k in {3, 5, 7}, stride in {1, 2}, dilation 1 are compiled; anything else goes to the naive kernel.
 // When channels, leading dimensions or pointers are not 16-byte aligned, V = 1 (scalar loads).
+//
+// dwconv_tiled_f16 (variant dw_tiled_f16; fp16, 16-byte aligned views, large grids: batch 32): one block
+// per tile of 8 x 16 output pixels x 16 channels. The block first copies its input tile (with the halo,
+// zero outside the image) and its 16 channels' k x k weights into shared memory with 16-byte cp.async, so
+// each input element is read from memory once per tile (the halo aside) instead of once per tap; then each
+// thread computes one pixel's 8 channels from shared memory, taps in the same order as dwconv_direct
+// (its pieces in conv_depthwise.cuh, which the tests also replay on the CPU).
 #include <cstdint>
+#include <type_traits>
 
 #include "common.cuh"
+#include "conv_depthwise.cuh"
 #include "conv_detail.cuh"
+#include "mma.cuh"
 
 namespace yolo12::cuda::conv_detail {
 
 namespace {
-
-template <typename T>
-struct DwParams {
-  const T* x;          // (B, H, W, ldx) view
-  const T* w;          // (k*k, c_pad) packed
-  const float* bias;   // (c) or nullptr
-  const float* gamma;  // (c) or nullptr
-  const T* residual;   // (B, Ho, Wo, ldr) view or nullptr
-  T* y;                // (B, Ho, Wo, ldy) view
-  int ldx, ldr, ldy;
-  int batch, h, w_in, ho, wo, c, c_pad, pad;
-  bool silu;
-};
 
 // V consecutive elements as floats: one 16-byte load when V > 1, else a scalar load.
 template <typename T, int V>
@@ -139,6 +136,37 @@ __global__ void __launch_bounds__(256) dwconv_direct(const DwParams<T> a) {
   }
 }
 
+// dwconv_tiled_f16: the block's loads, one barrier, each thread's pixel (conv_depthwise.cuh).
+template <int K, int S>
+__global__ void __launch_bounds__(kDwTiledThreads) dwconv_tiled_f16(const DwParams<__half> a) {
+  __shared__ __align__(16) __half xs[DwTile<K, S>::kXHalves];  // (kInH, kInW, 16) input tile
+  __shared__ __align__(16) __half ws[DwTile<K, S>::kWHalves];  // (K * K, 16) weights
+  const DwTileCoords at = dw_tile_coords(a, blockIdx.x, blockIdx.y, blockIdx.z);
+  dw_tiled_load<K, S>(a, at, threadIdx.x, xs, ws, CpAsyncZfill16<false>{a.x});
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  dw_tiled_pixel<K, S>(a, at, threadIdx.x, xs, ws);
+}
+
+template <int K, int S>
+void launch_dw_tiled(const DwParams<__half>& a, cudaStream_t stream) {
+  const int pairs = dw_channel_pairs(a.c);
+  const dim3 grid(static_cast<unsigned>(pairs * ceil_div(a.wo, kDwTileW)), static_cast<unsigned>(ceil_div(a.ho, kDwTileH)),
+                  static_cast<unsigned>(a.batch));
+  dwconv_tiled_f16<K, S><<<grid, kDwTiledThreads, 0, stream>>>(a);
+  YOLO12_CUDA_CHECK_LAUNCH();
+}
+
+// Threads dwconv_direct would run (kOutX outputs each); below two blocks of 256 per SM the grid does not
+// fill the GPU and dw_one_output takes over.
+long long dw_direct_threads(const ConvShape& s, int out_x, int vec) {
+  return 1LL * s.batch * s.ho * ceil_div(s.wo, out_x) * (s.c_out / vec);
+}
+bool dw_grid_fills_gpu(const ConvShape& s, int out_x, int vec) {
+  return dw_direct_threads(s, out_x, vec) >= 2LL * gpu_facts().sms * 256;
+}
+
 template <typename T, int K, int S, int V, int kOutX>
 void launch_dw_out(const DwParams<T>& a, cudaStream_t stream) {
   const long long total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c / V);
@@ -148,21 +176,23 @@ void launch_dw_out(const DwParams<T>& a, cudaStream_t stream) {
 }
 
 template <typename T, int K, int S, int V>
-void launch_dw(const DwParams<T>& a, cudaStream_t stream) {
+void launch_dw(const DwParams<T>& a, const ConvShape& s, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, __half> && V == 8) {
+    if (dwconv_tiled_f16_takes(s)) return launch_dw_tiled<K, S>(a, stream);
+  }
   // 4 outputs per thread at stride 1 (each input vector feeds up to 4 of them), 2 at stride 2.
   constexpr int kOutX = S == 1 ? 4 : 2;
-  const long long threads_total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c / V);
   // Batch 1 at P5 (dw7x7 128 @ 20x20): 1600 threads, 7 blocks, 20 us, every thread a long serial
   // chain. With one output per thread there are kOutX times more, shorter chains.
-  if (conv_variants().dw_one_output && threads_total < 132LL * 2 * 256) launch_dw_out<T, K, S, V, 1>(a, stream);
+  if (conv_variants().dw_one_output && !dw_grid_fills_gpu(s, kOutX, V)) launch_dw_out<T, K, S, V, 1>(a, stream);
   else launch_dw_out<T, K, S, V, kOutX>(a, stream);
 }
 
 template <typename T, int K, int S>
-void launch_dw_vec(const DwParams<T>& a, bool vec, cudaStream_t stream) {
+void launch_dw_vec(const DwParams<T>& a, const ConvShape& s, bool vec, cudaStream_t stream) {
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
-  if (vec) launch_dw<T, K, S, kVec>(a, stream);
-  else launch_dw<T, K, S, 1>(a, stream);
+  if (vec) launch_dw<T, K, S, kVec>(a, s, stream);
+  else launch_dw<T, K, S, 1>(a, s, stream);
 }
 
 }  // namespace
@@ -171,39 +201,38 @@ bool dwconv_direct_supports(const ConvShape& s) {
   return (s.k == 3 || s.k == 5 || s.k == 7) && (s.stride == 1 || s.stride == 2) && s.dilation == 1;
 }
 
+bool dwconv_tiled_f16_takes(const ConvShape& s) {
+  return conv_variants().dw_tiled_f16 && is_depthwise(s) && dwconv_direct_supports(s) && s.c_out % 8 == 0 &&
+         dw_grid_fills_gpu(s, s.stride == 1 ? 4 : 2, 8);
+}
+
+void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream) {
+  const DwParams<__half> a = make_dw_params(p);
+  switch (p.s.k * 10 + p.s.stride) {
+    case 31: launch_dw_tiled<3, 1>(a, stream); break;
+    case 32: launch_dw_tiled<3, 2>(a, stream); break;
+    case 51: launch_dw_tiled<5, 1>(a, stream); break;
+    case 52: launch_dw_tiled<5, 2>(a, stream); break;
+    case 71: launch_dw_tiled<7, 1>(a, stream); break;
+    default: launch_dw_tiled<7, 2>(a, stream); break;
+  }
+}
+
 template <typename T>
 void launch_dwconv_direct(const ConvParams<T>& p, cudaStream_t stream) {
-  DwParams<T> a;
-  a.x = p.x;
-  a.w = p.w;
-  a.bias = p.bias;
-  a.gamma = p.gamma;
-  a.residual = p.residual;
-  a.y = p.y;
-  a.ldx = p.ldx;
-  a.ldr = p.ldr;
-  a.ldy = p.ldy;
-  a.batch = p.s.batch;
-  a.h = p.s.h;
-  a.w_in = p.s.w;
-  a.ho = p.s.ho;
-  a.wo = p.s.wo;
-  a.c = p.s.c_out;
-  a.c_pad = round_up(p.s.c_out, kChunk);
-  a.pad = p.s.pad;
-  a.silu = p.silu;
+  const DwParams<T> a = make_dw_params(p);
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
   const auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
   const bool vec = a.c % kVec == 0 && a.ldx % kVec == 0 && a.ldy % kVec == 0 && aligned(p.x) && aligned(p.y) &&
                    aligned(p.w) && (!p.residual || (a.ldr % kVec == 0 && aligned(p.residual)));
   const int key = p.s.k * 10 + p.s.stride;
   switch (key) {
-    case 31: launch_dw_vec<T, 3, 1>(a, vec, stream); break;
-    case 32: launch_dw_vec<T, 3, 2>(a, vec, stream); break;
-    case 51: launch_dw_vec<T, 5, 1>(a, vec, stream); break;
-    case 52: launch_dw_vec<T, 5, 2>(a, vec, stream); break;
-    case 71: launch_dw_vec<T, 7, 1>(a, vec, stream); break;
-    case 72: launch_dw_vec<T, 7, 2>(a, vec, stream); break;
+    case 31: launch_dw_vec<T, 3, 1>(a, p.s, vec, stream); break;
+    case 32: launch_dw_vec<T, 3, 2>(a, p.s, vec, stream); break;
+    case 51: launch_dw_vec<T, 5, 1>(a, p.s, vec, stream); break;
+    case 52: launch_dw_vec<T, 5, 2>(a, p.s, vec, stream); break;
+    case 71: launch_dw_vec<T, 7, 1>(a, p.s, vec, stream); break;
+    case 72: launch_dw_vec<T, 7, 2>(a, p.s, vec, stream); break;
     default: launch_conv2d_direct_naive(p, stream); break;  // not reached: conv.cu checks dwconv_direct_supports
   }
 }

@@ -8,6 +8,7 @@
 //     so an 8-channel chunk never straddles two taps; k_pad = round_up(k*k*cin_pad, 32) (one K tile).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "common.cuh"
@@ -49,44 +50,126 @@ template <typename T> __device__ __forceinline__ T from_float(float v);
 template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
 template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 
-// The fused epilogue for output channel c of a value whose conv sum is acc; `res` is the residual
-// element (read by the caller only when p.residual is set).
-__device__ __forceinline__ float epilogue(float acc, const float* bias, const float* gamma, bool silu,
-                                          int c) {
-  float v = acc + (bias ? __ldg(bias + c) : 0.f);
-  if (silu) v = v / (1.f + __expf(-v));
-  if (gamma) v *= __ldg(gamma + c);
+// A read-only load: through the non-coherent cache on the device, a plain load on the host (where the
+// tests replay kernel pieces).
+template <typename T>
+__host__ __device__ __forceinline__ T load_nc(const T* p) {
+#ifdef __CUDA_ARCH__
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
+
+__host__ __device__ __forceinline__ float silu_f(float v) {
+#ifdef __CUDA_ARCH__
+  return v / (1.f + __expf(-v));
+#else
+  return v / (1.f + std::exp(-v));
+#endif
+}
+
+// The fused epilogue for output channel c of a value whose conv sum is acc (the residual is added by
+// the caller, when p.residual is set).
+__host__ __device__ __forceinline__ float epilogue(float acc, const float* bias, const float* gamma, bool silu, int c) {
+  float v = acc + (bias ? load_nc(bias + c) : 0.f);
+  if (silu) v = silu_f(v);
+  if (gamma) v *= load_nc(gamma + c);
   return v;
+}
+
+// 8 halves (one 16-byte word) as floats, and back (round to nearest even), with integer operations rather
+// than through a pointer of another type (which a host compiler may assume does not alias).
+__host__ __device__ __forceinline__ void unpack8(const uint4 raw, float (&v)[8]) {
+  const std::uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    v[2 * i] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] & 0xffffu)));
+    v[2 * i + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] >> 16)));
+  }
+}
+__host__ __device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
+  std::uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    w[i] = static_cast<std::uint32_t>(__half_as_ushort(__float2half_rn(v[2 * i]))) |
+           static_cast<std::uint32_t>(__half_as_ushort(__float2half_rn(v[2 * i + 1]))) << 16;
+  return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 // Kernel variants, all on by default. f16_bk64 and dw_one_output since 2026-11-30 (measured on the
 // H200: yolo12n fp16 batch 1 1.74 -> 1.29 ms, batch 32 7.48 -> 6.85 ms; docs/benchmarks-gpu.md);
-// f16_split_k since the third session (its figures are in docs/kernels-conv.md). The environment
-// variable YOLO12_CONV_VARIANTS (a comma-separated list of the names below, or "none") replaces the
-// defaults when set; tests set the fields directly. Not thread-safe: set them before any launch.
+// f16_split_k since the third session (its figures are in docs/kernels-conv.md); f16_narrow and
+// f16_narrow_stem (conv_narrow.cu) not yet measured. The environment variable YOLO12_CONV_VARIANTS (a
+// comma-separated list of the names below, or "none") replaces the defaults when set; tests set the
+// fields directly. Not thread-safe: set them before any launch.
 struct ConvVariants {
-  bool f16_bk64 = true;       // fp16 implicit GEMM: 64-wide K tiles (3 stages), epilogue staged through
-                              // shared memory for 16-byte stores (off: 32-wide K tiles)
-  bool dw_one_output = true;  // dwconv_direct: one output per thread when the grid would not fill the GPU
-  bool f16_split_k = true;    // fp16 implicit GEMM at BK 64: split-K over a cluster when the output tiles
-                              // are too few for the GPU (batch 1 at low resolution)
+  bool f16_bk64 = true;         // fp16 implicit GEMM: 64-wide K tiles (3 stages), epilogue staged through
+                                // shared memory for 16-byte stores (off: 32-wide K tiles)
+  bool dw_one_output = true;    // dwconv_direct: one output per thread when the grid would not fill the GPU
+  bool f16_split_k = true;      // fp16 implicit GEMM at BK 64: split-K over a cluster when the output tiles
+                                // are too few for the GPU (batch 1 at low resolution)
+  bool f16_narrow = true;       // fp16 convs with few output channels and a short K (c_out <= 128, k*k*c_in
+                                // <= 320) over many pixels: conv2d_narrow_f16, weights resident in shared
+                                // memory, a persistent grid streaming 128-pixel tiles
+  bool f16_narrow_stem = true;  // the same kernel for the small-c_in convs (the stem), instead of
+                                // conv2d_direct_small_cin
+  bool dw_tiled_f16 = true;     // fp16 depthwise over large grids: dwconv_tiled_f16 (input tile in shared memory)
 };
 ConvVariants& conv_variants();
+// Parses a YOLO12_CONV_VARIANTS value: comma-separated names (exact, unknown ones are ignored), "none"
+// or "" for all off.
+ConvVariants parse_conv_variants(const char* list);
 
-// The fp16 implicit GEMM's configuration for a shape under the current variants: block tile bm x bn,
-// K tile bk, and split (blocks of one cluster that share an output tile, each summing 1/split of K).
+// What the tile choices and grid sizes need to know of the current device (the H200's numbers where no
+// device answers, e.g. on a machine without a GPU).
+struct GpuFacts {
+  int sms = 132;                     // multiprocessors
+  int smem_sm = 233472;              // shared memory per multiprocessor (228 KiB)
+  int smem_block_optin = 232448;     // dynamic shared memory a block may opt in to (227 KiB)
+  int smem_block_reserved = 1024;    // shared memory the system reserves per block
+};
+GpuFacts gpu_facts();
+
+// Which fp16 kernel runs a (non-depthwise) conv, and its configuration, under the current variants:
+//   ImplicitGemm: block tile bm x bn, K tile bk, split = blocks of one cluster sharing an output tile (each
+//                 summing 1/split of K); stages and smem_bytes unused (fixed per tile).
+//   Narrow:       bm = 128 pixels per tile, bn = the N tile (all of c_out), bk = the whole K (k*k*cin_pad
+//                 rounded up to 16), stages = pipeline depth in pixel tiles, smem_bytes = dynamic shared memory.
+// conv2d_forward and the profile's label (conv_algorithm_name) both read it.
+enum class F16Kernel { ImplicitGemm, Narrow };
 struct F16Plan {
+  F16Kernel kernel = F16Kernel::ImplicitGemm;
   int bm = 64, bn = 64, bk = kTileK, split = 1;
+  int stages = 0, smem_bytes = 0;
 };
 F16Plan f16_plan(const ConvShape& s);
+// The Narrow plan for s on `gpu`, or kernel == ImplicitGemm where conv2d_narrow_f16 does not take it (the
+// variants are not consulted: f16_plan does that).
+F16Plan narrow_plan(const ConvShape& s, const GpuFacts& gpu);
+
+// The kernel conv2d_forward runs for a shape (given aligned weights), the one choice that both the
+// dispatch and the profile's label (conv_algorithm_name) read.
+enum class ConvAlgorithm { DirectNaive, Depthwise, DepthwiseTiledF16, DirectSmallCin, NarrowF16, ImplicitGemmF16,
+                           ImplicitGemmF32 };
+ConvAlgorithm conv_algorithm(const ConvShape& s, bool fp16);
 
 // Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p.s).
 template <typename T> void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream);
 bool dwconv_direct_supports(const ConvShape& s);  // k in {3, 5, 7}, stride in {1, 2}, dilation 1
 template <typename T> void launch_dwconv_direct(const ConvParams<T>& p, cudaStream_t stream);
+// Whether launch_dwconv_direct runs dwconv_tiled_f16 for this shape in fp16 (when the views are 16-byte
+// aligned): variant on, k 3/5/7, stride 1/2, c % 8 == 0, and a grid that fills the GPU.
+bool dwconv_tiled_f16_takes(const ConvShape& s);
+// dwconv_tiled_f16 itself, for the tests: any depthwise shape dwconv_direct_supports with c % 8 == 0 and
+// 16-byte aligned views.
+void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream);
 bool conv2d_direct_small_cin_supports(const ConvShape& s);  // groups 1, c_in <= 4, c_out <= 64, k <= 7
 template <typename T> void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream);
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t stream);
+// plan: a Narrow plan for p.s (its bn, bk and stages are used). max_grid > 0 caps the persistent grid (the
+// tests use it so that every block walks many tiles).
+void launch_conv2d_narrow_f16(const ConvParams<__half>& p, const F16Plan& plan, cudaStream_t stream, int max_grid = 0);
 void launch_conv2d_implicit_gemm_f32(const ConvParams<float>& p, cudaStream_t stream);
 
 }  // namespace yolo12::cuda::conv_detail

@@ -1,11 +1,5 @@
-// src/backends/cuda/conv_implicit_gemm.cu - every non-depthwise conv as an implicit GEMM, NHWC.
-//
-// Per group g:  Y[m, n] = sum_k A[m, k] * B[n, k]  with
-//   m = (b, oy, ox) the output pixel (M = B * Ho * Wo rows, row-major like the NHWC output),
-//   n the output channel within the group (N = n_g),
-//   k = tap * cin_pad + ci, tap = ky * k + kx (K = k*k*cin_pad, zero-padded to k_pad, see conv_detail.cuh),
-//   A[m, k] = x[b, oy*s - p + ky*d, ox*s - p + kx*d, g*cin_g + ci] (zero outside the image or ci >= cin_g),
-//   B = the packed weights, (groups, n_g, k_pad) row-major.
+// src/backends/cuda/conv_implicit_gemm.cu - every non-depthwise conv as an implicit GEMM, NHWC (the GEMM
+// of a conv, its parameters and its row origins: conv_gemm.cuh).
 // A is never materialised: each K tile of A is gathered from x while it is loaded into shared memory.
 // The epilogue (bias, SiLU, gamma, residual) is applied to the fp32 accumulators, which are then
 // written straight into the output's channel slice.
@@ -26,108 +20,12 @@
 
 #include "common.cuh"
 #include "conv_detail.cuh"
+#include "conv_gemm.cuh"
+#include "mma.cuh"
 
 namespace yolo12::cuda::conv_detail {
 
 namespace {
-
-// Everything a kernel needs, computed on the host once per launch.
-template <typename T>
-struct ImplicitGemmParams {
-  const T* x;          // (B, H, W, ldx) view, pointing at channel 0 of the input slice
-  const T* w;          // (groups, n_g, k_pad) packed weights
-  const float* bias;   // (c_out) or nullptr
-  const float* gamma;  // (c_out) or nullptr
-  const T* residual;   // (B, Ho, Wo, ldr) view or nullptr
-  T* y;                // (B, Ho, Wo, ldy) view
-  int ldx, ldr, ldy;
-  int h, w_in, ho, wo;
-  int k, stride, pad, dilation;
-  int m;               // B * Ho * Wo
-  int n_g, cin_g, cin_pad, k_real, k_pad;
-  bool silu;
-  bool pair_out;       // the epilogue may store channel pairs (2-element aligned y / residual)
-  bool vec_out;        // 16-byte stores of 16 bytes of channels (n_g, ldy, ldr multiples of 16 bytes, aligned)
-};
-
-template <typename T>
-ImplicitGemmParams<T> make_params(const ConvParams<T>& p) {
-  const GemmLayout l = gemm_layout(p.s);
-  ImplicitGemmParams<T> a;
-  a.x = p.x;
-  a.w = p.w;
-  a.bias = p.bias;
-  a.gamma = p.gamma;
-  a.residual = p.residual;
-  a.y = p.y;
-  a.ldx = p.ldx;
-  a.ldr = p.ldr;
-  a.ldy = p.ldy;
-  a.h = p.s.h;
-  a.w_in = p.s.w;
-  a.ho = p.s.ho;
-  a.wo = p.s.wo;
-  a.k = p.s.k;
-  a.stride = p.s.stride;
-  a.pad = p.s.pad;
-  a.dilation = p.s.dilation;
-  a.m = p.s.batch * p.s.ho * p.s.wo;
-  a.n_g = l.n_g;
-  a.cin_g = l.cin_g;
-  a.cin_pad = l.cin_pad;
-  a.k_real = l.k_real;
-  a.k_pad = l.k_pad;
-  a.silu = p.silu;
-  const auto aligned = [](const void* ptr, int bytes) { return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0; };
-  const int per16 = 16 / static_cast<int>(sizeof(T));
-  a.vec_out = l.n_g % per16 == 0 && p.ldy % per16 == 0 && aligned(p.y, 16) &&
-              (!p.residual || (p.ldr % per16 == 0 && aligned(p.residual, 16)));
-  a.pair_out = l.n_g % 2 == 0 && p.ldy % 2 == 0 && aligned(p.y, 2 * sizeof(T)) &&
-               (!p.residual || (p.ldr % 2 == 0 && aligned(p.residual, 2 * sizeof(T))));
-  return a;
-}
-
-// Where output row m reads its input: the image's base pointer (group offset included) and the top-left
-// tap's coordinates. Rows past M get coordinates that fail every bounds check.
-template <typename T>
-struct RowOrigin {
-  const T* base;  // (H, W, ldx) image of row m, at channel g * cin_g
-  int iy0, ix0;
-};
-
-template <typename T>
-__device__ __forceinline__ RowOrigin<T> row_origin(const ImplicitGemmParams<T>& a, int m, int g) {
-  RowOrigin<T> r;
-  if (m >= a.m) {
-    r.base = a.x;
-    r.iy0 = r.ix0 = -(1 << 28);
-    return r;
-  }
-  const int hw = a.ho * a.wo;
-  const int b = m / hw;
-  const int rem = m - b * hw;
-  const int oy = rem / a.wo;
-  const int ox = rem - oy * a.wo;
-  r.base = a.x + static_cast<long long>(b) * a.h * a.w_in * a.ldx + blockIdx.z * a.cin_g;
-  r.iy0 = oy * a.stride - a.pad;
-  r.ix0 = ox * a.stride - a.pad;
-  return r;
-}
-
-// The input element offset of (row origin, K index kk) or -1 when it reads zero (outside the image,
-// or kk in the padding). cin_pad is a multiple of 8, so an aligned 8-chunk shares one tap.
-template <typename T>
-__device__ __forceinline__ long long a_offset(const ImplicitGemmParams<T>& a, const RowOrigin<T>& r, int kk) {
-  if (kk >= a.k_real) return -1;
-  const int tap = kk / a.cin_pad;
-  const int ci = kk - tap * a.cin_pad;
-  const int ky = tap / a.k;
-  const int kx = tap - ky * a.k;
-  const int iy = r.iy0 + ky * a.dilation;
-  const int ix = r.ix0 + kx * a.dilation;
-  if (iy < 0 || iy >= a.h || ix < 0 || ix >= a.w_in) return -1;
-  return (static_cast<long long>(iy) * a.w_in + ix) * a.ldx + ci;
-}
 
 // Bias, SiLU, gamma, residual for output (row m, group channel n), written as T.
 template <typename T>
@@ -163,33 +61,6 @@ __device__ __forceinline__ void store_output(const ImplicitGemmParams<T>& a, int
 // A shared-memory row of a K tile holds BK halves + 8 of padding (80 B at BK = 32, 144 B at BK = 64),
 // which makes the 8 rows of each ldmatrix phase hit distinct banks.
 constexpr int smem_row_halves(int bk) { return bk + 8; }
-
-__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte global -> shared copy; src_bytes = 0 writes zeros without reading.
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
-                                          std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // Block tile BM x BN, warps arranged WARPS_M x WARPS_N, STAGES K tiles in flight.
 // BK: K tile (32, or 64 for half the barriers and address work per MMA; packed K is padded to 32 only,
@@ -284,12 +155,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   };
 
   float acc[MI][NI][4];
-#pragma unroll
-  for (int i = 0; i < MI; ++i)
-#pragma unroll
-    for (int j = 0; j < NI; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+  zero_accumulators(acc);
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
@@ -310,21 +176,10 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     for (int ks = 0; ks < BK; ks += 16) {
       std::uint32_t af[MI][4], bf[NI][2];
 #pragma unroll
-      for (int i = 0; i < MI; ++i)
-        ldmatrix_x4(af[i], as + (wm * WM + i * 16 + lane % 16) * kRowHalves + ks + (lane / 16) * 8);
+      for (int i = 0; i < MI; ++i) load_a_frag(af[i], as, kRowHalves, wm * WM + i * 16, ks, lane);
 #pragma unroll
-      for (int j = 0; j < NI; j += 2) {
-        std::uint32_t r[4];
-        ldmatrix_x4(r, bs + (wn * WN + j * 8 + (lane / 16) * 8 + lane % 8) * kRowHalves + ks + ((lane / 8) % 2) * 8);
-        bf[j][0] = r[0];
-        bf[j][1] = r[1];
-        bf[j + 1][0] = r[2];
-        bf[j + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int j = 0; j < NI; ++j) mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
+      for (int j = 0; j < NI; j += 2) load_b_frag_pair(bf[j], bf[j + 1], bs, kRowHalves, wn * WN + j * 8, ks, lane);
+      mma_grid(acc, af, bf);
     }
   }
   cp_async_wait<0>();
@@ -560,26 +415,30 @@ __global__ void __launch_bounds__(kF32Threads) conv2d_implicit_gemm_f32(const Im
 
 }  // namespace
 
-F16Plan f16_plan(const ConvShape& s) {
+namespace {
+
+// conv2d_implicit_gemm_f16's tile, K tile and split for s.
+F16Plan implicit_gemm_plan(const ConvShape& s, const GpuFacts& gpu, const ConvVariants& v) {
   const GemmLayout l = gemm_layout(s);
   const int m = s.batch * s.ho * s.wo;
+  const long long two_per_sm = 2LL * gpu.sms;  // 264 on the H200
   F16Plan plan;
   // Tile choice: the widest N tile that the group's channels fill, then the tallest M tile that still
-  // gives about two blocks per SM (132 SMs on the H200).
+  // gives about two blocks per SM.
   const long long blocks_128 = 1LL * ceil_div(m, 128) * ceil_div(l.n_g, l.n_g <= 64 ? 64 : 128) * s.groups;
   if (l.n_g <= 32) plan.bm = 128, plan.bn = 32;
-  else if (blocks_128 < 264) plan.bm = 64, plan.bn = 64;
+  else if (blocks_128 < two_per_sm) plan.bm = 64, plan.bn = 64;
   else if (l.n_g <= 64) plan.bm = 128, plan.bn = 64;
   else plan.bm = 128, plan.bn = 128;
-  plan.bk = conv_variants().f16_bk64 ? 64 : kTileK;
+  plan.bk = v.f16_bk64 ? 64 : kTileK;
   plan.split = 1;
   // Split-K when the output tiles cannot fill the GPU: the most ranks (8, 4, 2) that keep the grid
   // within two blocks per SM and give every rank at least two K tiles.
-  if (plan.bk == 64 && conv_variants().f16_split_k && plan.bn <= 64) {
+  if (plan.bk == 64 && v.f16_split_k && plan.bn <= 64) {
     const long long blocks = 1LL * ceil_div(m, plan.bm) * ceil_div(l.n_g, plan.bn) * s.groups;
     const int k_tiles = ceil_div(l.k_pad, 64);
     for (const int split : {8, 4, 2})
-      if (blocks * split <= 264 && k_tiles >= 2 * split) {
+      if (blocks * split <= two_per_sm && k_tiles >= 2 * split) {
         plan.split = split;
         break;
       }
@@ -587,12 +446,26 @@ F16Plan f16_plan(const ConvShape& s) {
   return plan;
 }
 
+}  // namespace
+
+F16Plan f16_plan(const ConvShape& s) {
+  const GpuFacts gpu = gpu_facts();
+  const ConvVariants& v = conv_variants();
+  // conv2d_narrow_f16 where it takes the shape and its variant is on (the small-c_in convs, which would
+  // otherwise go to conv2d_direct_small_cin, under their own switch).
+  if (conv2d_direct_small_cin_supports(s) ? v.f16_narrow_stem : v.f16_narrow) {
+    const F16Plan narrow = narrow_plan(s, gpu);
+    if (narrow.kernel == F16Kernel::Narrow) return narrow;
+  }
+  return implicit_gemm_plan(s, gpu, v);
+}
+
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t stream) {
   const ImplicitGemmParams<__half> a = make_params(p);
   const bool pointwise = p.s.k == 1 && p.s.stride == 1 && p.s.pad == 0;
-  const bool vec_a = a.cin_g % kChunk == 0 && p.ldx % kChunk == 0 && reinterpret_cast<std::uintptr_t>(p.x) % 16 == 0;
+  const bool vec_a = a.vec_a;
   const int groups = p.s.groups;
-  const F16Plan plan = f16_plan(p.s);
+  const F16Plan plan = implicit_gemm_plan(p.s, gpu_facts(), conv_variants());
   if (plan.bk == 64) {  // 64-wide K, 3 stages (shared memory: 128x128 takes 108 KiB)
     if (plan.bn == 32) launch_f16_bk64_split<128, 32, 4, 1>(a, groups, pointwise, vec_a, plan.split, stream);
     else if (plan.bm == 64) launch_f16_bk64_split<64, 64, 2, 2>(a, groups, pointwise, vec_a, plan.split, stream);

@@ -22,6 +22,10 @@
 #include "pre/letterbox.hpp"
 #include "yolo12/yolo12.hpp"
 
+namespace yolo12::cpu {
+class ThreadPool;
+}
+
 namespace yolo12::cuda {
 
 // Per image, inside the staging block. Offsets are bytes from the start of the block.
@@ -48,9 +52,14 @@ struct PreprocessParams {
 std::size_t preprocess_staging_bytes(const std::vector<ImageView>& images,
                                      const std::vector<pre::LetterboxParams>& geometry);
 // Fills `block` (at least preprocess_staging_bytes) and returns the bytes used. Throws InputError
-// for a bad view or geometry that does not match the image.
+// for a bad view or geometry that does not match the image. Batches of more than 1 MiB of pixels are
+// copied by the process's staging pool (up to 8 threads) when no other thread is using it.
 std::size_t preprocess_stage(const std::vector<ImageView>& images,
                              const std::vector<pre::LetterboxParams>& geometry, void* block);
+// The same with the pixel rows copied by `pool` (nullptr: on the calling thread); the block is the same
+// byte for byte.
+std::size_t preprocess_stage(const std::vector<ImageView>& images,
+                             const std::vector<pre::LetterboxParams>& geometry, void* block, cpu::ThreadPool* pool);
 
 template <typename T>
 void preprocess_letterbox(const PreprocessParams<T>& p, cudaStream_t stream);

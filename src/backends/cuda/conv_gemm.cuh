@@ -1,0 +1,119 @@
+// src/backends/cuda/conv_gemm.cuh - what the implicit-GEMM conv kernels share (conv_implicit_gemm.cu,
+// conv_narrow.cu): the kernel parameters computed on the host once per launch, and where an output row
+// reads its input.
+//
+// The GEMM of a conv (per group g): Y[m, n] = sum_k A[m, k] * B[n, k] with
+//   m = (b, oy, ox) the output pixel (M = B * Ho * Wo rows, row-major like the NHWC output),
+//   n the output channel within the group (N = n_g),
+//   k = tap * cin_pad + ci, tap = ky * k + kx (see conv_detail.cuh for the packed weights),
+//   A[m, k] = x[b, oy*s - p + ky*d, ox*s - p + kx*d, g*cin_g + ci] (zero outside the image or ci >= cin_g).
+#pragma once
+
+#include <cstdint>
+
+#include "conv_detail.cuh"
+
+namespace yolo12::cuda::conv_detail {
+
+template <typename T>
+struct ImplicitGemmParams {
+  const T* x;          // (B, H, W, ldx) view, pointing at channel 0 of the input slice
+  const T* w;          // (groups, n_g, k_pad) packed weights
+  const float* bias;   // (c_out) or nullptr
+  const float* gamma;  // (c_out) or nullptr
+  const T* residual;   // (B, Ho, Wo, ldr) view or nullptr
+  T* y;                // (B, Ho, Wo, ldy) view
+  int ldx, ldr, ldy;
+  int h, w_in, ho, wo;
+  int k, stride, pad, dilation;
+  int m;               // B * Ho * Wo
+  int n_g, cin_g, cin_pad, k_real, k_pad;
+  bool silu;
+  bool pair_out;       // the epilogue may store channel pairs (2-element aligned y / residual)
+  bool vec_out;        // 16-byte stores of 16 bytes of channels (n_g, ldy, ldr multiples of 16 bytes, aligned)
+  bool vec_a;          // 16-byte A loads: cin_g and ldx multiples of 16 bytes, x 16-byte aligned
+};
+
+template <typename T>
+ImplicitGemmParams<T> make_params(const ConvParams<T>& p) {
+  const GemmLayout l = gemm_layout(p.s);
+  ImplicitGemmParams<T> a;
+  a.x = p.x;
+  a.w = p.w;
+  a.bias = p.bias;
+  a.gamma = p.gamma;
+  a.residual = p.residual;
+  a.y = p.y;
+  a.ldx = p.ldx;
+  a.ldr = p.ldr;
+  a.ldy = p.ldy;
+  a.h = p.s.h;
+  a.w_in = p.s.w;
+  a.ho = p.s.ho;
+  a.wo = p.s.wo;
+  a.k = p.s.k;
+  a.stride = p.s.stride;
+  a.pad = p.s.pad;
+  a.dilation = p.s.dilation;
+  a.m = p.s.batch * p.s.ho * p.s.wo;
+  a.n_g = l.n_g;
+  a.cin_g = l.cin_g;
+  a.cin_pad = l.cin_pad;
+  a.k_real = l.k_real;
+  a.k_pad = l.k_pad;
+  a.silu = p.silu;
+  const auto aligned = [](const void* ptr, int bytes) { return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0; };
+  const int per16 = 16 / static_cast<int>(sizeof(T));
+  a.vec_out = l.n_g % per16 == 0 && p.ldy % per16 == 0 && aligned(p.y, 16) &&
+              (!p.residual || (p.ldr % per16 == 0 && aligned(p.residual, 16)));
+  a.pair_out = l.n_g % 2 == 0 && p.ldy % 2 == 0 && aligned(p.y, 2 * sizeof(T)) &&
+               (!p.residual || (p.ldr % 2 == 0 && aligned(p.residual, 2 * sizeof(T))));
+  a.vec_a = l.cin_g % per16 == 0 && p.ldx % per16 == 0 && aligned(p.x, 16);
+  return a;
+}
+
+#ifdef __CUDACC__
+// Where output row m reads its input: the image's base pointer (group offset included) and the top-left
+// tap's coordinates. Rows past M get coordinates that fail every bounds check.
+template <typename T>
+struct RowOrigin {
+  const T* base;  // (H, W, ldx) image of row m, at channel g * cin_g
+  int iy0, ix0;
+};
+
+template <typename T>
+__host__ __device__ __forceinline__ RowOrigin<T> row_origin(const ImplicitGemmParams<T>& a, int m, int g) {
+  RowOrigin<T> r;
+  if (m >= a.m) {
+    r.base = a.x;
+    r.iy0 = r.ix0 = -(1 << 28);
+    return r;
+  }
+  const int hw = a.ho * a.wo;
+  const int b = m / hw;
+  const int rem = m - b * hw;
+  const int oy = rem / a.wo;
+  const int ox = rem - oy * a.wo;
+  r.base = a.x + static_cast<long long>(b) * a.h * a.w_in * a.ldx + g * a.cin_g;
+  r.iy0 = oy * a.stride - a.pad;
+  r.ix0 = ox * a.stride - a.pad;
+  return r;
+}
+
+// The input element offset of (row origin, K index kk) or -1 when it reads zero (outside the image,
+// or kk in the padding). cin_pad is a multiple of 8, so an aligned 8-chunk shares one tap.
+template <typename T>
+__host__ __device__ __forceinline__ long long a_offset(const ImplicitGemmParams<T>& a, const RowOrigin<T>& r, int kk) {
+  if (kk >= a.k_real) return -1;
+  const int tap = kk / a.cin_pad;
+  const int ci = kk - tap * a.cin_pad;
+  const int ky = tap / a.k;
+  const int kx = tap - ky * a.k;
+  const int iy = r.iy0 + ky * a.dilation;
+  const int ix = r.ix0 + kx * a.dilation;
+  if (iy < 0 || iy >= a.h || ix < 0 || ix >= a.w_in) return -1;
+  return (static_cast<long long>(iy) * a.w_in + ix) * a.ldx + ci;
+}
+#endif
+
+}  // namespace yolo12::cuda::conv_detail
