@@ -3,19 +3,21 @@
 //   yolo12-bench MODEL.y12 [--batch 1,32] [--precision fp16,fp32] [--size 640] [--image 1280x720]
 //                [--iters 200] [--warmup 30] [--json out.json] [--profile-ops N]
 //
-// For every (precision, batch): builds one executor (as a Detector does), then measures with CUDA
-// events after a warm-up, reporting medians and 90th percentiles:
+// For every (precision, batch): builds one CUDA executor as a Detector's pipeline does
+// (src/backends/cuda/executor.cuh), then measures with CUDA events after a warm-up, reporting medians
+// and 90th percentiles:
 //   network_graph  the network alone (letterboxed input already on the device) replayed as one CUDA
-//                  graph: the figure comparable with PyTorch's "forward only" numbers;
-//   stages         one full detect() as the library runs it (a single CUDA graph: H2D of the 8-bit
-//                  images, letterbox, network, decode + NMS, D2H of the kept boxes), split by the
-//                  events inside the graph into preprocess / network / postprocess;
-//   end_to_end     the host's wall time of detect() (packing the pinned staging block included).
-//   --profile-ops N  also every network op timed alone (events between the ops of one captured graph):
-//                  the N slowest printed with their achieved bandwidth and FLOP rate, all in the JSON;
-//                  then the roofline (bench/roofline.hpp: copy bandwidth and fp16 tensor-core peak
-//                  measured here first): each op's floor, time / floor, the network's sums, the N
-//                  largest gaps.
+//                  graph: the figure comparable with PyTorch's "forward only" numbers
+//                  (cuda::time_network, src/backends/cuda/profile.cuh);
+//   stages         one full executor run on the images as detect() runs it (a single CUDA graph: H2D of
+//                  the 8-bit images, letterbox, network, decode + NMS, D2H of the kept boxes), split by
+//                  the events inside the graph into preprocess / network / postprocess;
+//   end_to_end     the host's wall time of that run (packing the pinned staging block included).
+//   --profile-ops N  also every network op timed alone (cuda::profile_network: events between the ops
+//                  of one captured graph): the N slowest printed with their achieved bandwidth and
+//                  FLOP rate, all in the JSON; then the roofline (bench/roofline.hpp: copy bandwidth
+//                  and fp16 tensor-core peak measured here first): each op's floor, time / floor, the
+//                  network's sums, the N largest gaps.
 // Lab conv variants are chosen with the environment variable YOLO12_CONV_VARIANTS (src/backends/cuda/conv.cu).
 // Throughput = batch / median time. The image is synthetic (no OpenCV): a gradient with noise.
 #include <algorithm>
@@ -34,6 +36,8 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/executor.cuh"
+#include "backends/cuda/profile.cuh"
+#include "core/executor.hpp"
 #include "graph/graph.hpp"
 #include "model/model_file.hpp"
 #include "pre/letterbox.hpp"
@@ -138,9 +142,6 @@ int main(int argc, char** argv) {
     nlohmann::json results = nlohmann::json::array();
     cudaStream_t stream;
     YOLO12_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    cudaEvent_t e0, e1;
-    YOLO12_CUDA_CHECK(cudaEventCreate(&e0));
-    YOLO12_CUDA_CHECK(cudaEventCreate(&e1));
     bench::Roofline roof;  // the ceilings of the per-op floors, measured once
     if (profile_top >= 0) {
       roof = bench::measure_roofline(stream);
@@ -151,7 +152,7 @@ int main(int argc, char** argv) {
       const Precision precision = prec == "fp16" ? Precision::Fp16 : Precision::Fp32;
       auto weights = cuda::upload_weights(*file, g, precision, 0);
       for (int batch : batches) {
-        cuda::ExecutorConfig cfg;
+        ExecutorConfig cfg;
         cfg.input_h = cfg.input_w = size;
         cfg.max_batch = batch;
         cfg.precision = precision;
@@ -159,33 +160,22 @@ int main(int argc, char** argv) {
         std::vector<ImageView> images(static_cast<std::size_t>(batch), view);
         std::vector<pre::LetterboxParams> geo(static_cast<std::size_t>(batch),
                                               pre::letterbox_params(img_w, img_h, size, size, false));
+        std::vector<std::vector<Detection>> dets(static_cast<std::size_t>(batch));
+        StageTimes times;
+        ExecutorRun run;
+        run.batch = batch;
+        run.images = images.data();
+        run.geometry = geo.data();
+        run.detections = dets.data();
+        run.device_times = &times;
 
-        // Network alone, as one graph.
-        ex->stage_images(images, geo);
-        ex->enqueue_preprocess(batch);  // a real letterboxed input in place
-        YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream));
-        cudaGraph_t net_graph;
-        cudaGraphExec_t net_exec;
-        YOLO12_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        ex->enqueue_network(batch);
-        YOLO12_CUDA_CHECK(cudaStreamEndCapture(stream, &net_graph));
-        YOLO12_CUDA_CHECK(cudaGraphInstantiate(&net_exec, net_graph, 0));
-        std::vector<double> net_ms;
-        for (int i = 0; i < warmup + iters; ++i) {
-          YOLO12_CUDA_CHECK(cudaEventRecord(e0, stream));
-          YOLO12_CUDA_CHECK(cudaGraphLaunch(net_exec, stream));
-          YOLO12_CUDA_CHECK(cudaEventRecord(e1, stream));
-          YOLO12_CUDA_CHECK(cudaEventSynchronize(e1));
-          float ms = 0;
-          YOLO12_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-          if (i >= warmup) net_ms.push_back(ms);
-        }
-        cudaGraphExecDestroy(net_exec);
-        cudaGraphDestroy(net_graph);
+        // Network alone, as one graph (after one full run has put a letterboxed input in place).
+        ex->run(run);
+        const std::vector<double> net_ms = cuda::time_network(*ex, batch, warmup, iters);
 
         nlohmann::json ops = nlohmann::json::array();
         if (profile_top >= 0) {
-          const std::vector<cuda::OpProfile> prof = ex->profile_network(batch, warmup, iters);
+          const std::vector<cuda::OpRecord> prof = cuda::profile_network(*ex, batch, warmup, iters);
           double total = 0;
           for (const auto& o : prof) total += o.median_ms;
           std::vector<std::size_t> order(prof.size());
@@ -203,7 +193,7 @@ int main(int argc, char** argv) {
           }
           std::vector<bench::OpCost> costs;
           for (std::size_t i = 0; i < prof.size(); ++i) {
-            const double bytes = static_cast<double>(prof[i].bytes), flops = static_cast<double>(prof[i].flops);
+            const double bytes = prof[i].bytes, flops = prof[i].flops;
             costs.push_back({prof[i].label, bytes, flops, prof[i].median_ms});
             ops.push_back({{"op", i}, {"label", prof[i].label}, {"median_ms", prof[i].median_ms},
                            {"bytes", prof[i].bytes}, {"flops", prof[i].flops}, {"floor_ms", roof.floor_ms(bytes, flops)},
@@ -212,18 +202,17 @@ int main(int argc, char** argv) {
           bench::print_op_roofline(stdout, roof, prec + " b" + std::to_string(batch), costs, profile_top);
         }
 
-        // Full detect(), per stage and end to end.
+        // Full detect run, per stage and end to end.
         std::vector<double> pre_ms, mid_ms, post_ms, e2e_ms;
         std::size_t kept = 0;
         for (int i = 0; i < warmup + iters; ++i) {
           const auto t0 = std::chrono::steady_clock::now();
-          const auto dets = ex->detect(images, geo);
+          ex->run(run);
           const auto t1 = std::chrono::steady_clock::now();
           if (i < warmup) continue;
-          const cuda::DeviceStageTimes t = ex->last_times();
-          pre_ms.push_back(t.preprocess_ms);
-          mid_ms.push_back(t.network_ms);
-          post_ms.push_back(t.postprocess_ms);
+          pre_ms.push_back(times.preprocess_ms);
+          mid_ms.push_back(times.inference_ms);
+          post_ms.push_back(times.postprocess_ms);
           e2e_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
           kept = dets[0].size();
         }
@@ -275,8 +264,6 @@ int main(int argc, char** argv) {
       std::ofstream f(json_path);
       f << doc.dump(1) << "\n";
     }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
     cudaStreamDestroy(stream);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "yolo12-bench: %s\n", e.what());

@@ -15,6 +15,7 @@ namespace yolo12::bench {
 namespace {
 
 using cuda::DeviceBuffer;
+using cuda::device_info;
 
 // ---- copy ---------------------------------------------------------------------------------------------------
 
@@ -35,15 +36,8 @@ __global__ void __launch_bounds__(kCopyThreads) roofline_copy(const uint4* __res
   for (; i < n; i += stride) dst[i] = src[i];
 }
 
-int sm_count() {
-  int dev = 0, sms = 0;
-  YOLO12_CUDA_CHECK(cudaGetDevice(&dev));
-  YOLO12_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
-
 void launch_copy(const void* src, void* dst, std::size_t n16, cudaStream_t stream) {
-  const long long blocks = std::min<long long>(8LL * sm_count(), static_cast<long long>((n16 + kCopyThreads - 1) / kCopyThreads));
+  const long long blocks = std::min<long long>(8LL * device_info().sm_count, static_cast<long long>((n16 + kCopyThreads - 1) / kCopyThreads));
   if (blocks < 1) return;
   roofline_copy<<<static_cast<int>(blocks), kCopyThreads, 0, stream>>>(static_cast<const uint4*>(src),
                                                                         static_cast<uint4*>(dst), n16);
@@ -251,7 +245,7 @@ void copy_vectors(const void* src, void* dst, std::size_t n16, cudaStream_t stre
 
 Roofline measure_roofline(cudaStream_t stream, const RooflineOptions& o) {
   Roofline r;
-  const int sms = sm_count();
+  const int sms = device_info().sm_count;
   // Copy: the largest buffers (up to copy_bytes each) that the device will give.
   std::size_t bytes = o.copy_bytes / 16 * 16;
   DeviceBuffer src, dst;

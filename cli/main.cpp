@@ -3,19 +3,21 @@
 //
 // Order of work: rewrite Ultralytics spellings and check every option (exit 2 on a usage error,
 // before anything is loaded), find the model, expand the sources and check that no output would
-// overwrite one of them or the model, load the model (exit 1 if it cannot be used), create the run
-// folder, then process the sources one after another. A bad input is reported and skipped; the exit
-// status is 1 when any input or output failed, 130 after Ctrl-C.
+// overwrite one of them or the model, load the model onto every device of --device (exit 1 if it
+// cannot be used), create the run folder, then process the sources in order, spread over those
+// devices (cli/spread.cpp). A bad input is reported and skipped; the exit status is 1 when any input
+// or output failed, 130 after Ctrl-C.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <new>
-#include <regex>
 #include <sstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <opencv2/core/utils/logger.hpp>
@@ -31,28 +33,28 @@ using namespace yolo12_cli;
 
 namespace {
 
-// "auto", "cpu", "cuda", "cuda:N" or a bare GPU index "N" (as Ultralytics' device=0).
-void parse_device(const std::string& text, yolo12::DetectorOptions* options) {
-  static const std::regex cuda_n("(cuda:)?([0-9]{1,3})");
-  std::smatch m;
-  if (text == "auto") {
-    options->device = yolo12::Device::Auto;
-  } else if (text == "cpu") {
-    options->device = yolo12::Device::Cpu;
-  } else if (text == "cuda") {
-    options->device = yolo12::Device::Cuda;
-  } else if (std::regex_match(text, m, cuda_n)) {
-    options->device = yolo12::Device::Cuda;
-    options->device_index = std::stoi(m[2]);
-  } else {
-    throw UsageError("--device " + text + ": unknown device (use cpu, cuda, cuda:N or auto)");
+// The --device list (yolo12::parse_devices): "auto", "cpu", "cuda", "cuda:N", "N", or a list such as
+// "cuda:0,1" or "0,1".
+std::vector<yolo12::DeviceSpec> parse_device_list(const std::string& text) {
+  if (text.find_first_not_of(" \t") == std::string::npos)
+    throw UsageError("--device needs a value (cpu, cuda, cuda:N, N, auto or a list such as 0,1)");
+  try {
+    return yolo12::parse_devices(text);
+  } catch (const yolo12::OptionError& e) {
+    std::string why = e.what();
+    const std::string prefix = "invalid option: ";
+    if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+    throw UsageError("--device " + text + ": " + why);
   }
 }
 
-// Checks every option that can be checked without the model, and turns them into DetectorOptions.
-yolo12::DetectorOptions check_options(const CliOptions& opt) {
+// Checks every option that can be checked without the model, and turns them into DetectorOptions
+// (their device fields are the first entry's; *devices gets the whole list).
+yolo12::DetectorOptions check_options(const CliOptions& opt, std::vector<yolo12::DeviceSpec>* devices) {
   yolo12::DetectorOptions d;
-  parse_device(opt.device, &d);
+  *devices = parse_device_list(opt.device);
+  d.device = devices->front().device;
+  d.device_index = devices->front().index;
   if (opt.imgsz.size() > 2) throw UsageError("--imgsz takes one size (square) or two (height width)");
   for (int size : opt.imgsz)
     if (size <= 0 || size % 32 != 0 || size > 8192)
@@ -105,10 +107,12 @@ std::string gib(double bytes) {
 // the first layer's output, alive together (at least 16 channels at stride 2: 4 floats a pixel).
 double least_plan_bytes(int batch, int height, int width) { return batch * 28.0 * height * width; }
 
-// Creates the detector. An option the model or machine cannot honour is a usage error, and so is a
-// plan that cannot fit in this machine's memory: refused before it is tried when even its lower
-// bound does not fit, and reported the same way when the allocation fails.
-std::unique_ptr<yolo12::Detector> make_detector(const std::string& model, const yolo12::DetectorOptions& d) {
+// Creates the detectors, one per device entry (yolo12::DetectorPool). An option the model or machine
+// cannot honour is a usage error (exit 2), a device that is not there too, and so is a plan that
+// cannot fit in this machine's memory: refused before it is tried when even its lower bound does not
+// fit, and reported the same way when the allocation fails.
+std::unique_ptr<yolo12::DetectorPool> make_pool(const std::string& model, const yolo12::DetectorOptions& d,
+                                                const std::vector<yolo12::DeviceSpec>& devices) {
   int height = d.input_height, width = d.input_width;
   if (!height && d.max_batch > 1) {  // the model's own size matters only for batches
     const yolo12::ModelInfo info = yolo12::read_model_info(model);
@@ -124,7 +128,7 @@ std::unique_ptr<yolo12::Detector> make_detector(const std::string& model, const 
   };
   if (height && least_plan_bytes(d.max_batch, height, width) > memory) throw refuse();
   try {
-    return std::make_unique<yolo12::Detector>(model, d);
+    return std::make_unique<yolo12::DetectorPool>(model, d, devices);
   } catch (const std::bad_alloc&) {
     if (!height) {
       const yolo12::ModelInfo info = yolo12::read_model_info(model);
@@ -136,7 +140,8 @@ std::unique_ptr<yolo12::Detector> make_detector(const std::string& model, const 
 }
 
 // The parity hook: raw head output for a float32 NCHW tensor, no letterbox, no NMS.
-int run_raw(const std::string& model, yolo12::DetectorOptions d, const CliOptions& opt) {
+// It runs on the first device of a --device list.
+int run_raw(const std::string& model, yolo12::DetectorOptions d, const yolo12::DeviceSpec& device, const CliOptions& opt) {
   NpyArray input = read_npy_f32(opt.input_tensor);  // InputError: exit 1
   if (input.shape.size() != 4 || input.shape[1] != 3 || input.shape[0] == 0 || input.shape[0] > 1024 ||
       input.shape[2] > 8192 || input.shape[3] > 8192)
@@ -153,7 +158,8 @@ int run_raw(const std::string& model, yolo12::DetectorOptions d, const CliOption
   d.input_height = height;
   d.input_width = width;
   d.max_batch = batch;
-  std::unique_ptr<yolo12::Detector> detector = make_detector(model, d);
+  std::unique_ptr<yolo12::DetectorPool> pool = make_pool(model, d, {device});
+  yolo12::Detector* detector = &(*pool)[0];
   int channels = 0, anchors = 0;
   const std::vector<float> raw = detector->forward_raw(input.data.data(), batch, height, width, &channels, &anchors);
   const std::vector<std::size_t> shape = {static_cast<std::size_t>(batch), static_cast<std::size_t>(channels),
@@ -203,7 +209,9 @@ int run(int argc, char** argv) {
   app.add_option("sources", opt.sources, "Images, folders, globs, lists, videos, cameras or URLs");
   app.add_option("--model", opt.model,
                  "Model file (.y12); default: $YOLO12_MODEL, then the one recorded by exporter/export.py");
-  app.add_option("--device", opt.device, "cpu, cuda, cuda:N, N or auto (CUDA when available)")->capture_default_str();
+  app.add_option("--device", opt.device,
+                 "cpu, cuda, cuda:N, N or auto (CUDA when available); a list (cuda:0,1 or 0,1) spreads the work")
+      ->capture_default_str();
   std::string imgsz_text, classes_text;  // integer lists, split by parse_int_list()
   app.add_option("--imgsz", imgsz_text, "Network input size: N (square) or H W, multiples of 32; default: the model's")
       ->type_name("N|H W");
@@ -294,6 +302,7 @@ int run(int argc, char** argv) {
 
   // ---- check everything before any work.
   yolo12::DetectorOptions detector_options;
+  std::vector<yolo12::DeviceSpec> devices;
   ModelChoice model;
   Sources sources;
   ProtectedFiles protect;
@@ -301,7 +310,7 @@ int run(int argc, char** argv) {
   try {
     opt.imgsz = parse_int_list("--imgsz", imgsz_text);
     opt.classes = parse_int_list("--classes", classes_text);
-    detector_options = check_options(opt);
+    detector_options = check_options(opt, &devices);
     model = choose_model(opt.model);
     if (!opt.info && opt.input_tensor.empty() && opt.sources.empty())
       throw UsageError("no sources: give image or video files, folders, lists, cameras or URLs");
@@ -325,7 +334,7 @@ int run(int argc, char** argv) {
     std::cout.flush();
     return kExitOk;
   }
-  if (!opt.input_tensor.empty()) return run_raw(model.path, detector_options, opt);
+  if (!opt.input_tensor.empty()) return run_raw(model.path, detector_options, devices.front(), opt);
 
   // ---- model, outputs, then the sources in order.
   Console console(opt.quiet, opt.verbose, opt.json == "-");
@@ -338,8 +347,15 @@ int run(int argc, char** argv) {
   if (detector_options.max_batch < opt.batch)
     console.verbose("planning for batches of " + std::to_string(detector_options.max_batch) + " (the longest run of images), not --batch " +
                     std::to_string(opt.batch));
-  std::unique_ptr<yolo12::Detector> detector = make_detector(model.path, detector_options);
-  const yolo12::ModelInfo& info = detector->info();
+  // Several CPU entries share the cores: --threads 0 ("all cores") gives each its part.
+  const auto cpu_entries = std::count_if(devices.begin(), devices.end(),
+                                         [](const yolo12::DeviceSpec& s) { return s.device == yolo12::Device::Cpu; });
+  if (opt.threads == 0 && cpu_entries > 1)
+    detector_options.cpu_threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency() / static_cast<unsigned>(cpu_entries)));
+  std::unique_ptr<yolo12::DetectorPool> pool = make_pool(model.path, detector_options, devices);
+  const std::string devices_used = device_names(*pool);
+  const yolo12::ModelInfo& info = (*pool)[0].info();
   std::unique_ptr<JsonLines> json;
   try {
     if (opt.saves()) {
@@ -359,39 +375,26 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
   console.verbose("model " + model.path + " (" + model.origin + "): " + info.family + (info.scale.empty() ? "" : " " + info.scale) +
-                  ", " + std::to_string(info.num_classes) + " classes, on " + detector->device_name());
-  if (opt.half && detector->device_name() == "cpu")
-    console.warning("--half has no effect on the CPU backend; running FP32");
+                  ", " + std::to_string(info.num_classes) + " classes, on " + devices_used);
+  bool on_cpu = false;  // what the entries became (auto: cpu without a GPU)
+  for (std::size_t i = 0; i < pool->size(); ++i) on_cpu = on_cpu || pool->device(i).device == yolo12::Device::Cpu;
+  if (opt.half && on_cpu) console.warning("--half has no effect on the CPU backend; running FP32");
 
   install_stop_handlers();
-  RunContext ctx{*detector, opt, console, json.get(), protect, run_dir, {}, {}, {}};
-  ctx.limits.max_pixels = static_cast<std::uint64_t>(opt.max_pixels);
-  ctx.limits.timeout_s = opt.stream_timeout;
-  bool left_thread_behind = false;
-  for (std::size_t i = 0; i < inputs.size() && !stop_requested();) {
-    const Input& input = inputs[i];
-    if (input.kind == InputKind::Invalid) {
-      ctx.fail_input(input.name, input.error);
-      ++i;
-    } else if (input.kind == InputKind::Image) {
-      std::size_t end = i;  // a run of consecutive images goes through the batcher together
-      while (end < inputs.size() && inputs[end].kind == InputKind::Image) ++end;
-      run_images(ctx, inputs, i, end);
-      i = end;
-    } else {
-      left_thread_behind = !run_video(ctx, input, i + 1, inputs.size()) || left_thread_behind;
-      ++i;
-    }
-  }
+  ImageLimits limits;
+  limits.max_pixels = static_cast<std::uint64_t>(opt.max_pixels);
+  limits.timeout_s = opt.stream_timeout;
+  RunContext ctx(info, opt, console, json.get(), protect, run_dir, limits);
+  const bool left_thread_behind = !run_inputs(ctx, *pool, inputs);
 
   // ---- closing lines and the exit status.
-  if (json && !json->close() && ctx.totals.failed_outputs == 0) ctx.fail_output(opt.json, json->error());
-  const Totals& t = ctx.totals;
+  if (json && !json->close() && ctx.totals().failed_outputs == 0) ctx.fail_output(opt.json, json->error());
+  const Totals t = ctx.totals();
   if (t.results > 0) {
     const double n = static_cast<double>(t.results);
     console.info("Speed: " + format_ms(t.preprocess_ms / n) + "ms preprocess, " + format_ms(t.inference_ms / n) +
                  "ms inference, " + format_ms(t.postprocess_ms / n) + "ms postprocess per image on " +
-                 detector->device_name());
+                 devices_used);
   }
   if (!run_dir.empty()) console.info("Results saved to " + run_dir);
   if (t.failed_inputs > 0)

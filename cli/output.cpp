@@ -12,6 +12,7 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include "stderr_capture.hpp"
 #include "yolo12/errors.hpp"
 
 namespace yolo12_cli {
@@ -24,8 +25,10 @@ Console::Console(bool quiet, bool verbose, bool stdout_is_data)
       out_(stdout_is_data ? stderr : stdout),
       progress_enabled_(!quiet && isatty(fileno(stderr))) {}
 
+// Every use of stderr holds stderr_mutex() as well: an image worker may be capturing it.
 void Console::print(std::FILE* stream, const std::string& line) {
   std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock_stderr(stderr_mutex());
   if (!progress_.empty()) std::fputs("\r\033[K", stderr);  // take the progress line away
   std::fflush(stderr);
   std::fputs(line.c_str(), stream);
@@ -55,6 +58,7 @@ void Console::error(const std::string& line) { print(stderr, "error: " + line); 
 void Console::progress(const std::string& line) {
   if (!progress_enabled_) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock_stderr(stderr_mutex());
   progress_ = line;
   std::fputs("\r\033[K", stderr);
   std::fputs(line.c_str(), stderr);
@@ -64,6 +68,7 @@ void Console::progress(const std::string& line) {
 void Console::end_progress() {
   if (!progress_enabled_) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock_stderr(stderr_mutex());
   if (!progress_.empty()) std::fputs("\r\033[K", stderr);
   std::fflush(stderr);
   progress_.clear();

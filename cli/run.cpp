@@ -18,27 +18,49 @@ yolo12::ImageView view_of(const cv::Mat& bgr) {
 }
 
 void RunContext::count(const yolo12::Result& r) {
-  totals.preprocess_ms += r.times.preprocess_ms;
-  totals.inference_ms += r.times.inference_ms;
-  totals.postprocess_ms += r.times.postprocess_ms;
-  ++totals.results;
+  std::lock_guard<std::mutex> lock(mutex_);
+  totals_.preprocess_ms += r.times.preprocess_ms;
+  totals_.inference_ms += r.times.inference_ms;
+  totals_.postprocess_ms += r.times.postprocess_ms;
+  ++totals_.results;
+}
+
+Totals RunContext::totals() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return totals_;
+}
+
+std::string RunContext::claim_image(const std::string& stem) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return names_.claim_image(stem);
+}
+
+std::string RunContext::claim_video(const std::string& stem) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return names_.claim_video(stem);
 }
 
 void RunContext::fail_input(const std::string& source, const std::string& error) {
   console.error(source + ": " + error);
   write_json(error_json(source, error));
-  ++totals.failed_inputs;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++totals_.failed_inputs;
 }
 
 void RunContext::write_json(const nlohmann::ordered_json& object) {
-  if (!json) return;
-  const bool failed_before = !json->error().empty();
-  if (!json->write(object) && !failed_before) fail_output(json->path() == "-" ? "stdout" : json->path(), json->error());
+  if (!json || json->write(object)) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // only the first failure is reported
+    if (json_failed_) return;
+    json_failed_ = true;
+  }
+  fail_output(json->path() == "-" ? "stdout" : json->path(), json->error());
 }
 
 void RunContext::fail_output(const std::string& path, const std::string& why) {
   console.error(path + ": " + why);
-  ++totals.failed_outputs;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++totals_.failed_outputs;
 }
 
 bool RunContext::may_write(const std::string& path) {
@@ -70,7 +92,7 @@ void RunContext::save_labels_and_crops(const cv::Mat& image, const yolo12::Resul
   for (const Object& o : objects) {
     const cv::Mat crop = crop_of(image, o.detection.box);
     if (crop.empty()) continue;
-    const std::string folder = run_dir + "/crops/" + class_name(detector.info().class_names, o.detection.class_id);
+    const std::string folder = run_dir + "/crops/" + class_name(info.class_names, o.detection.class_id);
     std::error_code ec;
     std::filesystem::create_directories(folder, ec);
     std::vector<unsigned char> jpeg;
@@ -78,7 +100,12 @@ void RunContext::save_labels_and_crops(const cv::Mat& image, const yolo12::Resul
       fail_output(folder, "cannot encode a crop");
       continue;
     }
-    save_file(names.claim_crop(folder, base, "jpg"), std::string(jpeg.begin(), jpeg.end()));
+    std::string path;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      path = names_.claim_crop(folder, base, "jpg");
+    }
+    save_file(path, std::string(jpeg.begin(), jpeg.end()));
   }
 }
 

@@ -1,9 +1,11 @@
 // cli/run.hpp - what the image and video pipelines of yolo12-infer share: the parsed options, the
-// detector, the outputs and their guards, running totals, and the Ctrl-C flag.
+// model, the outputs and their guards, running totals, and the Ctrl-C flag.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -12,6 +14,7 @@
 #include "output.hpp"
 #include "paths.hpp"
 #include "sources.hpp"
+#include "yolo12/devices.hpp"
 #include "yolo12/tracker.hpp"
 #include "yolo12/yolo12.hpp"
 
@@ -74,16 +77,24 @@ struct Totals {
   int failed_outputs = 0;  // output files that could not be written (or would have overwritten an input)
 };
 
-struct RunContext {
-  yolo12::Detector& detector;
+// What the pipelines of one run share. Several threads use it at once (up to one video per detector
+// of the pool, and the image workers' reports on the main thread): the console and the JSON Lines lock
+// themselves, and the totals and the output names are behind this context's mutex, reached only
+// through the methods below. Everything else is read-only during the run.
+class RunContext {
+ public:
+  RunContext(const yolo12::ModelInfo& info, const CliOptions& options, Console& console, JsonLines* json,
+             const ProtectedFiles& protected_files, std::string run_dir, ImageLimits limits)
+      : info(info), options(options), console(console), json(json), protected_files(protected_files),
+        run_dir(std::move(run_dir)), limits(limits) {}
+
+  const yolo12::ModelInfo& info;  // the model's (class names)
   const CliOptions& options;
   Console& console;
-  JsonLines* json;  // null without --json
+  JsonLines* const json;  // null without --json
   const ProtectedFiles& protected_files;
-  std::string run_dir;  // where --save, --save-txt and --save-crop write ("" when none is given)
-  ImageLimits limits;
-  OutputNames names;
-  Totals totals;
+  const std::string run_dir;  // where --save, --save-txt and --save-crop write ("" when none is given)
+  const ImageLimits limits;
 
   // Adds a result's stage times to the totals.
   void count(const yolo12::Result& r);
@@ -97,6 +108,11 @@ struct RunContext {
   // Checks that path may be written (not an input or the model); reports and counts it when not.
   bool may_write(const std::string& path);
   void fail_output(const std::string& path, const std::string& why);
+  // Unique base names for an image's and a video's outputs (OutputNames).
+  std::string claim_image(const std::string& stem);
+  std::string claim_video(const std::string& stem);
+  // The totals so far.
+  Totals totals() const;
 
   // The objects of a result: its detections, or with a tracker the tracks it confirms.
   std::vector<Object> objects(const yolo12::Result& r, yolo12::ByteTracker* tracker) const;
@@ -105,6 +121,12 @@ struct RunContext {
                              const std::string& base);
   DrawStyle draw_style() const { return DrawStyle{options.line_width, !options.hide_labels, !options.hide_conf}; }
   std::unique_ptr<yolo12::ByteTracker> make_tracker() const;
+
+ private:
+  mutable std::mutex mutex_;  // guards what follows
+  OutputNames names_;
+  Totals totals_;
+  bool json_failed_ = false;  // a JSON write failed (reported once)
 };
 
 // The image view of an 8-bit BGR cv::Mat.
@@ -115,12 +137,26 @@ yolo12::ImageView view_of(const cv::Mat& bgr);
 void install_stop_handlers();
 bool stop_requested();
 
-// Runs inputs[first, last), all images, in batches of options.batch, in order.
-void run_images(RunContext& ctx, const std::vector<Input>& inputs, std::size_t first, std::size_t last);
+// Runs inputs[first, last), all images, in batches of options.batch: batch k is read and detected on
+// detectors[k % N] by that detector's worker thread, at most 2N batches in flight, and every batch is
+// reported (console, JSON, saved files) on this thread in input order, as with one detector.
+void run_images(RunContext& ctx, const std::vector<yolo12::Detector*>& detectors, const std::vector<Input>& inputs,
+                std::size_t first, std::size_t last);
 
-// Runs one video file, camera or stream (number: 1-based position among all inputs, of total).
-// Returns false when its decoder thread could not be stopped (stuck in a read after Ctrl-C) and was
-// left behind: the process must then end without waiting for it (main() does).
-bool run_video(RunContext& ctx, const Input& input, std::size_t number, std::size_t total);
+// Runs one video file, camera or stream on `detector` (number: 1-based position among all inputs, of
+// total; base: the name its saved files take, claimed by the caller, "" when nothing is saved). Safe
+// to run for several sources at once on different detectors. Returns false when its decoder thread
+// could not be stopped (stuck in a read after Ctrl-C) and was left behind: the process must then end
+// without waiting for it (main() does).
+bool run_video(RunContext& ctx, yolo12::Detector& detector, const Input& input, std::size_t number, std::size_t total,
+               const std::string& base);
+
+// Runs all inputs, in order, over the pool's detectors (cli/spread.cpp): invalid inputs are reported
+// in their turn, a run of consecutive images goes through run_images (one detector with --track: the
+// images are one sequence), each video or stream runs on a free detector, up to one per detector at
+// once. Returns false when a decoder thread was left behind (see run_video).
+bool run_inputs(RunContext& ctx, yolo12::DetectorPool& pool, const std::vector<Input>& inputs);
+// "cpu", "cpu, cpu" or "cuda:0, cuda:1": the pool's devices, in order.
+std::string device_names(const yolo12::DetectorPool& pool);
 
 }  // namespace yolo12_cli

@@ -9,6 +9,7 @@
 namespace yolo12_cli {
 
 std::string capture_stderr(const std::function<void()>& fn) {
+  std::lock_guard<std::mutex> lock(stderr_mutex());
   std::fflush(stderr);
   const int memory = memfd_create("yolo12-stderr", MFD_CLOEXEC);
   const int saved = memory < 0 ? -1 : dup(STDERR_FILENO);

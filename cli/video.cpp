@@ -15,6 +15,8 @@
 // frame rate measured over its first frames.
 // Ctrl-C: the decoder stops at once; a decoder stuck in FFmpeg is left behind after one second and
 // the process ends without waiting for it (run_video returns false).
+// Several sources may run at once, each on a detector of its own (cli/spread.cpp): what they share is
+// in the RunContext, which locks it.
 // --vid-stride N detects every Nth frame; the frames in between are still written, annotated with the
 // latest detections, so the saved video keeps the source's frame count and frame rate.
 #include <sys/stat.h>
@@ -370,9 +372,10 @@ std::string clock_text(double seconds) {
 
 }  // namespace
 
-bool run_video(RunContext& ctx, const Input& input, std::size_t number, std::size_t total) {
+bool run_video(RunContext& ctx, yolo12::Detector& detector, const Input& input, std::size_t number, std::size_t total,
+               const std::string& base) {
   const CliOptions& opt = ctx.options;
-  const auto& names = ctx.detector.info().class_names;
+  const auto& names = ctx.info.class_names;
   const std::string& source = input.name;
   const std::string kind = input.kind == InputKind::Video ? "video" : input.kind == InputKind::Camera ? "camera" : "stream";
 
@@ -400,7 +403,6 @@ bool run_video(RunContext& ctx, const Input& input, std::size_t number, std::siz
                       std::to_string(info.height) + (info.fps > 0 ? " at " + format_ms(info.fps) + " fps" : "") +
                       (info.frame_count ? ", " + std::to_string(info.frame_count) + " frames" : ""));
 
-  const std::string base = opt.saves() ? ctx.names.claim_video(stem_of(input)) : "";
   const std::string video_path = ctx.run_dir + "/" + base + ".mp4";
   const bool save_video = opt.save && ctx.may_write(video_path);
 
@@ -482,7 +484,7 @@ bool run_video(RunContext& ctx, const Input& input, std::size_t number, std::siz
         continue;
       }
       if (frame.detect) {
-        latest = ctx.detector.detect(view_of(frame.pixels));
+        latest = detector.detect(view_of(frame.pixels));
         latest_objects = ctx.objects(latest, tracker.get());
         ++frames_detected;
         ctx.count(latest);

@@ -118,9 +118,22 @@ for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu; do [ -f "$f" ] && gpu_tests+=
 targets=(yolo12)
 case "$mode" in
   all|test) targets+=("${gpu_tests[@]}") ;;
-  perf) targets+=(test_conv test_preprocess test_roofline) ;;
+  perf) if [ "${PERF_ALL_TESTS:-0}" = 1 ]; then targets+=("${gpu_tests[@]}"); else targets+=(test_conv test_preprocess test_roofline); fi ;;
 esac
 [ -f bench/bench.cpp ] && targets+=(yolo12-bench)
+# BASELINE_SRC (perf mode): a source archive of an earlier commit (`git archive COMMIT | gzip`), built
+# beside this one (its yolo12-bench only) and timed on the same models in the same call, so a change's
+# speed is compared with what it replaced on the same machine and day (issue 10's "within 5%").
+baseline_src=${BASELINE_SRC:-}
+baseline_dir=/tmp/yolo12-baseline
+if [ "$mode" = perf ] && [ -n "$baseline_src" ] && [ -f "$baseline_src" ]; then
+  rm -rf "$baseline_dir" && mkdir -p "$baseline_dir/src" && tar -xzf "$baseline_src" -C "$baseline_dir/src"
+  ( timeout 120 cmake -S "$baseline_dir/src" -B "$baseline_dir/build" "${cmake_args[@]}" -DYOLO12_BUILD_TESTS=OFF \
+      > "$out/baseline_build.log" 2>&1 &&
+    timeout 420 nice cmake --build "$baseline_dir/build" -j"$(( jobs / 2 > 1 ? jobs / 2 : 1 ))" --target yolo12-bench \
+      >> "$out/baseline_build.log" 2>&1; echo "rc=$?" >> "$out/baseline_build.log" ) &
+  baseline_pid=$!
+fi
 build_rc=0
 [ "$mode" != peer ] && [ "$mode" != cli ] && { timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; build_rc=$?; }
 if [ $build_rc -ne 0 ]; then
@@ -142,7 +155,10 @@ export_model() {  # src dst
   [ -f "$2" ] && return 0
   timeout 120 python3 exporter/export.py "$1" -o "$2" >> "$out/export.log" 2>&1 || note "export of $1 FAILED"
 }
-if [ "$mode" = all ] || [ "$mode" = test ]; then
+# The fixture models and images of the whole GPU suite: for test/all, and for perf with PERF_ALL_TESTS=1.
+full_suite=0
+{ [ "$mode" = all ] || [ "$mode" = test ] || { [ "$mode" = perf ] && [ "${PERF_ALL_TESTS:-0}" = 1 ]; }; } && full_suite=1
+if [ $full_suite = 1 ]; then
   for pt in tests/data/*.pt; do [ -f "$pt" ] && export_model "$pt" "$models/$(basename "${pt%.*}").y12"; done
   # Fixtures that live in the shared data folder (root "shared" in fixtures.json), if carried.
   if [ -d .carry/shared ]; then
@@ -166,7 +182,7 @@ for name in ("bus", "zidane"):
 PY
   fi
 fi
-if [ "$mode" = all ] || [ "$mode" = test ] || [ "$mode" = cli ]; then
+if [ $full_suite = 1 ] || [ "$mode" = cli ]; then
   for onnx in .carry/weights/*.onnx; do [ -f "$onnx" ] && export_model "$onnx" "$models/$(basename "${onnx%.*}").y12"; done
   ls "$models" > "$out/models.txt" 2>&1
   note "models: $(ls "$models" | tr '\n' ' ')"
@@ -305,6 +321,7 @@ if [ "$mode" = perf ]; then
     [ -f "$build/peer/yolo12${sc}_peer.pt" ] && export_model "$build/peer/yolo12${sc}_peer.pt" "$models/yolo12${sc}_peer.y12"
   done
   note "models: $(ls "$models" | tr '\n' ' ')"
+  [ $full_suite = 1 ] && export YOLO12_TEST_MODELS=$models
   (cd "$build" && timeout 300 ctest -R "${CTEST_REGEX:-^test_(conv|preprocess|roofline)\$}" --output-on-failure --timeout 240 \
     > "$out/ctest.log" 2>&1)
   note "ctest: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1) ($((SECONDS - started)) s so far)"
@@ -323,6 +340,23 @@ if [ "$mode" = perf ]; then
       note "bench yolo12$sc ($name): $(grep -F "net(graph)" "$out/bench_yolo12${sc}_$name.log" | tr -s ' ' | cut -c1-45 | tr '\n' ';')"
     done
   done
+  if [ -n "${baseline_pid:-}" ]; then
+    wait "$baseline_pid"
+    if [ -x "$baseline_dir/build/yolo12-bench" ]; then
+      for sc in ${scales//,/ }; do
+        pt=$build/peer/yolo12${sc}_peer.pt
+        [ -f "$pt" ] || continue
+        # The baseline reads its own format version: export with its own exporter.
+        exp=$baseline_dir/src/exporter/export.py; [ -f "$exp" ] || exp=$baseline_dir/src/tools/export.py
+        timeout 120 python3 "$exp" "$pt" -o "$baseline_dir/yolo12${sc}.y12" >> "$out/export.log" 2>&1
+        timeout 90 "$baseline_dir/build/yolo12-bench" "$baseline_dir/yolo12${sc}.y12" --batch 1,32 --precision fp16 --iters 100 \
+          --json "$out/bench_yolo12${sc}_baseline.json" > "$out/bench_yolo12${sc}_baseline.log" 2>&1 || note "baseline yolo12-bench yolo12$sc FAILED"
+        note "bench yolo12$sc (baseline): $(grep -F "net(graph)" "$out/bench_yolo12${sc}_baseline.log" | tr -s ' ' | cut -c1-45 | tr '\n' ';')"
+      done
+    else
+      note "baseline: build FAILED (see baseline_build.log)"
+    fi
+  fi
   left=$(time_left)
   if [ "$left" -lt 30 ]; then
     note "compute-sanitizer: skipped (only ${left} s of PERF_BUDGET left)"

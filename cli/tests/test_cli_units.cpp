@@ -1,15 +1,22 @@
 // cli/tests/test_cli_units.cpp - unit tests of yolo12-infer's parts that need no model: argument
-// rewriting, output names and guards, image headers, labels, crops and drawing. Built with UBSan
+// rewriting, output names and guards, image headers, labels, crops and drawing, and the in-order
+// spreading of work over worker threads (spread.hpp). Built with UBSan
 // (float-cast-overflow included) where the compiler has it, so that a NaN or huge box reaching an
 // int conversion in draw_detections fails the test instead of drawing garbage.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -18,6 +25,8 @@
 #include "image_header.hpp"
 #include "output.hpp"
 #include "paths.hpp"
+#include "spread.hpp"
+#include "stderr_capture.hpp"
 
 namespace fs = std::filesystem;
 using namespace yolo12_cli;
@@ -271,4 +280,106 @@ TEST_CASE("checked writes report failures", "[output]") {
   fs::create_directories(root / "dir.jpg");  // a folder where the file should go
   CHECK(!write_file((root / "dir.jpg").string(), "x").empty());
   fs::remove_all(root);
+}
+
+TEST_CASE("run_in_order: item k on worker k % N, consumed in order, at most 2N ahead", "[spread]") {
+  for (std::size_t workers : {1, 2, 3, 5}) {
+    const std::size_t count = 40;
+    std::atomic<long> produced{0}, consumed{0};
+    std::atomic<long> most_ahead{0};
+    std::mutex mutex;
+    std::set<std::thread::id> threads;
+    std::vector<std::size_t> order;
+    const std::size_t n = run_in_order<std::pair<std::size_t, std::size_t>>(
+        workers, count,
+        [&](std::size_t k, std::size_t worker) {
+          const long ahead = ++produced - consumed.load();
+          long seen = most_ahead.load();
+          while (ahead > seen && !most_ahead.compare_exchange_weak(seen, ahead)) {
+          }
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            threads.insert(std::this_thread::get_id());
+          }
+          // Later items finish first: without the reordering they would be consumed out of order.
+          std::this_thread::sleep_for(std::chrono::microseconds(200 * ((count - k) % 7)));
+          return std::make_pair(k, worker);
+        },
+        [&](std::size_t k, std::pair<std::size_t, std::size_t>& item) {
+          CHECK(item.first == k);
+          CHECK(item.second == k % workers);
+          order.push_back(item.first);
+          ++consumed;
+        },
+        [] { return false; });
+    CHECK(n == count);
+    CHECK(order.size() == count);
+    for (std::size_t k = 0; k < order.size(); ++k) CHECK(order[k] == k);
+    CHECK(threads.size() == workers);
+    CHECK(threads.count(std::this_thread::get_id()) == 0);  // produced on the workers, not here
+    CHECK(most_ahead.load() <= static_cast<long>(2 * workers));
+  }
+  CHECK(run_in_order<int>(2, 0, [](std::size_t, std::size_t) { return 1; }, [](std::size_t, int&) {}, [] { return false; }) == 0);
+}
+
+TEST_CASE("run_in_order: a stop ends it after the items in hand; errors reach the caller in turn", "[spread]") {
+  std::atomic<bool> stop{false};
+  std::atomic<long> produced{0};
+  std::vector<std::size_t> order;
+  const std::size_t n = run_in_order<std::size_t>(
+      2, 1000,
+      [&](std::size_t k, std::size_t) {
+        ++produced;
+        return k;
+      },
+      [&](std::size_t k, std::size_t& item) {
+        CHECK(item == k);
+        order.push_back(k);
+        if (k == 9) stop = true;
+      },
+      [&] { return stop.load(); });
+  CHECK(n == order.size());
+  CHECK(n >= 10);
+  CHECK(n <= 10 + 4);           // at most the 2N items started before the stop
+  CHECK(produced.load() <= 10 + 4);
+  for (std::size_t k = 0; k < order.size(); ++k) CHECK(order[k] == k);
+
+  std::vector<std::size_t> before_error;
+  CHECK_THROWS_WITH(run_in_order<int>(
+                        3, 50,
+                        [](std::size_t k, std::size_t) {
+                          if (k == 7) throw std::runtime_error("item 7 failed");
+                          return static_cast<int>(k);
+                        },
+                        [&](std::size_t k, int&) { before_error.push_back(k); }, [] { return false; }),
+                    "item 7 failed");
+  CHECK(before_error.size() == 7);  // items 0..6 were consumed first
+  CHECK_THROWS_WITH(run_in_order<int>(
+                        2, 50, [](std::size_t k, std::size_t) { return static_cast<int>(k); },
+                        [](std::size_t k, int&) {
+                          if (k == 3) throw std::runtime_error("consumer failed");
+                        },
+                        [] { return false; }),
+                    "consumer failed");
+}
+
+TEST_CASE("stderr captures from several threads at once each get their own lines", "[spread]") {
+  // The image workers decode at the same time: each capture must see only what was printed inside
+  // it, and stderr must be itself again afterwards (a capture inside another would leave it pointing
+  // at a closed memory file).
+  std::vector<std::string> captured(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&captured, t] {
+      for (int i = 0; i < 5; ++i) {
+        const std::string text = capture_stderr([&] {
+          std::fprintf(stderr, "thread %d line %d\n", t, i);
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));  // long enough for the others to start one
+        });
+        if (text != "thread " + std::to_string(t) + " line " + std::to_string(i) + "\n") captured[t] += "[" + text + "]";
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (const std::string& wrong : captured) CHECK(wrong.empty());
+  CHECK(capture_stderr([] { std::fputs("after\n", stderr); }) == "after\n");
 }

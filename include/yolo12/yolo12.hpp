@@ -114,7 +114,8 @@ struct YOLO12_API ModelInfo {
   std::string summary() const;
 };
 
-// Loads and fully validates a model file without creating a detector. Throws ModelError.
+// Loads and fully validates a model file without creating a detector: every check a Detector runs
+// that needs no device (the file, its tensors, the graph at the model's input size). Throws ModelError.
 YOLO12_API ModelInfo read_model_info(const std::string& model_path);
 
 class YOLO12_API Detector {
@@ -140,6 +141,11 @@ class YOLO12_API Detector {
 
   // Another detector sharing this one's weights, with its own buffers (and CUDA stream).
   Detector clone() const;
+  // Another detector with the same model and options on another device (e.g. Device::Cuda, 1): the
+  // model already in memory is used, its weights are uploaded to that device (once per call; clones
+  // of the result share them). The same device as this one is clone(). Throws OptionError for a
+  // device that is not there. See yolo12/devices.hpp for a pool over several GPUs.
+  Detector clone(Device device, int device_index) const;
 
   const ModelInfo& info() const;
   const DetectorOptions& options() const;

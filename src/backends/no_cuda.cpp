@@ -1,10 +1,10 @@
 // backends/no_cuda.cpp - what a build without the CUDA toolkit offers in place of src/backends/cuda/backend.cu.
 #ifndef YOLO12_HAVE_CUDA
-#include "core/backend.hpp"
+#include "core/executor.hpp"
 
 namespace yolo12 {
 
-std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const model::ModelFile>, const DetectorOptions&) {
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const model::ModelFile>, int, Precision, int, int) {
   throw OptionError("device cuda: this build of libyolo12 has no CUDA backend (rebuild with the CUDA toolkit), use device cpu");
 }
 

@@ -16,6 +16,7 @@
 // the tensor list can never drift from what the ops reference.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <sstream>
@@ -31,6 +32,15 @@ namespace yolo12::graph {
 namespace {
 
 using nlohmann::json;
+
+// Every integer field of the header, and every channel count and map size the builder derives from
+// them, lies within +-kMaxInt (2^24): the checked readers and dim() reject anything else, so no shape
+// arithmetic here (done in 64 bits) can overflow and no float-to-int conversion is out of range.
+constexpr long long kMaxInt = 1LL << 24;
+// The module types layer_shape and expand_layer know (for the error on any other).
+constexpr const char* kModuleTypes[] = {"Conv", "C2f", "C3k2", "A2C2f", "SPPF", "C2PSA", "Upsample", "Concat", "Detect"};
+// Most repeats (n) of a block: Ultralytics' largest scales use 6; this bounds the graph's size.
+constexpr int kMaxRepeats = 256;
 
 std::string shape_str(int c, int h, int w) {
   std::ostringstream s;
@@ -63,6 +73,8 @@ class Builder {
   const json& header_;
   bool check_input_size_;
   Graph g_;
+  int nc_ = 0, reg_max_ = 16;
+  std::vector<int> strides_;
   std::set<std::string> param_names_;
   LayerCtx ctx_;
 
@@ -75,20 +87,35 @@ class Builder {
     if (!layer.is_object() || !layer.contains(key)) fail(std::string("missing field '") + key + "'");
     return layer.at(key);
   }
+  // The checked integer reader: an integral, finite number within +-kMaxInt (1.0 counts as 1), else
+  // ModelError naming `what`.
+  int to_int(const json& v, const std::string& what) const {
+    if (v.is_number_unsigned()) {
+      if (v.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxInt)) return static_cast<int>(v.get<std::uint64_t>());
+    } else if (v.is_number_integer()) {
+      const std::int64_t i = v.get<std::int64_t>();
+      if (i >= -kMaxInt && i <= kMaxInt) return static_cast<int>(i);
+    } else if (v.is_number_float() && std::isfinite(v.get<double>())) {
+      const double d = v.get<double>();
+      if (std::floor(d) != d) fail(what + " must be an integer, got " + v.dump());
+      if (std::fabs(d) <= static_cast<double>(kMaxInt)) return static_cast<int>(d);
+    } else {
+      fail(what + " must be an integer, got " + v.dump());
+    }
+    fail(what + " is out of range (at most " + std::to_string(kMaxInt) + " in magnitude), got " + v.dump());
+  }
   int get_int(const json& layer, const char* key) const {
-    const json& v = field(layer, key);
-    if (v.is_number_integer()) return v.get<int>();
-    if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())
-      return static_cast<int>(v.get<double>());
-    fail(std::string("field '") + key + "' must be an integer, got " + v.dump());
+    return to_int(field(layer, key), std::string("field '") + key + "'");
   }
   int get_int_or(const json& layer, const char* key, int dflt) const {
     if (!layer.contains(key) || layer.at(key).is_null()) return dflt;
     return get_int(layer, key);
   }
+  // A finite number.
   double get_num(const json& layer, const char* key) const {
     const json& v = field(layer, key);
-    if (!v.is_number()) fail(std::string("field '") + key + "' must be a number, got " + v.dump());
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      fail(std::string("field '") + key + "' must be a finite number, got " + v.dump());
     return v.get<double>();
   }
   bool get_bool(const json& layer, const char* key) const {
@@ -103,6 +130,26 @@ class Builder {
   }
   void require_positive(int v, const char* what) const {
     if (v <= 0) fail(std::string(what) + " must be positive, got " + std::to_string(v));
+  }
+  // A channel count or map size computed (in 64 bits) from checked fields: within 0..kMaxInt.
+  int dim(long long v, const std::string& what) const {
+    if (v < 0 || v > kMaxInt)
+      fail(what + " is " + std::to_string(v) + ", outside 0.." + std::to_string(kMaxInt));
+    return static_cast<int>(v);
+  }
+  // int(c * ratio) as Ultralytics computes it (truncation), for a finite ratio.
+  int scaled(int c, double ratio, const std::string& what) const {
+    const double v = c * ratio;
+    if (!(v > -1.0 && v < static_cast<double>(kMaxInt) + 1.0))
+      fail(what + " int(" + std::to_string(c) + " * " + std::to_string(ratio) + ") is out of range");
+    return static_cast<int>(v);
+  }
+  // Upsample's integer scale factor.
+  int upsample_factor(const json& L) const {
+    const double sc = get_num(L, "scale");
+    if (!(sc >= 1.0 && sc <= static_cast<double>(kMaxInt)) || std::floor(sc) != sc)
+      fail("scale must be a positive integer, got " + field(L, "scale").dump());
+    return static_cast<int>(sc);
   }
 
   // ---- values and params ----------------------------------------------------------------------
@@ -137,7 +184,7 @@ class Builder {
   // match), else into a new value named after the path. Returns the output ref.
   ValueRef conv(const std::string& path, const ValueRef& in, const ConvSpec& s, ValueRef out = {}) {
     const int c_in = in.c;
-    const int pad = s.pad >= 0 ? s.pad : s.dilation * (s.k - 1) / 2;
+    const int pad = s.pad >= 0 ? s.pad : dim(1LL * s.dilation * (s.k - 1) / 2, path + " padding");
     require_positive(s.c_out, (path + " output channels").c_str());
     if (s.k < 1 || s.stride < 1 || s.dilation < 1 || s.groups < 1 || pad < 0)
       fail(path + ": impossible conv (k " + std::to_string(s.k) + ", stride " + std::to_string(s.stride) +
@@ -146,8 +193,9 @@ class Builder {
     if (c_in % s.groups != 0 || s.c_out % s.groups != 0)
       fail(path + ": channels " + std::to_string(c_in) + " -> " + std::to_string(s.c_out) +
            " are not divisible by groups " + std::to_string(s.groups));
-    const int ho = (H(in) + 2 * pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
-    const int wo = (W(in) + 2 * pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
+    const ConvAttrs attrs{c_in, s.c_out, s.k, s.stride, pad, s.groups, s.dilation, s.act};
+    const int ho = dim(attrs.out_size(H(in)), path + " output height");
+    const int wo = dim(attrs.out_size(W(in)), path + " output width");
     if (check_input_size_ && (ho < 1 || wo < 1))
       fail(path + ": input " + shape_str(c_in, H(in), W(in)) + " is too small for a " + std::to_string(s.k) +
            "x" + std::to_string(s.k) + " conv");
@@ -158,27 +206,16 @@ class Builder {
            shape_str(out.c, H(out), W(out)));
     }
     ConvOp c;
+    c.attrs = attrs;
     c.in = in;
     c.out = out;
     c.residual = s.residual;
     c.weight = path + (s.plain ? ".weight" : ".conv.weight");
     c.bias = path + (s.plain ? ".bias" : ".conv.bias");
     c.gamma = s.gamma;
-    c.c_in = c_in;
-    c.c_out = s.c_out;
-    c.k = s.k;
-    c.stride = s.stride;
-    c.pad = pad;
-    c.groups = s.groups;
-    c.dilation = s.dilation;
-    c.act = s.act;
     add_param(c.weight, {s.c_out, c_in / s.groups, s.k, s.k});
     add_param(c.bias, {s.c_out});
-    Op op;
-    op.kind = OpKind::Conv;
-    op.name = path;
-    op.conv = c;
-    g_.ops.push_back(std::move(op));
+    g_.ops.push_back(Op{path, std::move(c)});
     return out;
   }
 
@@ -195,12 +232,7 @@ class Builder {
   }
 
   void copy(const std::string& name, const ValueRef& in, const ValueRef& out) {
-    Op op;
-    op.kind = OpKind::Copy;
-    op.name = name;
-    op.copy.in = in;
-    op.copy.out = out;
-    g_.ops.push_back(std::move(op));
+    g_.ops.push_back(Op{name, CopyOp{in, out}});
   }
 
   // ---- blocks ---------------------------------------------------------------------------------
@@ -237,10 +269,10 @@ class Builder {
     const int g = get_int_or(L, "g", 1);
     const bool shortcut = get_bool(L, "shortcut");
     const bool use_c3k = is_c3k2 ? get_bool(L, "c3k") : false;
-    if (n < 0) fail("n must be >= 0");
-    const int c = static_cast<int>(out.c * e);
+    if (n < 0 || n > kMaxRepeats) fail("n must be in 0.." + std::to_string(kMaxRepeats) + ", got " + std::to_string(n));
+    const int c = scaled(out.c, e, "hidden channels");
     require_positive(c, "hidden channels int(c2 * e)");
-    ValueRef cat = temp(p + ".cat", (2 + n) * c, in);
+    ValueRef cat = temp(p + ".cat", dim((2LL + n) * c, "concat channels (2 + n) * c"), in);
     conv1(p + ".cv1", in, 2 * c, 1, Act::SiLU, slice(cat, 0, 2 * c));
     for (int i = 0; i < n; ++i) {
       const std::string mp = p + ".m." + std::to_string(i);
@@ -258,26 +290,23 @@ class Builder {
   void attention_tail(const std::string& p, AttentionOp a, const ValueRef& like, int dim, int pe_k,
                       const ValueRef& proj_residual, const ValueRef& out) {
     const int hw = H(like) * W(like);
-    if (check_input_size_ && hw % a.area != 0)
+    if (check_input_size_ && hw % a.attrs.area != 0)
       fail(p + ": the " + std::to_string(H(like)) + "x" + std::to_string(W(like)) + " = " + std::to_string(hw) +
-           " tokens cannot be cut into area=" + std::to_string(a.area) +
+           " tokens cannot be cut into area=" + std::to_string(a.attrs.area) +
            " equal chunks; choose an input size whose feature map at this level has a token count divisible by " +
-           std::to_string(a.area));
-    a.out = temp(p + ".out", a.heads * a.dv, like);
+           std::to_string(a.attrs.area));
+    const AttentionAttrs& at = a.attrs;
+    a.out = temp(p + ".out", at.heads * at.dv, like);
     // The pe conv needs v as an image (channel h * dv + d). When v already is one (one head, or
     // heads packed back to back) it reads v in place; otherwise the attention op writes a copy.
     ValueRef pe_in;
-    if (a.heads == 1 || a.v_head_stride == a.dv) {
-      pe_in = slice(a.v, 0, a.heads * a.dv);
+    if (at.heads == 1 || at.v_head_stride == at.dv) {
+      pe_in = slice(a.v, 0, at.heads * at.dv);
     } else {
-      a.v_image = temp(p + ".v", a.heads * a.dv, like);
+      a.v_image = temp(p + ".v", at.heads * at.dv, like);
       pe_in = a.v_image;
     }
-    Op op;
-    op.kind = OpKind::Attention;
-    op.name = p;
-    op.attention = a;
-    g_.ops.push_back(std::move(op));
+    g_.ops.push_back(Op{p, a});
     // x = attn_out + pe(v)  (pe: depthwise pe_k x pe_k, no activation)
     ValueRef x = conv1(p + ".pe", pe_in, dim, pe_k, Act::None, {}, a.out, dim);
     // proj (1x1, no activation), plus the block input where the block adds it
@@ -291,17 +320,17 @@ class Builder {
     const int heads = dim / 32;
     if (dim % 32 != 0 || heads < 1) fail(p + ": ABlock width " + std::to_string(dim) + " is not a multiple of 32");
     AttentionOp a;
-    a.heads = heads;
-    a.dqk = a.dv = 32;
-    a.area = area;
-    a.scale = static_cast<float>(1.0 / std::sqrt(32.0));
+    a.attrs.heads = heads;
+    a.attrs.dqk = a.attrs.dv = 32;
+    a.attrs.area = area;
+    a.attrs.scale = static_cast<float>(1.0 / std::sqrt(32.0));
     if (attn_kind == "qkv") {
       // one conv, per head [q 32 | k 32 | v 32]
       ValueRef qkv = conv1(p + ".attn.qkv", in, 3 * dim, 1, Act::None);
       a.q = slice(qkv, 0, 3 * dim - 64);
       a.k = slice(qkv, 32, 3 * dim - 64);
       a.v = slice(qkv, 64, 3 * dim - 64);
-      a.q_head_stride = a.k_head_stride = a.v_head_stride = 96;
+      a.attrs.q_head_stride = a.attrs.k_head_stride = a.attrs.v_head_stride = 96;
     } else if (attn_kind == "qk_v") {
       // turbo: qk holds all q (channels [0, dim)) then all k ([dim, 2 dim)); v is its own conv
       ValueRef qk = conv1(p + ".attn.qk", in, 2 * dim, 1, Act::None);
@@ -309,13 +338,13 @@ class Builder {
       a.q = slice(qk, 0, dim);
       a.k = slice(qk, dim, dim);
       a.v = v;
-      a.q_head_stride = a.k_head_stride = a.v_head_stride = 32;
+      a.attrs.q_head_stride = a.attrs.k_head_stride = a.attrs.v_head_stride = 32;
     } else {
       fail("field 'attn' must be \"qkv\" or \"qk_v\", got \"" + attn_kind + "\"");
     }
     ValueRef x1 = temp(p + ".x1", dim, in);
     attention_tail(p + ".attn", a, in, dim, pe_k, in, x1);
-    const int hidden = static_cast<int>(dim * mlp_ratio);
+    const int hidden = scaled(dim, mlp_ratio, "mlp hidden channels");
     require_positive(hidden, "mlp hidden channels");
     ValueRef h = conv1(p + ".mlp.0", x1, hidden, 1, Act::SiLU);
     conv1(p + ".mlp.1", h, dim, 1, Act::None, out, x1);
@@ -332,15 +361,15 @@ class Builder {
     const int stride = 2 * key_dim + head_dim;
     ValueRef qkv = conv1(p + ".attn.qkv", in, dim + 2 * key_dim * heads, 1, Act::None);
     AttentionOp a;
-    a.heads = heads;
-    a.dqk = key_dim;
-    a.dv = head_dim;
+    a.attrs.heads = heads;
+    a.attrs.dqk = key_dim;
+    a.attrs.dv = head_dim;
     a.q = slice(qkv, 0, qkv.c - key_dim - head_dim);
     a.k = slice(qkv, key_dim, qkv.c - key_dim - head_dim);
     a.v = slice(qkv, 2 * key_dim, qkv.c - 2 * key_dim);
-    a.q_head_stride = a.k_head_stride = a.v_head_stride = stride;
-    a.area = 1;
-    a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(key_dim)));
+    a.attrs.q_head_stride = a.attrs.k_head_stride = a.attrs.v_head_stride = stride;
+    a.attrs.area = 1;
+    a.attrs.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(key_dim)));
     ValueRef x1 = temp(p + ".x1", dim, in);
     attention_tail(p + ".attn", a, in, dim, 3, in, x1);
     ValueRef h = conv1(p + ".ffn.0", x1, 2 * dim, 1, Act::SiLU);
@@ -359,11 +388,11 @@ class Builder {
     const json& f = field(L, "from");
     std::vector<int> out;
     if (f.is_number_integer()) {
-      out.push_back(f.get<int>());
+      out.push_back(to_int(f, "field 'from'"));
     } else if (f.is_array() && !f.empty()) {
       for (const json& x : f) {
         if (!x.is_number_integer()) fail("field 'from' must hold integers, got " + f.dump());
-        out.push_back(x.get<int>());
+        out.push_back(to_int(x, "field 'from'"));
       }
     } else {
       fail("field 'from' must be an integer or a non-empty list, got " + f.dump());
@@ -398,11 +427,14 @@ class Builder {
       single();
       check_c1();
       const int k = get_int(L, "k"), s = get_int(L, "s"), d = get_int_or(L, "d", 1);
-      const int p = get_int_or(L, "p", d * (k - 1) / 2);
-      if (k < 1 || s < 1 || d < 1 || p < 0) fail("impossible k/s/p/d");
+      if (k < 1 || s < 1 || d < 1) fail("impossible k/s/d");
+      const int p = L.contains("p") && !L.at("p").is_null() ? get_int(L, "p") : dim(1LL * d * (k - 1) / 2, "padding");
+      if (p < 0) fail("impossible p");
       const int c2 = get_int(L, "c2");
       require_positive(c2, "c2");
-      return LayerShape{c2, (x.h + 2 * p - d * (k - 1) - 1) / s + 1, (x.w + 2 * p - d * (k - 1) - 1) / s + 1};
+      ConvAttrs a;
+      a.k = k, a.stride = s, a.pad = p, a.dilation = d;
+      return LayerShape{c2, dim(a.out_size(x.h), "output height"), dim(a.out_size(x.w), "output width")};
     }
     if (type == "C2f" || type == "C3k2" || type == "A2C2f" || type == "SPPF" || type == "C2PSA") {
       single();
@@ -414,16 +446,15 @@ class Builder {
     }
     if (type == "Upsample") {
       single();
-      const double sc = get_num(L, "scale");
-      const int f = static_cast<int>(sc);
-      if (f < 1 || f != sc) fail("scale must be a positive integer, got " + field(L, "scale").dump());
+      const int f = upsample_factor(L);
       if (L.contains("mode") && get_str(L, "mode") != "nearest")
         fail("only mode \"nearest\" is supported, got \"" + get_str(L, "mode") + "\"");
-      return LayerShape{x.c, x.h * f, x.w * f};
+      return LayerShape{x.c, dim(1LL * x.h * f, "output height"), dim(1LL * x.w * f, "output width")};
     }
     if (type == "Concat") {
       if (get_int_or(L, "dim", 1) != 1) fail("only dim 1 (channels) is supported");
       LayerShape s{0, x.h, x.w};
+      long long c = 0;
       for (int f : from) {
         if (f == -1) fail("cannot concatenate the input image");
         const LayerShape y = in_shape(f);
@@ -431,18 +462,21 @@ class Builder {
           fail("inputs have different sizes: layer " + std::to_string(from[0]) + " is " + std::to_string(x.h) +
                "x" + std::to_string(x.w) + ", layer " + std::to_string(f) + " is " + std::to_string(y.h) + "x" +
                std::to_string(y.w) + " (the input size must be a multiple of the largest stride)");
-        s.c += y.c;
+        c += y.c;
       }
+      s.c = dim(c, "output channels");
       return s;
     }
     if (type == "Detect") {
       const int nc = get_int(L, "nc");
       require_positive(nc, "nc");
-      int a = 0;
-      for (int f : from) a += in_shape(f).h * in_shape(f).w;
-      return LayerShape{4 + nc, 1, a};
+      long long a = 0;
+      for (int f : from) a += 1LL * in_shape(f).h * in_shape(f).w;
+      return LayerShape{4 + nc, 1, dim(a, "anchors")};
     }
-    fail("unknown module type; this engine implements Conv, C2f, C3k2, A2C2f, SPPF, C2PSA, Upsample, Concat, Detect");
+    std::string known;
+    for (const char* t : kModuleTypes) known += std::string(known.empty() ? "" : ", ") + t;
+    fail("unknown module type; this engine implements " + known);
   }
 
   void expand_layer(int i, const json& L, const std::string& type);
@@ -461,7 +495,7 @@ void Builder::expand_layer(int i, const json& L, const std::string& type) {
     s.k = get_int(L, "k");
     s.stride = get_int(L, "s");
     s.dilation = get_int_or(L, "d", 1);
-    s.pad = get_int_or(L, "p", s.dilation * (s.k - 1) / 2);
+    s.pad = get_int_or(L, "p", -1);  // -1: conv() pads by d * (k - 1) / 2 (layer_shape rejected p < 0)
     s.groups = get_int_or(L, "g", 1);
     const std::string act = L.contains("act") ? get_str(L, "act") : std::string("silu");
     if (act == "silu")
@@ -486,13 +520,13 @@ void Builder::expand_layer(int i, const json& L, const std::string& type) {
     const bool shortcut = get_bool(L, "shortcut");
     const std::string attn = a2 ? get_str(L, "attn") : std::string("qkv");
     const int pe_k = a2 ? get_int(L, "pe_k") : 7;
-    if (n < 0) fail("n must be >= 0");
+    if (n < 0 || n > kMaxRepeats) fail("n must be in 0.." + std::to_string(kMaxRepeats) + ", got " + std::to_string(n));
     if (area < 1) fail("area must be >= 1, got " + std::to_string(area));
     if (pe_k < 1 || pe_k % 2 == 0) fail("pe_k must be odd, got " + std::to_string(pe_k));
-    const int c_ = static_cast<int>(out.c * e);
+    const int c_ = scaled(out.c, e, "hidden channels");
     require_positive(c_, "hidden channels int(c2 * e)");
     if (a2 && c_ % 32 != 0) fail("hidden channels " + std::to_string(c_) + " are not a multiple of 32");
-    ValueRef cat = temp(p + ".cat", (1 + n) * c_, in);
+    ValueRef cat = temp(p + ".cat", dim((1LL + n) * c_, "concat channels (1 + n) * c"), in);
     conv1(p + ".cv1", in, c_, 1, Act::SiLU, slice(cat, 0, c_));
     for (int j = 0; j < n; ++j) {
       const std::string mp = p + ".m." + std::to_string(j);
@@ -526,21 +560,16 @@ void Builder::expand_layer(int i, const json& L, const std::string& type) {
     ValueRef cat = temp(p + ".cat", 4 * c_, in);
     conv1(p + ".cv1", in, c_, 1, act1 == "silu" ? Act::SiLU : Act::None, slice(cat, 0, c_));
     for (int j = 0; j < 3; ++j) {
-      Op op;
-      op.kind = OpKind::MaxPool;
-      op.name = p + ".m";
-      op.maxpool.in = slice(cat, j * c_, c_);
-      op.maxpool.out = slice(cat, (j + 1) * c_, c_);
-      op.maxpool.k = k;
-      g_.ops.push_back(std::move(op));
+      g_.ops.push_back(Op{p + ".m", MaxPoolOp{MaxPoolAttrs{k}, slice(cat, j * c_, c_), slice(cat, (j + 1) * c_, c_)}});
     }
     conv1(p + ".cv2", cat, out.c, 1, Act::SiLU, out);
   } else if (type == "C2PSA") {
     const int n = get_int(L, "n");
     const double e = get_num(L, "e");
-    if (n < 0) fail("n must be >= 0");
-    const int c = static_cast<int>(in.c * e);
+    if (n < 0 || n > kMaxRepeats) fail("n must be in 0.." + std::to_string(kMaxRepeats) + ", got " + std::to_string(n));
+    const int c = scaled(in.c, e, "hidden channels");
     require_positive(c, "hidden channels int(c1 * e)");
+    dim(2LL * c, "hidden channels 2 * int(c1 * e)");
     const int heads = std::max(c / 64, 1);
     ValueRef cat = temp(p + ".cat", 2 * c, in);
     conv1(p + ".cv1", in, 2 * c, 1, Act::SiLU, slice(cat, 0, 2 * c));
@@ -555,13 +584,7 @@ void Builder::expand_layer(int i, const json& L, const std::string& type) {
     }
     conv1(p + ".cv2", cat, out.c, 1, Act::SiLU, out);
   } else if (type == "Upsample") {
-    Op op;
-    op.kind = OpKind::Upsample;
-    op.name = p;
-    op.upsample.in = in;
-    op.upsample.out = out;
-    op.upsample.factor = static_cast<int>(get_num(L, "scale"));
-    g_.ops.push_back(std::move(op));
+    g_.ops.push_back(Op{p, UpsampleOp{UpsampleAttrs{upsample_factor(L)}, in, out}});
   } else if (type == "Concat") {
     // Producers already wrote into their slices; copy the inputs that live elsewhere.
     int c0 = 0;
@@ -589,24 +612,23 @@ void Builder::detect(int i, const json& L) {
   const json& ch = field(L, "ch");
   if (!ch.is_array() || ch.size() != from.size())
     fail("field 'ch' must list the channels of each of the " + std::to_string(from.size()) + " inputs");
-  if (g_.strides.size() != from.size())
-    fail("the header has " + std::to_string(g_.strides.size()) + " strides for " + std::to_string(from.size()) +
+  if (strides_.size() != from.size())
+    fail("the header has " + std::to_string(strides_.size()) + " strides for " + std::to_string(from.size()) +
          " detection levels");
-  if (nc != g_.nc) fail("nc " + std::to_string(nc) + " differs from the header's nc " + std::to_string(g_.nc));
-  if (reg_max != g_.reg_max) fail("reg_max differs from the header's reg_max");
-  DetectOp d;
-  d.nc = nc;
-  d.reg_max = reg_max;
-  d.strides = g_.strides;
+  if (nc != nc_) fail("nc " + std::to_string(nc) + " differs from the header's nc " + std::to_string(nc_));
+  if (reg_max != reg_max_) fail("reg_max differs from the header's reg_max");
+  DetectHead d;
+  d.attrs = DetectAttrs{nc, reg_max};
+  d.strides = strides_;
   for (std::size_t l = 0; l < from.size(); ++l) {
     const ValueRef x = home_[from[l]];
-    if (!ch[l].is_number_integer() || ch[l].get<int>() != x.c)
+    if (!ch[l].is_number() || to_int(ch[l], "ch[" + std::to_string(l) + "]") != x.c)
       fail("ch[" + std::to_string(l) + "] is " + ch[l].dump() + " but layer " + std::to_string(from[l]) + " gives " +
            std::to_string(x.c) + " channels");
-    if (check_input_size_ && (H(x) * g_.strides[l] != g_.input_h || W(x) * g_.strides[l] != g_.input_w))
+    if (check_input_size_ && (1LL * H(x) * strides_[l] != g_.input_h || 1LL * W(x) * strides_[l] != g_.input_w))
       fail("level " + std::to_string(l) + " is " + std::to_string(H(x)) + "x" + std::to_string(W(x)) +
            ", which is not the " + std::to_string(g_.input_h) + "x" + std::to_string(g_.input_w) +
-           " input divided by stride " + std::to_string(g_.strides[l]));
+           " input divided by stride " + std::to_string(strides_[l]));
     const std::string L2 = p + ".cv2." + std::to_string(l), L3 = p + ".cv3." + std::to_string(l);
     ConvSpec last;
     last.plain = true;
@@ -629,13 +651,11 @@ void Builder::detect(int i, const json& L) {
     }
     last.c_out = nc;
     d.cls.push_back(conv(L3 + ".2", c, last));
+    d.anchors = dim(d.anchors + 1LL * H(x) * W(x), "anchors");
   }
-  d.out = home_[i];
-  Op op;
-  op.kind = OpKind::Detect;
-  op.name = p;
-  op.detect = d;
-  g_.ops.push_back(std::move(op));
+  g_.head.kind = HeadKind::Detect;
+  g_.head.detect = d;
+  g_.outputs = g_.head.inputs();
 }
 
 Graph Builder::build() {
@@ -643,20 +663,22 @@ Graph Builder::build() {
   auto header_int = [&](const char* key) {
     if (!header_.contains(key) || !header_.at(key).is_number_integer())
       throw ModelError(std::string("model header: missing or non-integer '") + key + "'");
-    return header_.at(key).get<int>();
+    return to_int(header_.at(key), std::string("'") + key + "'");
   };
-  g_.nc = header_int("nc");
-  g_.reg_max = header_int("reg_max");
+  nc_ = header_int("nc");
+  reg_max_ = header_int("reg_max");
   if (!header_.contains("strides") || !header_.at("strides").is_array() || header_.at("strides").empty())
     throw ModelError("model header: missing 'strides'");
   for (const json& s : header_.at("strides")) {
-    if (!s.is_number_integer() || s.get<int>() < 1) throw ModelError("model header: 'strides' must be positive integers");
-    g_.strides.push_back(s.get<int>());
+    if (!s.is_number_integer()) throw ModelError("model header: 'strides' must be positive integers");
+    const int v = to_int(s, "'strides'");
+    if (v < 1) throw ModelError("model header: 'strides' must be positive integers");
+    strides_.push_back(v);
   }
   if (!header_.contains("layers") || !header_.at("layers").is_array() || header_.at("layers").empty())
     throw ModelError("model header: missing or empty 'layers'");
   const json& layers = header_.at("layers");
-  const int max_stride = *std::max_element(g_.strides.begin(), g_.strides.end());
+  const int max_stride = *std::max_element(strides_.begin(), strides_.end());
   if (check_input_size_ && (g_.input_h <= 0 || g_.input_w <= 0 || g_.input_h % max_stride || g_.input_w % max_stride))
     throw ModelError("input size " + std::to_string(g_.input_h) + "x" + std::to_string(g_.input_w) +
                      " is not a positive multiple of the model's largest stride " + std::to_string(max_stride));
@@ -675,7 +697,7 @@ Graph Builder::build() {
     if (!L.is_object() || !L.contains("type") || !L.at("type").is_string()) fail("entry has no string 'type'");
     types[i] = L.at("type").get<std::string>();
     ctx_.type = types[i];
-    if (L.contains("index") && (!L.at("index").is_number_integer() || L.at("index").get<int>() != i))
+    if (L.contains("index") && (!L.at("index").is_number_integer() || to_int(L.at("index"), "field 'index'") != i))
       fail("field 'index' is " + L.at("index").dump() + ", expected " + std::to_string(i));
     from_[i] = parse_from(L, i);
     shapes_[i] = layer_shape(L, types[i], from_[i]);
@@ -705,7 +727,7 @@ Graph Builder::build() {
   home_.assign(n, ValueRef{});
   // Concat layers come after their inputs, so resolve from the last layer backwards.
   for (int i = n - 1; i >= 0; --i) {
-    if (parent[i] >= 0) continue;
+    if (parent[i] >= 0 || types[i] == "Detect") continue;  // the head has no value of its own
     home_[i] = whole(new_value("model." + std::to_string(i), shapes_[i].c, shapes_[i].h, shapes_[i].w));
   }
   for (int i = n - 1; i >= 0; --i) {
@@ -724,7 +746,6 @@ Graph Builder::build() {
     ctx_ = LayerCtx{i, types[i]};
     expand_layer(i, layers[i], types[i]);
   }
-  g_.output_value = home_[detect_layer].value;
   return std::move(g_);
 }
 
@@ -739,7 +760,8 @@ std::vector<ParamSpec> required_params(const nlohmann::json& header) {
   int max_stride = 32;
   if (header.contains("strides") && header.at("strides").is_array())
     for (const auto& s : header.at("strides"))
-      if (s.is_number_integer()) max_stride = std::max(max_stride, s.get<int>());
+      if (s.is_number_integer() && s.get<std::int64_t>() > 0 && s.get<std::int64_t>() <= kMaxInt)
+        max_stride = std::max(max_stride, s.get<int>());
   return Builder(header, 4 * max_stride, 4 * max_stride, /*check_input_size=*/false).build().params;
 }
 

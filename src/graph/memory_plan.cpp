@@ -10,32 +10,26 @@
 namespace yolo12::graph {
 
 std::vector<ValueRef> op_operands(const Op& op) {
-  switch (op.kind) {
-    case OpKind::Conv: return {op.conv.in, op.conv.out, op.conv.residual};
-    case OpKind::Upsample: return {op.upsample.in, op.upsample.out};
-    case OpKind::MaxPool: return {op.maxpool.in, op.maxpool.out};
-    case OpKind::Copy: return {op.copy.in, op.copy.out};
-    case OpKind::Attention:
-      return {op.attention.q, op.attention.k, op.attention.v, op.attention.out, op.attention.v_image};
-    case OpKind::Detect: {
-      std::vector<ValueRef> r = op.detect.box;
-      r.insert(r.end(), op.detect.cls.begin(), op.detect.cls.end());
-      r.push_back(op.detect.out);
-      return r;
-    }
-  }
-  return {};
+  return visit_op(op, [](const auto& o) {
+    std::vector<ValueRef> r = o.reads();
+    const std::vector<ValueRef> w = o.writes();
+    r.insert(r.end(), w.begin(), w.end());
+    return r;
+  });
 }
 
 std::vector<Lifetime> value_lifetimes(const Graph& g) {
   std::vector<Lifetime> life(g.values.size());
-  for (int i = 0; i < static_cast<int>(g.ops.size()); ++i)
-    for (const ValueRef& r : op_operands(g.ops[i])) {
-      if (!r.valid()) continue;
-      Lifetime& l = life[r.value];
-      if (l.first == Lifetime::kUnused) l.first = i;
-      l.last = std::max(l.last, i);
-    }
+  const int n = static_cast<int>(g.ops.size());
+  auto touch = [&](const ValueRef& r, int i) {
+    if (!r.valid()) return;
+    Lifetime& l = life[r.value];
+    if (l.first == Lifetime::kUnused) l.first = i;
+    l.last = std::max(l.last, i);
+  };
+  for (int i = 0; i < n; ++i)
+    for (const ValueRef& r : op_operands(g.ops[i])) touch(r, i);
+  for (const ValueRef& r : g.outputs) touch(r, n);  // the head reads them after the last op
   if (!life.empty() && life[Graph::kInputValue].first != Lifetime::kUnused) life[Graph::kInputValue].first = -1;
   return life;
 }

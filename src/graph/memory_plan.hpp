@@ -1,6 +1,6 @@
 // graph/memory_plan.hpp - one activation arena for a graph, planned from value lifetimes.
 //
-// Both executors (src/backends/cpu, cuda/) place every intermediate value of a graph at an offset in one
+// Both executors (src/backends/cpu, src/backends/cuda) place every intermediate value of a graph at an offset in one
 // arena. A value lives from the first op that touches it to the last; values whose lifetimes overlap
 // never share memory. Placement walks the ops in execution order, ggml-alloc style: at op i the
 // values born at i take the smallest free range that holds them (else the top of the arena grows),
@@ -26,7 +26,8 @@ struct Lifetime {
 // Every ValueRef an op reads or writes (invalid optional operands included; skip !valid()).
 std::vector<ValueRef> op_operands(const Op& op);
 // The lifetime of every value of g from the ops that touch it. The input image (Graph::kInputValue) is
-// written before op 0 (by the preprocessing or the caller): it lives from -1 to its last reader.
+// written before op 0 (by the preprocessing or the caller): it lives from -1 to its last reader. The
+// graph's outputs are read by the head after the last op: they live to ops.size().
 std::vector<Lifetime> value_lifetimes(const Graph& g);
 
 struct ArenaPlan {

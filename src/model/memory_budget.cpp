@@ -36,10 +36,11 @@ MemoryBudget memory_budget(const ModelFile& file, int input_h, int input_w, int 
   b.weight_bytes = sat_mul(params, 2 * sizeof(float));
 
   const graph::Graph g = graph::build_graph(file.header(), input_h, input_w);
-  // Per image, in floats, each value rounded up to 16 floats as the executors place them.
+  // Per image, in floats, each value rounded up to 16 floats as the executors place them (every value
+  // but the input image, the head's inputs included).
   std::vector<std::size_t> size(g.values.size(), 0);
   for (std::size_t v = 0; v < g.values.size(); ++v) {
-    if (static_cast<int>(v) == graph::Graph::kInputValue || static_cast<int>(v) == g.output_value) continue;
+    if (static_cast<int>(v) == graph::Graph::kInputValue) continue;
     const graph::Value& x = g.values[v];
     const std::uint64_t n = sat_mul(sat_mul(static_cast<std::uint64_t>(x.c), static_cast<std::uint64_t>(x.h)),
                                     static_cast<std::uint64_t>(x.w));
@@ -48,10 +49,10 @@ MemoryBudget memory_budget(const ModelFile& file, int input_h, int input_w, int 
   const graph::ArenaPlan plan = graph::plan_arena(graph::value_lifetimes(g), size);
   const auto images = static_cast<std::uint64_t>(batch < 1 ? 1 : batch);
   b.activation_bytes = sat_mul(sat_mul(plan.bytes, sizeof(float)), images);
-  const graph::Value& out = g.values[static_cast<std::size_t>(g.output_value)];
+  // The input image and the head's raw output (channels x anchors).
   const std::uint64_t per_image_io =
       sat_add(3ull * static_cast<std::uint64_t>(input_h) * static_cast<std::uint64_t>(input_w),
-              sat_mul(static_cast<std::uint64_t>(out.c), static_cast<std::uint64_t>(out.h) * static_cast<std::uint64_t>(out.w)));
+              sat_mul(static_cast<std::uint64_t>(g.head.raw_channels()), static_cast<std::uint64_t>(g.head.raw_anchors())));
   b.io_bytes = sat_mul(sat_mul(per_image_io, sizeof(float)), images);
   return b;
 }

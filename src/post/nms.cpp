@@ -28,10 +28,8 @@ struct Candidate {
   int cls;
 };
 
-// The IoU threshold as the double a user would have typed: the shortest decimal that rounds to
-// this float (0.6f -> 0.6, not 0.60000002). torchvision compares the float IoU against the Python
-// double, so at a threshold that float rounds upwards this decides whether an IoU equal to the
-// threshold suppresses.
+}  // namespace
+
 double threshold_as_decimal(float t) {
   char text[64];
   for (int digits = 1; digits <= 9; ++digits) {
@@ -41,8 +39,6 @@ double threshold_as_decimal(float t) {
   }
   return static_cast<double>(t);
 }
-
-}  // namespace
 
 std::vector<Detection> nms(const float* raw, int nc, int anchors, const NmsParams& params) {
   std::vector<Detection> out;

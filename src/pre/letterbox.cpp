@@ -139,9 +139,10 @@ int bytes_per_pixel(PixelFormat format) {
 void check_image_view(const ImageView& image) {
   const int bpp = bytes_per_pixel(image.format);
   if (image.data == nullptr) throw InputError("image view: data is a null pointer");
-  if (image.width <= 0 || image.height <= 0)
+  if (image.width <= 0 || image.height <= 0 || image.width > kMaxImageSide || image.height > kMaxImageSide)
     throw InputError("image view: impossible size " + std::to_string(image.width) + "x" +
-                     std::to_string(image.height) + " (width and height must be >= 1)");
+                     std::to_string(image.height) + " (width and height must be 1.." + std::to_string(kMaxImageSide) +
+                     ")");
   const std::size_t min_pitch = static_cast<std::size_t>(image.width) * bpp;
   if (image.pitch < min_pitch)
     throw InputError("image view: pitch " + std::to_string(image.pitch) + " bytes is less than width * " +

@@ -5,14 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/host_device.hpp"  // functions marked YOLO12_HOST_DEVICE are also called by CUDA kernels
 #include "yolo12/yolo12.hpp"
-
-// Functions below marked YOLO12_HOST_DEVICE are also callable from CUDA kernels.
-#if defined(__CUDACC__)
-#define YOLO12_HOST_DEVICE __host__ __device__
-#else
-#define YOLO12_HOST_DEVICE
-#endif
 
 namespace yolo12::pre {
 
@@ -39,7 +33,9 @@ void letterbox_to_nchw(const ImageView& image, const LetterboxParams& p, float* 
 // Ultralytics rounds a size or a pad.
 double round_half_even(double x);
 
-// Checks a view (non-null, positive size, pitch >= width * channels); throws InputError.
+// Checks a view (non-null, 1..kMaxImageSide pixels a side, a known format, pitch >= width * bytes
+// per pixel); throws InputError. The pipeline checks every image of a batch with it before any work.
+constexpr int kMaxImageSide = 65536;
 void check_image_view(const ImageView& image);
 // Bytes per pixel of a format (1, 3 or 4).
 int bytes_per_pixel(PixelFormat format);

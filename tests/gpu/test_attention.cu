@@ -68,10 +68,12 @@ Problem make_problem(const Shape& s, Layout layout, int pad, int off) {
     p.k = {0, off + 32, p.ld_in[0], 96};
     p.v = {0, off + 64, p.ld_in[0], 96};
   } else if (layout == Layout::turbo) {
+    // sunsmarterjie/yolov12 AAttn: qk holds every head's q (channels [0, C)), then every head's k
+    // ([C, 2C)), head stride 32; v is its own conv output (C channels), head stride 32.
     p.ld_in[0] = H * 64 + pad + off;
     p.ld_in[1] = H * 32 + pad + off;
-    p.q = {0, off, p.ld_in[0], 64};
-    p.k = {0, off + 32, p.ld_in[0], 64};
+    p.q = {0, off, p.ld_in[0], 32};
+    p.k = {0, off + H * 32, p.ld_in[0], 32};
     p.v = {1, off, p.ld_in[1], 32};
     p.with_v_image = false;
   } else {

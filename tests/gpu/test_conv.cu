@@ -58,7 +58,7 @@ std::string describe(const Case& c) {
   std::snprintf(buf, sizeof buf,
                 "B%d %dx%dx%d -> %dx%dx%d k%d s%d p%d g%d d%d | ldx=%d+%d+%d ldy=%d+%d+%d ldr=%d+%d+%d | "
                 "bias%d gamma%d res%d silu%d",
-                s.batch, s.h, s.w, s.c_in, s.ho, s.wo, s.c_out, s.k, s.stride, s.pad, s.groups, s.dilation,
+                s.batch, s.h, s.w_in, s.c_in, s.ho, s.wo, s.c_out, s.k, s.stride, s.pad, s.groups, s.dilation,
                 c.x_c0, s.c_in, c.x_extra, c.y_c0, s.c_out, c.y_extra, c.r_c0, s.c_out, c.r_extra, c.bias,
                 c.gamma, c.residual, c.silu);
   return buf;
@@ -67,14 +67,14 @@ std::string describe(const Case& c) {
 void finish_shape(ConvShape& s) {
   const int span = s.dilation * (s.k - 1) + 1;
   s.ho = (s.h + 2 * s.pad - span) / s.stride + 1;
-  s.wo = (s.w + 2 * s.pad - span) / s.stride + 1;
+  s.wo = (s.w_in + 2 * s.pad - span) / s.stride + 1;
 }
 
 Case make_case(int b, int h, int w, int ci, int co, int k, int stride, int groups, int dil = 1) {
   Case c;
   c.s.batch = b;
   c.s.h = h;
-  c.s.w = w;
+  c.s.w_in = w;
   c.s.c_in = ci;
   c.s.c_out = co;
   c.s.k = k;
@@ -116,8 +116,8 @@ std::vector<double> reference(const Case& c, const HostCase& h, bool round_out) 
             if (iy < 0 || iy >= s.h) continue;
             for (int kx = 0; kx < s.k; ++kx) {
               const int ix = ox * s.stride - s.pad + kx * s.dilation;
-              if (ix < 0 || ix >= s.w) continue;
-              const float* xp = &h.x[((static_cast<std::size_t>(n) * s.h + iy) * s.w + ix) * h.ldx + c.x_c0 + g * cin_g];
+              if (ix < 0 || ix >= s.w_in) continue;
+              const float* xp = &h.x[((static_cast<std::size_t>(n) * s.h + iy) * s.w_in + ix) * h.ldx + c.x_c0 + g * cin_g];
               for (int ci = 0; ci < cin_g; ++ci)
                 acc += static_cast<Acc>(xp[ci]) *
                        static_cast<Acc>(h.w[((static_cast<std::size_t>(co) * cin_g + ci) * s.k + ky) * s.k + kx]);
@@ -176,7 +176,7 @@ struct DeviceBuf {
 enum class Kernel { Forward, Naive, Narrow, NarrowHost, DwTiled, DwTiledHost };
 
 struct NarrowRun {
-  yolo12::cuda::conv_detail::F16Plan plan;
+  yolo12::cuda::ConvPlan plan;
   int max_grid = 0;  // NarrowHost: the grid it replays (0: 3 blocks)
 };
 NarrowRun narrow_run;  // what Kernel::Narrow / NarrowHost run with (set by the [narrow] cases)
@@ -244,7 +244,7 @@ struct HostCopy {
 };
 
 template <int BN>
-void emulate_narrow_bn(const ConvParams<__half>& p, const yolo12::cuda::conv_detail::F16Plan& plan, int grid) {
+void emulate_narrow_bn(const ConvParams<__half>& p, const yolo12::cuda::ConvPlan& plan, int grid) {
   namespace cd = yolo12::cuda::conv_detail;
   constexpr int NI = BN / 8;
   const cd::ImplicitGemmParams<__half> a = cd::make_params(p);
@@ -303,7 +303,7 @@ void emulate_narrow_bn(const ConvParams<__half>& p, const yolo12::cuda::conv_det
                 for (int e = 0; e < 2; ++e) {
                   const int n = j * 8 + (lane % 4) * 2 + e;
                   float x = acc[i][j][lane][2 * h + e] + (a.bias && n < a.n_g ? a.bias[n] : 0.f);
-                  if (a.silu) x = cd::silu_f(x);
+                  if (a.silu()) x = cd::silu_f(x);
                   v[j][e] = x * (a.gamma && n < a.n_g ? a.gamma[n] : 1.f);
                 }
               cd::narrow_stage<NI>(cs, L.c_row, lane, v);
@@ -326,7 +326,7 @@ void emulate_dw_tiled_ks(const ConvParams<__half>& p) {
   std::vector<uint4> xs_words(Tile::kXHalves / 8), ws_words(Tile::kWHalves / 8);
   auto* xs = reinterpret_cast<__half*>(xs_words.data());
   auto* ws = reinterpret_cast<__half*>(ws_words.data());
-  const int gx = cd::dw_channel_pairs(a.c) * ((a.wo + cd::kDwTileW - 1) / cd::kDwTileW);
+  const int gx = cd::dw_channel_pairs(a.c_out) * ((a.wo + cd::kDwTileW - 1) / cd::kDwTileW);
   const int gy = (a.ho + cd::kDwTileH - 1) / cd::kDwTileH;
   for (int bz = 0; bz < a.batch; ++bz)
     for (int by = 0; by < gy; ++by)
@@ -340,7 +340,7 @@ void emulate_dw_tiled_ks(const ConvParams<__half>& p) {
 }
 
 void emulate_dw_tiled(const ConvParams<__half>& p) {
-  switch (p.s.k * 10 + p.s.stride) {
+  switch (p.k * 10 + p.stride) {
     case 31: emulate_dw_tiled_ks<3, 1>(p); break;
     case 32: emulate_dw_tiled_ks<3, 2>(p); break;
     case 51: emulate_dw_tiled_ks<5, 1>(p); break;
@@ -350,7 +350,7 @@ void emulate_dw_tiled(const ConvParams<__half>& p) {
   }
 }
 
-void emulate_narrow(const ConvParams<__half>& p, const yolo12::cuda::conv_detail::F16Plan& plan, int grid) {
+void emulate_narrow(const ConvParams<__half>& p, const yolo12::cuda::ConvPlan& plan, int grid) {
   switch (plan.bn) {
     case 8: emulate_narrow_bn<8>(p, plan, grid); break;
     case 16: emulate_narrow_bn<16>(p, plan, grid); break;
@@ -385,7 +385,7 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   h.ldx = c.x_c0 + s.c_in + c.x_extra;
   h.ldy = c.y_c0 + s.c_out + c.y_extra;
   h.ldr = c.r_c0 + s.c_out + c.r_extra;
-  const std::size_t nx = static_cast<std::size_t>(s.batch) * s.h * s.w * h.ldx;
+  const std::size_t nx = static_cast<std::size_t>(s.batch) * s.h * s.w_in * h.ldx;
   const std::size_t npix_out = static_cast<std::size_t>(s.batch) * s.ho * s.wo;
   const std::size_t ny = npix_out * h.ldy, nr = npix_out * h.ldr;
   const int cin_g = s.c_in / s.groups;
@@ -414,7 +414,7 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   // The parameters of the case, given where its buffers are (x, w, residual, y at their first element).
   auto params = [&](const T* x, const T* w, const float* bias, const float* gamma, const T* res, T* y) {
     ConvParams<T> p;
-    p.s = s;
+    static_cast<ConvShape&>(p) = s;
     p.x = x + c.x_c0;
     p.ldx = h.ldx;
     p.w = w;
@@ -424,7 +424,7 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
     p.ldr = h.ldr;
     p.y = y + c.y_c0;
     p.ldy = h.ldy;
-    p.silu = c.silu;
+    p.act = c.silu ? yolo12::graph::Act::SiLU : yolo12::graph::Act::None;
     return p;
   };
   if constexpr (kHalf) {
@@ -710,11 +710,31 @@ namespace {
 namespace cd = yolo12::cuda::conv_detail;
 
 // The H200's shared memory but a single SM, so that narrow_plan takes shapes of only a few pixel tiles.
-cd::GpuFacts one_sm() {
-  cd::GpuFacts f;
-  f.sms = 1;
+yolo12::cuda::DeviceInfo one_sm() {
+  yolo12::cuda::DeviceInfo f;
+  f.sm_count = 1;
   return f;
 }
+
+// conv_select for a shape with dense, 16-byte aligned views (as the executor's buffers are): what the
+// dispatch runs and the profile's label names. conv_select reads the pointers' alignment, never the memory.
+template <typename T>
+yolo12::cuda::ConvPlan select_dense(const ConvShape& s) {
+  alignas(256) static T storage[8];
+  ConvParams<T> p;
+  static_cast<ConvShape&>(p) = s;
+  p.x = storage;
+  p.w = storage;
+  p.y = storage;
+  p.ldx = s.c_in;
+  p.ldy = s.c_out;
+  return yolo12::cuda::conv_select(p);
+}
+yolo12::cuda::ConvPlan plan_of(const ConvShape& s, bool fp16) {
+  return fp16 ? select_dense<__half>(s) : select_dense<float>(s);
+}
+std::string label_of(const ConvShape& s, bool fp16) { return yolo12::cuda::conv_plan_name(plan_of(s, fp16)); }
+using yolo12::cuda::ConvAlgorithm;
 
 // Small random shapes that conv2d_narrow_f16 takes when planned for one SM: every N tile (c_out cycles
 // through 1..128), 16-byte and scalar A gathers (c_in multiple of 8 at aligned offsets, or not), k 1/3/5,
@@ -734,7 +754,7 @@ std::vector<Case> narrow_cases(int count, std::uint64_t seed) {
     const int ci = vec ? 8 * pick(1, k == 1 ? 10 : (k == 3 ? 4 : 1)) : pick(1, k == 1 ? 60 : (k == 3 ? 31 : 7));
     const int co = couts[v.size() % (sizeof couts / sizeof couts[0])];
     Case c = make_case(pick(1, 3), pick(5, 41), pick(5, 41), ci, co, k, stride, 1, dil);
-    if (!yolo12::cuda::conv_can_implement(c.s) || cd::narrow_plan(c.s, one_sm()).kernel != cd::F16Kernel::Narrow) continue;
+    if (!yolo12::cuda::conv_can_implement(c.s) || cd::narrow_plan(c.s, one_sm()).algorithm != ConvAlgorithm::narrow_f16) continue;
     random_options(c, pick, vec ? kAlignedOffsets : kSliceOffsets);
     v.push_back(c);
   }
@@ -744,9 +764,9 @@ std::vector<Case> narrow_cases(int count, std::uint64_t seed) {
 // narrow_run for case i: its one-SM plan with 2, 3 or 4 stages (i % 3) where they fit, and the grid cap.
 void set_narrow_run(const Case& c, std::size_t i, int max_grid) {
   narrow_run.plan = cd::narrow_plan(c.s, one_sm());
-  REQUIRE(narrow_run.plan.kernel == cd::F16Kernel::Narrow);
+  REQUIRE(narrow_run.plan.algorithm == ConvAlgorithm::narrow_f16);
   const int stages = 2 + static_cast<int>(i % 3);
-  if (cd::narrow_layout(narrow_run.plan.bn, narrow_run.plan.bk, stages).bytes <= cd::GpuFacts().smem_block_optin)
+  if (cd::narrow_layout(narrow_run.plan.bn, narrow_run.plan.bk, stages).bytes <= static_cast<int>(yolo12::cuda::DeviceInfo().smem_per_block_optin))
     narrow_run.plan.stages = stages;
   narrow_run.max_grid = max_grid;
 }
@@ -793,32 +813,32 @@ TEST_CASE("f16_plan takes conv2d_narrow_f16 for the narrow memory-bound convs at
       {yolo_shape(32, 80, 320, 64, 1, 1), true, 64, 320},  // the largest K, one block per SM
   };
   for (const Expect& e : expect) {
-    INFO("B" << e.s.batch << " " << e.s.h << "x" << e.s.w << "x" << e.s.c_in << " -> " << e.s.c_out << " k" << e.s.k
+    INFO("B" << e.s.batch << " " << e.s.h << "x" << e.s.w_in << "x" << e.s.c_in << " -> " << e.s.c_out << " k" << e.s.k
              << " s" << e.s.stride << " g" << e.s.groups);
     REQUIRE(yolo12::cuda::conv_can_implement(e.s));
-    const cd::F16Plan plan = cd::f16_plan(e.s);
-    CHECK((plan.kernel == cd::F16Kernel::Narrow) == e.narrow);
-    CHECK((cd::conv_algorithm(e.s, true) == cd::ConvAlgorithm::NarrowF16) == e.narrow);
+    const yolo12::cuda::ConvPlan plan = cd::f16_plan(e.s);
+    CHECK((plan.algorithm == ConvAlgorithm::narrow_f16) == e.narrow);
+    CHECK((plan_of(e.s, true).algorithm == ConvAlgorithm::narrow_f16) == e.narrow);
     if (!e.narrow) continue;
     CHECK(plan.bn == e.bn);
     CHECK(plan.bk == e.bk);
     CHECK(plan.bm == 128);
     CHECK((plan.stages >= 2 && plan.stages <= 4));
     CHECK(plan.smem_bytes == cd::narrow_layout(plan.bn, plan.bk, plan.stages).bytes);
-    CHECK(plan.smem_bytes <= cd::gpu_facts().smem_block_optin);
+    CHECK(static_cast<std::size_t>(plan.smem_bytes) <= yolo12::cuda::device_info().smem_per_block_optin);
     // fp32 never takes it
-    CHECK(cd::conv_algorithm(e.s, false) != cd::ConvAlgorithm::NarrowF16);
+    CHECK(plan_of(e.s, false).algorithm != ConvAlgorithm::narrow_f16);
   }
-  CHECK(std::string(yolo12::cuda::conv_algorithm_name(expect[0].s, true)) == "narrow_f16 n16");
-  CHECK(std::string(yolo12::cuda::conv_algorithm_name(expect[3].s, true)) == "narrow_f16 n8");
+  CHECK(std::string(label_of(expect[0].s, true)) == "narrow_f16 n16");
+  CHECK(std::string(label_of(expect[3].s, true)) == "narrow_f16 n8");
   // The two switches: f16_narrow for the others, f16_narrow_stem for the small-c_in convs (which then go
   // back to conv2d_direct_small_cin).
   cd::conv_variants().f16_narrow = false;
-  CHECK(cd::conv_algorithm(expect[2].s, true) == cd::ConvAlgorithm::ImplicitGemmF16);
-  CHECK(cd::conv_algorithm(expect[0].s, true) == cd::ConvAlgorithm::NarrowF16);
+  CHECK(plan_of(expect[2].s, true).algorithm == ConvAlgorithm::implicit_gemm_f16);
+  CHECK(plan_of(expect[0].s, true).algorithm == ConvAlgorithm::narrow_f16);
   cd::conv_variants().f16_narrow_stem = false;
-  CHECK(cd::conv_algorithm(expect[0].s, true) == cd::ConvAlgorithm::DirectSmallCin);
-  CHECK(std::string(yolo12::cuda::conv_algorithm_name(expect[0].s, true)) == "direct_small_cin");
+  CHECK(plan_of(expect[0].s, true).algorithm == ConvAlgorithm::direct_small_cin);
+  CHECK(std::string(label_of(expect[0].s, true)) == "direct_small_cin");
   cd::conv_variants() = cd::ConvVariants();
   // The names YOLO12_CONV_VARIANTS takes: exact, so "f16_narrow_stem" alone leaves f16_narrow off.
   const cd::ConvVariants only_stem = cd::parse_conv_variants("f16_narrow_stem");
@@ -882,13 +902,13 @@ TEST_CASE("conv2d_forward runs conv2d_narrow_f16 on large narrow convs (the stem
   int i = 0;
   for (const Case& c : cases) {
     INFO(describe(c));
-    CHECK(cd::conv_algorithm(c.s, true) == cd::ConvAlgorithm::NarrowF16);
+    CHECK(plan_of(c.s, true).algorithm == ConvAlgorithm::narrow_f16);
     check_case<__half>(c, 6000 + i++, Kernel::Forward);
   }
   // The same convs with both narrow variants off (implicit GEMM, direct small-c_in kernel) also match.
   cd::conv_variants().f16_narrow = cd::conv_variants().f16_narrow_stem = false;
   for (const Case& c : cases) {
-    CHECK(cd::conv_algorithm(c.s, true) != cd::ConvAlgorithm::NarrowF16);
+    CHECK(plan_of(c.s, true).algorithm != ConvAlgorithm::narrow_f16);
     check_case<__half>(c, 6100 + i++, Kernel::Forward);
   }
   cd::conv_variants() = cd::ConvVariants();
@@ -901,17 +921,32 @@ TEST_CASE("dwconv_tiled_f16 takes the depthwise convs of yolo12n at batch 32, no
   cd::conv_variants() = cd::ConvVariants();
   for (const auto& s : {yolo_shape(32, 80, 80, 80, 3, 1, 80), yolo_shape(32, 80, 64, 64, 3, 1, 64),
                         yolo_shape(32, 40, 128, 128, 3, 1, 128), yolo_shape(32, 40, 64, 64, 7, 1, 64)}) {
-    CHECK(cd::conv_algorithm(s, true) == cd::ConvAlgorithm::DepthwiseTiledF16);
-    CHECK(cd::conv_algorithm(s, false) == cd::ConvAlgorithm::Depthwise);  // fp32 keeps dwconv_direct
+    CHECK(plan_of(s, true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
+    CHECK(plan_of(s, false).algorithm == ConvAlgorithm::dwconv_direct);  // fp32 keeps dwconv_direct
   }
   // Grids that do not fill the GPU keep dwconv_direct (one output per thread): 7x7 128 at 20x20, batch 1 and 32.
-  CHECK(cd::conv_algorithm(yolo_shape(1, 20, 128, 128, 7, 1, 128), true) == cd::ConvAlgorithm::Depthwise);
-  CHECK(cd::conv_algorithm(yolo_shape(32, 20, 128, 128, 7, 1, 128), true) == cd::ConvAlgorithm::Depthwise);
-  CHECK(cd::conv_algorithm(yolo_shape(32, 80, 36, 36, 3, 1, 36), true) == cd::ConvAlgorithm::Depthwise);  // c % 8
-  CHECK(std::string(yolo12::cuda::conv_algorithm_name(yolo_shape(32, 80, 80, 80, 3, 1, 80), true)) ==
+  CHECK(plan_of(yolo_shape(1, 20, 128, 128, 7, 1, 128), true).algorithm == ConvAlgorithm::dwconv_direct);
+  CHECK(plan_of(yolo_shape(32, 20, 128, 128, 7, 1, 128), true).algorithm == ConvAlgorithm::dwconv_direct);
+  CHECK(plan_of(yolo_shape(32, 80, 36, 36, 3, 1, 36), true).algorithm == ConvAlgorithm::dwconv_direct);  // c % 8
+  CHECK(std::string(label_of(yolo_shape(32, 80, 80, 80, 3, 1, 80), true)) ==
         "depthwise tiled_f16");
+  // The plan is that of the params: views that are not 16-byte vectors (an odd slice) keep dwconv_direct.
+  {
+    alignas(256) static __half storage[16];
+    ConvParams<__half> p;
+    static_cast<ConvShape&>(p) = yolo_shape(32, 80, 80, 80, 3, 1, 80);
+    p.x = storage + 1;
+    p.w = storage;
+    p.y = storage;
+    p.ldx = 81;
+    p.ldy = 80;
+    CHECK(yolo12::cuda::conv_select(p).algorithm == ConvAlgorithm::dwconv_direct);
+    p.x = storage;
+    p.ldx = 88;
+    CHECK(yolo12::cuda::conv_select(p).algorithm == ConvAlgorithm::dwconv_tiled_f16);
+  }
   cd::conv_variants().dw_tiled_f16 = false;
-  CHECK(cd::conv_algorithm(yolo_shape(32, 80, 80, 80, 3, 1, 80), true) == cd::ConvAlgorithm::Depthwise);
+  CHECK(plan_of(yolo_shape(32, 80, 80, 80, 3, 1, 80), true).algorithm == ConvAlgorithm::dwconv_direct);
   cd::conv_variants() = cd::ConvVariants();
 }
 
@@ -963,12 +998,12 @@ TEST_CASE("conv2d_forward runs dwconv_tiled_f16 on large depthwise convs, as dwc
   int i = 0;
   for (const Case& c : cases) {
     INFO(describe(c));
-    CHECK(cd::conv_algorithm(c.s, true) == cd::ConvAlgorithm::DepthwiseTiledF16);
+    CHECK(plan_of(c.s, true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
     check_case<__half>(c, 8500 + i++, Kernel::Forward);
   }
   cd::conv_variants().dw_tiled_f16 = false;
   for (const Case& c : cases) {
-    CHECK(cd::conv_algorithm(c.s, true) == cd::ConvAlgorithm::Depthwise);
+    CHECK(plan_of(c.s, true).algorithm == ConvAlgorithm::dwconv_direct);
     check_case<__half>(c, 8600 + i++, Kernel::Forward);
   }
   cd::conv_variants() = cd::ConvVariants();
@@ -1016,7 +1051,8 @@ TEST_CASE("conv2d_forward is capturable in a CUDA graph and replays to the same 
   // This shape takes split-K (clusters of 4 blocks): their launch must capture and replay too, and the
   // cluster's reduction order is fixed, so the replay is bit-identical.
   REQUIRE(yolo12::cuda::conv_detail::f16_plan(s).split == 4);
-  const std::size_t nx = 1ull * s.batch * s.h * s.w * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
+  CHECK(label_of(s, true) == "implicit_gemm_f16 split-K 4");
+  const std::size_t nx = 1ull * s.batch * s.h * s.w_in * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
   std::vector<float> w(1ull * s.c_out * s.c_in * 9), hx(nx);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
@@ -1032,7 +1068,7 @@ TEST_CASE("conv2d_forward is capturable in a CUDA graph and replays to the same 
   TEST_CUDA(cudaMemset(dy1.data(), 0xff, ny * 2));  // NaN
   TEST_CUDA(cudaMemset(dy2.data(), 0xff, ny * 2));
   ConvParams<__half> p;
-  p.s = s;
+  static_cast<ConvShape&>(p) = s;
   p.x = dx.data();
   p.ldx = s.c_in;
   p.w = dw.data();
@@ -1109,7 +1145,7 @@ template <typename T>
 void bench_shape(const BenchShape& b, int batch, const char* label) {
   Case c = make_case(batch, b.h, b.h, b.ci, b.co, b.k, b.stride, b.groups);
   const ConvShape& s = c.s;
-  const std::size_t nx = 1ull * s.batch * s.h * s.w * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
+  const std::size_t nx = 1ull * s.batch * s.h * s.w_in * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
   std::vector<float> w(1ull * s.c_out * (s.c_in / s.groups) * s.k * s.k), bias(s.c_out);
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
@@ -1125,7 +1161,7 @@ void bench_shape(const BenchShape& b, int batch, const char* label) {
   TEST_CUDA(cudaMemcpy(dw.data(), packed.data(), packed.size() * sizeof(T), cudaMemcpyHostToDevice));
   TEST_CUDA(cudaMemcpy(db.data(), bias.data(), s.c_out * 4, cudaMemcpyHostToDevice));
   ConvParams<T> p;
-  p.s = s;
+  static_cast<ConvShape&>(p) = s;
   p.x = dx.data();
   p.ldx = s.c_in;
   p.w = dw.data();

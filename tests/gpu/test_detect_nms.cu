@@ -217,7 +217,7 @@ void run_case(std::mt19937& rng, int B, const std::vector<Level>& levels, int nc
   for (const Setting& s : settings) {
     INFO("B " << B << " A " << A << " nc " << nc << " setting " << s.name << (sizeof(T) == 2 ? " fp16" : " fp32"));
     REQUIRE(detect_can_implement(static_cast<int>(levels.size()), reg_max, nc, s.max_det));
-    DetectParams<T> p;
+    DetectHeadParams<T> p;
     p.batch = B;
     p.nc = nc;
     p.reg_max = reg_max;

@@ -179,13 +179,13 @@ void run_copy() {
     const auto x = random_nhwc<T>(rng, static_cast<std::size_t>(s.B) * P * ldx);
     const std::size_t ny = static_cast<std::size_t>(s.B) * P * ldy;
     DeviceBuffer dx = upload(x), dy = upload(nan_filled<T>(ny));
-    ChannelCopyParams<T> p;
+    CopyChannelsParams<T> p;
     p.x = dx.as<T>() + cx0;
     p.ldx = ldx;
     p.y = dy.as<T>() + cy0;
     p.ldy = ldy;
     p.batch = s.B, p.pixels = static_cast<int>(P), p.c = s.C;
-    channel_copy<T>(p, nullptr);
+    copy_channels<T>(p, nullptr);
     YOLO12_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<float> ref(static_cast<std::size_t>(s.B) * P * s.C);
     for (long long i = 0; i < s.B * P; ++i)
@@ -234,7 +234,7 @@ TEST_CASE("max_pool_same matches the CPU loop, padding never wins", "[gpu][eleme
   SECTION("fp16") { run_maxpool<__half>(); }
 }
 
-TEST_CASE("channel_copy moves exactly the slice", "[gpu][elementwise]") {
+TEST_CASE("copy_channels moves exactly the slice", "[gpu][elementwise]") {
   SECTION("fp32") { run_copy<float>(); }
   SECTION("fp16") { run_copy<__half>(); }
 }

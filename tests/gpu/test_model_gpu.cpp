@@ -9,7 +9,8 @@
 //  * detections with the real COCO weights on the shared images, decoded to uint8 BGR .npy.gz files in
 //    $YOLO12_DECODED_DIR (tools/gpu_check.sh makes them: the GPU machine has no OpenCV C++): GPU fp32
 //    == CPU backend (same boxes within 0.05 px, scores within 1e-3, classes), fixed and rect; GPU fp16
-//    finds every confident CPU box; a batch and a clone give the same detections as one image.
+//    finds every confident CPU box; a batch (fixed, and rect with images of different sizes) and a clone
+//    give the same detections as one image.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -287,17 +288,24 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
           }
         ++compared;
       }
-      // A batch of both images equals the two single calls (fixed mode; rect needs equal sizes).
-      if (!mode.rect) {
+      // A batch of both images equals the two single calls, in rect mode too: there the two images
+      // (810x1080 and 1280x720) get different rectangles and run as two groups (docs/api.md, "Batches").
+      {
         const std::vector<Result> rb = gpu.detect(std::vector<ImageView>{decoded[0].view(), decoded[1].view()});
         REQUIRE(rb.size() == 2);
+        if (mode.rect) CHECK(rb[0].input_width != rb[1].input_width);
         for (int ii = 0; ii < 2; ++ii) {
+          INFO("batch image " << ii << (mode.rect ? " rect" : " fixed"));
           const Result single = gpu.detect(decoded[static_cast<std::size_t>(ii)].view());
+          CHECK(rb[ii].input_width == single.input_width);
+          CHECK(rb[ii].input_height == single.input_height);
           CHECK(rb[ii].detections.size() == single.detections.size());
           const Match mb = match(rb[ii].detections, single.detections, 0.99);
           CHECK(mb.matched == static_cast<int>(single.detections.size()));
           CHECK(mb.worst_box < 1e-3);
         }
+      }
+      if (!mode.rect) {
         // A clone shares the weights and gives the same answer.
         Detector other = gpu.clone();
         const Result a = gpu.detect(decoded[0].view()), b = other.detect(decoded[0].view());

@@ -213,7 +213,7 @@ class CliTest(unittest.TestCase):
             ("--imgsz", "320", "100"): "multiple of 32",
             ("--conf", "1.5"): "--conf",
             ("--iou", "-0.1"): "--iou",
-            ("--device", "tpu"): "unknown device",
+            ("--device", "tpu"): "device 'tpu' is not a device",
             ("--batch", "0"): "--batch",
             ("--vid-stride", "0"): "--vid-stride",
             ("--max-det", "0"): "--max-det",

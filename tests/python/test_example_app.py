@@ -20,7 +20,8 @@ BUILD = os.environ.get("YOLO12_BINARY_DIR", os.path.join(SRC, "build"))
 FIXTURE = os.path.join(SRC, "tests", "data", "yolo12n_rand.pt")
 
 # What a shared libyolo12 may export in namespace yolo12 (include/yolo12: YOLO12_API).
-PUBLIC = ("yolo12::Detector", "yolo12::ByteTracker", "yolo12::ModelInfo", "yolo12::version", "yolo12::read_model_info", "yolo12::Error",
+PUBLIC = ("yolo12::Detector", "yolo12::DetectorPool", "yolo12::DeviceSpec", "yolo12::parse_devices",
+          "yolo12::ByteTracker", "yolo12::ModelInfo", "yolo12::version", "yolo12::read_model_info", "yolo12::Error",
           "yolo12::ModelError", "yolo12::InputError", "yolo12::OptionError", "yolo12::CudaError")
 
 

@@ -539,12 +539,13 @@ class Checksum(unittest.TestCase):
 class FormatVersion2(Tmp):
     def test_v2_is_v1_plus_the_trailer(self):
         pt = os.path.join(REPO, "tests", "data", "yolo12n_rand.pt")
-        code, out, err = run_export(pt, self.out("v1.y12"), "--fp16")  # f16: a 5 MB file for the plain reference
+        code, out, err = run_export(pt, self.out("v1.y12"), "--fp16", "--format-version", "1")  # f16: a 5 MB file
         self.assertEqual(code, 0, err)
-        code, out, err = run_export(pt, self.out("v2.y12"), "--fp16", "--format-version", "2")
+        code, out, err = run_export(pt, self.out("v2.y12"), "--fp16")
         self.assertEqual(code, 0, err)
         v1, v2 = read_bytes(self.out("v1.y12")), read_bytes(self.out("v2.y12"))
-        self.assertEqual(struct.unpack("<I", v1[8:12])[0], 1, "version 1 stays the default for now")
+        self.assertEqual(struct.unpack("<I", v1[8:12])[0], 1)
+        self.assertEqual(struct.unpack("<I", v2[8:12])[0], 2, "version 2 is the default")
         self.assertEqual(struct.unpack("<I", v2[8:12])[0], 2)
         self.assertEqual(len(v2), len(v1) + 16)
         self.assertEqual(v2[:8] + v2[12:len(v1)], v1[:8] + v1[12:], "the same bytes apart from the version")

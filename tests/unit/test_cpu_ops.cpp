@@ -136,7 +136,9 @@ void run_conv_case(const ConvCase& t, yolo12::cpu::ThreadPool& pool, std::mt1993
     p.pad = t.pad;
     p.dilation = t.dilation;
     p.groups = t.groups;
-    p.silu = t.silu;
+    p.c_in = t.c_in;
+    p.c_out = t.c_out;
+    p.act = t.silu ? yolo12::graph::Act::SiLU : yolo12::graph::Act::None;
     yolo12::cpu::conv2d(p, pool);
     const double err = rel_err(y.extract(), want);
     INFO("conv b" << t.batch << " " << t.c_in << "->" << t.c_out << " " << t.h << "x" << t.w << " k" << t.k << " s"
@@ -191,6 +193,7 @@ TEST_CASE("conv2d rejects views that disagree with the conv", "[cpu][conv]") {
   p.bias = b.data();
   p.k = 3;
   p.pad = 1;
+  p.c_in = p.c_out = 4;
   REQUIRE_THROWS_AS(yolo12::cpu::conv2d(p, pool), yolo12::InputError);
 }
 
@@ -323,7 +326,12 @@ TEST_CASE("upsample, max-pool and copy match naive references", "[cpu][resample]
   yolo12::cpu::ThreadPool pool(2);
   for (int factor : {1, 2, 3}) {
     Buffer in(2, 7, 1, 5, 3, 4, rng), out(2, 9, 2, 5, 3 * factor, 4 * factor, rng);
-    yolo12::cpu::upsample_nearest({in.view(), out.view(), 2, factor}, pool);
+    yolo12::cpu::UpsampleParams up;
+    up.factor = factor;
+    up.in = in.view();
+    up.out = out.view();
+    up.batch = 2;
+    yolo12::cpu::upsample_nearest(up, pool);
     std::vector<double> want;
     for (int b = 0; b < 2; ++b)
       for (int c = 0; c < 5; ++c)
@@ -336,7 +344,12 @@ TEST_CASE("upsample, max-pool and copy match naive references", "[cpu][resample]
       const int h = shape ? 2 : 11, w = shape ? 3 : 9;  // a map smaller than the window, too
       Buffer in(2, 6, 3, 3, h, w, rng), out(2, 4, 0, 3, h, w, rng);
       for (auto& v : in.data) v -= 2.f;  // all negative: a zero pad would win if it were used
-      yolo12::cpu::max_pool_same({in.view(), out.view(), 2, k}, pool);
+      yolo12::cpu::MaxPoolParams mp;
+      mp.k = k;
+      mp.in = in.view();
+      mp.out = out.view();
+      mp.batch = 2;
+      yolo12::cpu::max_pool_same(mp, pool);
       std::vector<double> want;
       for (int b = 0; b < 2; ++b)
         for (int c = 0; c < 3; ++c)
@@ -369,7 +382,7 @@ TEST_CASE("detect decode matches a naive DFL + anchors reference", "[cpu][detect
     const std::vector<int> strides = {8, 16, 32};
     const int H = 64, W = 96;  // input size
     std::vector<Buffer> box, cls;
-    yolo12::cpu::DetectParams p;
+    yolo12::cpu::DetectDecodeParams p;
     int A = 0;
     for (int s : strides) {
       box.emplace_back(batch, 4 * reg_max + 2, 1, 4 * reg_max, H / s, W / s, rng);

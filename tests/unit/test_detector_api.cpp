@@ -1,5 +1,6 @@
 // Detector facade: options are validated before any work, bad image views are refused with
 // InputError and leave the detector usable, a bad model path is a ModelError naming it.
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <sys/stat.h>
@@ -89,6 +90,24 @@ TEST_CASE("model info", "[api]") {
   CHECK(s.find("64x64") != std::string::npos);
 }
 
+TEST_CASE("read_model_info runs the graph checks a detector runs: a file no detector can load fails it", "[api]") {
+  // Layer 4 at stride 1 keeps every tensor's shape (so the file itself is sound) but leaves the P5
+  // level at 4 x 4 for the 64 x 64 input, which a stride of 32 cannot give.
+  TestModel m = tiny_model(3, 11);
+  m.header["layers"][4]["s"] = 1;
+  const std::string dir = binary_dir() + "/test_tmp";
+  ::mkdir(dir.c_str(), 0755);
+  const std::string path = dir + "/api_bad_level.y12";
+  write_file(path, serialize(m));
+  try {
+    read_model_info(path);
+    FAIL("read_model_info passed a file no detector can load");
+  } catch (const ModelError& e) {
+    CHECK(message_has(e, "level 2"));
+  }
+  REQUIRE_THROWS_AS(Detector(path, cpu_options()), ModelError);
+}
+
 TEST_CASE("detect on the CPU: bad views are refused, good ones work, clone shares the model", "[api]") {
   Detector det(tiny_model_path(), cpu_options());
   CHECK(det.device_name() == "cpu");
@@ -144,5 +163,48 @@ TEST_CASE("asking for CUDA where there is none is an OptionError", "[api]") {
     SUCCEED("a CUDA device is present");
   } catch (const OptionError& e) {
     CHECK(message_has(e, "cuda"));
+  }
+}
+
+TEST_CASE("rect batch of differently sized images: each image as if it ran alone", "[api][rect]") {
+  // Batches (docs/api.md): in rect mode every image gets its own minimum rectangle; images sharing one
+  // run together. The same policy on every backend (tests/gpu/test_model_gpu.cpp checks CUDA).
+  DetectorOptions o = cpu_options();
+  o.input_height = o.input_width = 128;
+  o.rect = true;
+  o.max_batch = 4;
+  o.conf = 0.05f;
+  Detector det(tiny_model_path(), o);
+  std::mt19937 rng(5);
+  struct Image {
+    int w, h;
+    std::vector<std::uint8_t> px;
+  };
+  std::vector<Image> images = {{200, 100, {}}, {100, 200, {}}, {150, 150, {}}, {210, 96, {}}};
+  std::vector<ImageView> views;
+  for (Image& im : images) {
+    im.px.resize(static_cast<std::size_t>(im.w) * im.h * 3);
+    for (auto& p : im.px) p = static_cast<std::uint8_t>(rng() & 0xff);
+    views.push_back(ImageView{im.px.data(), im.w, im.h, static_cast<std::size_t>(im.w) * 3, PixelFormat::BGR8});
+  }
+  const std::vector<Result> batch = det.detect(views);
+  REQUIRE(batch.size() == views.size());
+  const int want_in[4][2] = {{128, 64}, {64, 128}, {128, 128}, {128, 64}};  // (w, h): 0 and 3 share one
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    INFO("image " << i << " " << views[i].width << "x" << views[i].height);
+    const Result single = det.detect(views[i]);
+    CHECK(batch[i].input_width == want_in[i][0]);
+    CHECK(batch[i].input_height == want_in[i][1]);
+    CHECK(single.input_width == batch[i].input_width);
+    CHECK(single.input_height == batch[i].input_height);
+    CHECK(batch[i].image_width == views[i].width);
+    REQUIRE(!single.detections.empty());
+    REQUIRE(batch[i].detections.size() == single.detections.size());
+    for (std::size_t k = 0; k < single.detections.size(); ++k) {
+      CHECK(batch[i].detections[k].class_id == single.detections[k].class_id);
+      CHECK(std::fabs(batch[i].detections[k].score - single.detections[k].score) < 1e-5f);
+      CHECK(std::fabs(batch[i].detections[k].box.x1 - single.detections[k].box.x1) < 1e-3f);
+      CHECK(std::fabs(batch[i].detections[k].box.y2 - single.detections[k].box.y2) < 1e-3f);
+    }
   }
 }

@@ -3,6 +3,7 @@
 // slices disjoint and covering), the required tensor list against numbers and shapes derived here
 // independently (and Ultralytics' own parameter counts), and bad headers.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -15,6 +16,8 @@
 #include "yolo12/errors.hpp"
 
 using nlohmann::json;
+using yolo12::graph::AttentionOp;
+using yolo12::graph::ConvOp;
 using yolo12::graph::Graph;
 using yolo12::graph::Op;
 using yolo12::graph::OpKind;
@@ -132,41 +135,16 @@ long long total_elements(const std::vector<ParamSpec>& params) {
   return n;
 }
 
-// What each op reads and writes.
+// What each op reads and writes (the op table's own lists, optional operands dropped).
 void op_refs(const Op& op, std::vector<ValueRef>& reads, std::vector<ValueRef>& writes) {
-  reads.clear();
-  writes.clear();
-  switch (op.kind) {
-    case OpKind::Conv:
-      reads = {op.conv.in};
-      if (op.conv.residual.valid()) reads.push_back(op.conv.residual);
-      writes = {op.conv.out};
-      break;
-    case OpKind::Upsample:
-      reads = {op.upsample.in};
-      writes = {op.upsample.out};
-      break;
-    case OpKind::MaxPool:
-      reads = {op.maxpool.in};
-      writes = {op.maxpool.out};
-      break;
-    case OpKind::Copy:
-      reads = {op.copy.in};
-      writes = {op.copy.out};
-      break;
-    case OpKind::Attention: {
-      const auto& a = op.attention;
-      reads = {a.q, a.k, a.v};
-      writes = {a.out};
-      if (a.v_image.valid()) writes.push_back(a.v_image);
-      break;
-    }
-    case OpKind::Detect:
-      reads = op.detect.box;
-      reads.insert(reads.end(), op.detect.cls.begin(), op.detect.cls.end());
-      writes = {op.detect.out};
-      break;
-  }
+  auto valid = [](std::vector<ValueRef> v) {
+    v.erase(std::remove_if(v.begin(), v.end(), [](const ValueRef& r) { return !r.valid(); }), v.end());
+    return v;
+  };
+  yolo12::graph::visit_op(op, [&](const auto& o) {
+    reads = valid(o.reads());
+    writes = valid(o.writes());
+  });
 }
 
 // Checks the dataflow of a graph: slices inside their values, every channel read was written
@@ -194,6 +172,14 @@ void check_dataflow(const Graph& g, const std::map<std::string, int>& rewritten 
       for (int c = w.c0; c < w.c0 + w.c; ++c) ++writes_per_channel[w.value][c];
     }
   }
+  // The head reads the graph's outputs after the last op: every one of them was written.
+  REQUIRE(!g.outputs.empty());
+  for (const ValueRef& r : g.outputs) {
+    INFO("the head reads value " << r.value << " [" << r.c0 << ", " << r.c0 + r.c << ")");
+    REQUIRE(r.valid());
+    REQUIRE(r.c0 + r.c <= g.values[r.value].c);
+    for (int c = r.c0; c < r.c0 + r.c; ++c) REQUIRE(writes_per_channel[r.value][c] > 0);
+  }
   for (std::size_t v = 1; v < g.values.size(); ++v) {
     int twice = 0;
     for (int n : writes_per_channel[v]) {
@@ -211,7 +197,7 @@ void check_dataflow(const Graph& g, const std::map<std::string, int>& rewritten 
 std::map<OpKind, int> count_ops(const Graph& g, const std::string& prefix) {
   std::map<OpKind, int> n;
   for (const Op& op : g.ops)
-    if (op.name.compare(0, prefix.size(), prefix) == 0) ++n[op.kind];
+    if (op.name.compare(0, prefix.size(), prefix) == 0) ++n[op.kind()];
   return n;
 }
 
@@ -354,16 +340,21 @@ TEST_CASE("YOLO12n / YOLO11n / YOLOv8n graphs: dataflow, free concats, shapes", 
     check_dataflow(g);
     REQUIRE(g.values[Graph::kInputValue].c == 3);
     REQUIRE(g.values[Graph::kInputValue].h == h);
-    const auto& out = g.values[g.output_value];
-    REQUIRE(out.c == 84);
-    REQUIRE(out.h == 1);
-    REQUIRE(out.w == (h / 8) * (w / 8) + (h / 16) * (w / 16) + (h / 32) * (w / 32));
+    REQUIRE(g.head.kind == yolo12::graph::HeadKind::Detect);
+    REQUIRE(g.head.raw_channels() == 84);
+    REQUIRE(g.head.raw_anchors() == (h / 8) * (w / 8) + (h / 16) * (w / 16) + (h / 32) * (w / 32));
+    REQUIRE(g.head.detect.strides == std::vector<int>{8, 16, 32});
+    REQUIRE(g.outputs.size() == 6);  // box and class map per level
+    for (std::size_t l = 0; l < 3; ++l) {
+      REQUIRE(g.values[g.head.detect.box[l].value].h * g.head.detect.strides[l] == h);
+      REQUIRE(g.head.detect.box[l].c == 64);
+      REQUIRE(g.head.detect.cls[l].c == 80);
+    }
     // Concats are free: no copy op anywhere in yolo12n.
     REQUIRE(count_ops(g, "model.")[OpKind::Copy] == 0);
     // Per layer: 8 ABlocks -> 8 attention ops; 3 levels x 8 head convs.
     REQUIRE(count_ops(g, "model.")[OpKind::Attention] == 8);
     REQUIRE(count_ops(g, "model.21.")[OpKind::Conv] == 24);
-    REQUIRE(count_ops(g, "model.21")[OpKind::Detect] == 1);
     // The Concat layer 10 buffer holds the upsample of layer 8 (256 ch) then layer 6 (128 ch).
     const Op* up = nullptr;
     const Op* a6 = nullptr;
@@ -373,10 +364,12 @@ TEST_CASE("YOLO12n / YOLO11n / YOLOv8n graphs: dataflow, free concats, shapes", 
     }
     REQUIRE(up);
     REQUIRE(a6);
-    REQUIRE(up->upsample.out.value == a6->conv.out.value);
-    REQUIRE(up->upsample.out.c0 == 0);
-    REQUIRE(a6->conv.out.c0 == 256);
-    REQUIRE(g.values[up->upsample.out.value].c == 384);
+    const auto& ups = up->get<yolo12::graph::UpsampleOp>();
+    const auto& cv2 = a6->get<yolo12::graph::ConvOp>();
+    REQUIRE(ups.out.value == cv2.out.value);
+    REQUIRE(ups.out.c0 == 0);
+    REQUIRE(cv2.out.c0 == 256);
+    REQUIRE(g.values[ups.out.value].c == 384);
   }
   {
     const Graph g = yolo12::graph::build_graph(header_with(kYolo11n), 640, 640);
@@ -422,22 +415,24 @@ TEST_CASE("op counts per layer type", "[graph]") {
     REQUIRE(m.at("model.5.m.0.0.mlp.0.conv.weight") == std::vector<long long>{76, 64, 1, 1});  // int(64 * 1.2)
     for (const Op& op : g.ops) {
       if (op.name == "model.5.cv2") {
-        REQUIRE(op.conv.gamma == "model.5.gamma");
-        REQUIRE(op.conv.residual.valid());
-        REQUIRE(op.conv.residual.c == 64);
+        const auto& c = op.get<ConvOp>();
+        REQUIRE(c.gamma == "model.5.gamma");
+        REQUIRE(c.residual.valid());
+        REQUIRE(c.residual.c == 64);
       }
-      if (op.kind == OpKind::Attention) {
-        REQUIRE(op.attention.heads == 2);
-        REQUIRE(op.attention.q_head_stride == 96);
-        REQUIRE(op.attention.k.c0 - op.attention.q.c0 == 32);
-        REQUIRE(op.attention.v_image.valid());  // v is interleaved with q, k: written out for pe
-        REQUIRE(op.attention.area == 2);
+      if (const auto* a = op.get_if<AttentionOp>()) {
+        REQUIRE(a->attrs.heads == 2);
+        REQUIRE(a->attrs.q_head_stride == 96);
+        REQUIRE(a->k.c0 - a->q.c0 == 32);
+        REQUIRE(a->v_image.valid());  // v is interleaved with q, k: written out for pe
+        REQUIRE(a->attrs.area == 2);
       }
       if (op.name.find("attn.pe") != std::string::npos) {
-        REQUIRE(op.conv.groups == 64);
-        REQUIRE(op.conv.k == 7);
-        REQUIRE(op.conv.residual.valid());
-        REQUIRE(op.conv.act == yolo12::graph::Act::None);
+        const auto& c = op.get<ConvOp>();
+        REQUIRE(c.attrs.groups == 64);
+        REQUIRE(c.attrs.k == 7);
+        REQUIRE(c.residual.valid());
+        REQUIRE(c.attrs.act == yolo12::graph::Act::None);
       }
     }
   }
@@ -451,10 +446,10 @@ TEST_CASE("op counts per layer type", "[graph]") {
     const Graph g = yolo12::graph::build_graph(tiny_header(t), 64, 96);
     REQUIRE(param_map(g.params).count("model.5.gamma") == 0);
     for (const Op& op : g.ops)
-      if (op.kind == OpKind::Attention) {
-        REQUIRE(op.attention.q_head_stride == 32);
-        REQUIRE(op.attention.k.c0 - op.attention.q.c0 == 64);
-        REQUIRE_FALSE(op.attention.v_image.valid());  // the v conv output already is the pe input
+      if (const auto* a = op.get_if<AttentionOp>()) {
+        REQUIRE(a->attrs.q_head_stride == 32);
+        REQUIRE(a->k.c0 - a->q.c0 == 64);
+        REQUIRE_FALSE(a->v_image.valid());  // the v conv output already is the pe input
       }
   }
   {
@@ -477,13 +472,13 @@ TEST_CASE("op counts per layer type", "[graph]") {
     REQUIRE(n[OpKind::Attention] == 2);
     const Graph g = yolo12::graph::build_graph(tiny_header({{"type", "C2PSA"}, {"c1", 64}, {"c2", 64}, {"n", 1}, {"e", 0.5}}), 64, 96);
     for (const Op& op : g.ops)
-      if (op.kind == OpKind::Attention) {
+      if (const auto* a = op.get_if<AttentionOp>()) {
         // c = 32: one head (max(c / 64, 1)), head_dim 32, key_dim 16, scale 16^-0.5
-        REQUIRE(op.attention.heads == 1);
-        REQUIRE(op.attention.dqk == 16);
-        REQUIRE(op.attention.dv == 32);
-        REQUIRE(op.attention.scale > 0.2499f);
-        REQUIRE(op.attention.scale < 0.2501f);
+        REQUIRE(a->attrs.heads == 1);
+        REQUIRE(a->attrs.dqk == 16);
+        REQUIRE(a->attrs.dv == 32);
+        REQUIRE(a->attrs.scale > 0.2499f);
+        REQUIRE(a->attrs.scale < 0.2501f);
       }
   }
   {
@@ -492,8 +487,8 @@ TEST_CASE("op counts per layer type", "[graph]") {
     REQUIRE(n[OpKind::Conv] == 1);
     const Graph g = yolo12::graph::build_graph(tiny_header({{"type", "Conv"}, {"c1", 64}, {"c2", 48}, {"k", 1}, {"s", 1}, {"p", 0}, {"g", 1}, {"d", 1}, {"act", "silu"}}, true), 64, 96);
     REQUIRE(count_ops(g, "model.6")[OpKind::Conv] == 18);
-    REQUIRE(g.values[g.output_value].w == 8 * 12 + 4 * 6 + 2 * 3);
-    REQUIRE(g.values[g.output_value].c == 4 + 3);
+    REQUIRE(g.head.raw_anchors() == 8 * 12 + 4 * 6 + 2 * 3);
+    REQUIRE(g.head.raw_channels() == 4 + 3);
   }
 }
 
@@ -575,5 +570,53 @@ TEST_CASE("bad headers throw ModelError naming the layer", "[graph]") {
     REQUIRE_NOTHROW(yolo12::graph::build_graph(tiny_header(block), 64, 96));
     throws_with(tiny_header(block), {"layer 5", "area=3", "tokens"}, 64, 64);
     REQUIRE_NOTHROW(yolo12::graph::required_params(tiny_header(block)));
+  }
+}
+
+TEST_CASE("out-of-range, non-integral and non-finite fields throw ModelError naming the field (issue 13)", "[graph]") {
+  // Each of these used to reach a float-to-int conversion or an int product that overflows
+  // (undefined behaviour, caught by UBSan); the checked reader and the 64-bit shape arithmetic
+  // reject them with a message that says what is wrong.
+  auto throws_with = [](const json& h, const std::vector<std::string>& parts) {
+    for (int pass = 0; pass < 2; ++pass) {  // build_graph and required_params read the same fields
+      try {
+        if (pass == 0) yolo12::graph::build_graph(h, 640, 640);
+        else yolo12::graph::required_params(h);
+        FAIL("no error");
+      } catch (const yolo12::ModelError& e) {
+        const std::string msg = e.what();
+        INFO(msg);
+        for (const auto& p : parts) REQUIRE(msg.find(p) != std::string::npos);
+      }
+    }
+  };
+  auto with = [](int layer, const char* key, const json& value) {
+    json h = header_with(kYolo12n);
+    h["layers"][layer][key] = value;
+    return h;
+  };
+  throws_with(with(0, "k", 1e300), {"layer 0", "field 'k'", "out of range"});
+  throws_with(with(0, "k", 2.5), {"layer 0", "field 'k'", "must be an integer"});
+  throws_with(with(0, "c2", json(1LL << 40)), {"layer 0", "field 'c2'", "out of range"});
+  throws_with(with(0, "c2", json(~0ULL)), {"layer 0", "field 'c2'", "out of range"});
+  throws_with(with(2, "e", 1e300), {"layer 2", "hidden channels", "out of range"});
+  throws_with(with(2, "e", std::nan("")), {"layer 2", "field 'e'", "finite"});
+  throws_with(with(2, "n", 100000), {"layer 2", "n must be in 0..256"});
+  throws_with(with(6, "mlp_ratio", 1e300), {"layer 6", "mlp hidden channels", "out of range"});
+  throws_with(with(9, "scale", 1e300), {"layer 9", "scale must be a positive integer"});
+  throws_with(with(21, "nc", json(1LL << 40)), {"layer 21", "field 'nc'", "out of range"});
+  throws_with(with(10, "from", json::array({9, 1LL << 40})), {"layer 10", "field 'from'", "out of range"});
+  {
+    // The default padding d * (k - 1) / 2 of k 40001, d 40000 is 8e8: too large (an int product
+    // that fits, and one step from those that do not).
+    json h = with(0, "k", 40001);
+    h["layers"][0]["d"] = 40000;
+    h["layers"][0].erase("p");
+    throws_with(h, {"layer 0", "padding", "outside"});
+  }
+  {
+    // Upsample of the 20 x 20 P5 map by 2^23: 167772160 pixels a side, beyond the 2^24 limit.
+    json h = with(9, "scale", json(1 << 23));
+    throws_with(h, {"layer 9", "output height", "outside"});
   }
 }

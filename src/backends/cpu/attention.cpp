@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/gemm_tile.hpp"
+#include "backends/cpu/ops.hpp"
 #include "backends/cpu/simd.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "yolo12/errors.hpp"
@@ -119,6 +120,27 @@ void area_attention(const AttentionParams& p, ThreadPool& pool) {
   const auto task = cpu_has_avx2() ? attention_task_avx2 : attention_task_generic;
   pool.parallel_for(static_cast<std::ptrdiff_t>(p.batch) * p.area * p.heads,
                     [&](std::ptrdiff_t t, int) { task(p, n, t); });
+}
+
+Step bind(const graph::AttentionOp& op, const BindContext& ctx) {
+  const graph::AttentionAttrs& a = op.attrs;
+  AttentionParams p;
+  static_cast<graph::AttentionAttrs&>(p) = a;
+  const graph::ValueRef q = op.q, k = op.k, v = op.v, out = op.out, v_image = op.v_image;
+  Step step;
+  step.run = [p, q, k, v, out, v_image](const ValueViews& views, int batch, ThreadPool& pool) {
+    AttentionParams r = p;
+    r.q = views.view(q);
+    r.k = views.view(k);
+    r.v = views.view(v);
+    r.out = views.view(out);
+    r.v_image = views.view(v_image);
+    r.batch = batch;
+    area_attention(r, pool);
+  };
+  step.label = ctx.op_name + " attention area " + std::to_string(a.area) + ", " + std::to_string(a.heads) +
+               " heads, d " + std::to_string(a.dqk) + "/" + std::to_string(a.dv);
+  return step;
 }
 
 }  // namespace yolo12::cpu

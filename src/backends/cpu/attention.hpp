@@ -14,12 +14,14 @@
 #pragma once
 
 #include "backends/cpu/tensor_view.hpp"
+#include "graph/ops.hpp"
 
 namespace yolo12::cpu {
 
 class ThreadPool;
 
-struct AttentionParams {
+// The graph op's attributes (heads, dqk, dv, head strides, area, scale) and this call's views.
+struct AttentionParams : graph::AttentionAttrs {
   TensorView q;         // (B, *, H, W): head h, dim d at view channel h * q_head_stride + d
   TensorView k;         // (B, *, H, W): likewise with k_head_stride
   TensorView v;         // (B, *, H, W): likewise with v_head_stride
@@ -27,10 +29,6 @@ struct AttentionParams {
   TensorView v_image;   // optional (B, heads * dv, H, W)
   float* lse = nullptr; // optional (B, heads, H*W)
   int batch = 1;
-  int heads = 1, dqk = 32, dv = 32;
-  int q_head_stride = 96, k_head_stride = 96, v_head_stride = 96;
-  int area = 1;
-  float scale = 0.f;
 };
 
 // Throws yolo12::InputError if H*W is not divisible by area or a view is too small.

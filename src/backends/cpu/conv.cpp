@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/gemm_tile.hpp"
+#include "backends/cpu/ops.hpp"
 #include "backends/cpu/simd.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "yolo12/errors.hpp"
@@ -19,34 +21,30 @@ constexpr int MR = kConvMR;
 constexpr int NR = kConvNR;
 static_assert(MR == kGemmMR && NR == kGemmNR, "conv packs for the GEMM tile kernel");
 
-// Shape of one conv call, derived from the params and checked once.
-struct ConvShape {
-  int batch, c_in, h, w, c_out, ho, wo, k, stride, pad, dilation, groups;
+// Shape of one conv call: the op's attributes and the sizes of the views, checked once.
+struct ConvShape : graph::ConvAttrs {
+  int batch, h, w, ho, wo;
   int cin_g, cout_g, K;  // K = cin_g * k * k
   std::ptrdiff_t N;      // ho * wo
 };
 
 ConvShape check_shape(const ConvParams& p) {
   ConvShape s;
+  static_cast<graph::ConvAttrs&>(s) = p;
   s.batch = p.batch;
-  s.c_in = p.x.c;
   s.h = p.x.h;
   s.w = p.x.w;
-  s.c_out = p.y.c;
   s.ho = p.y.h;
   s.wo = p.y.w;
-  s.k = p.k;
-  s.stride = p.stride;
-  s.pad = p.pad;
-  s.dilation = p.dilation;
-  s.groups = p.groups;
   auto bad = [&](const std::string& what) { throw InputError("conv2d: " + what); };
   if (!p.x.valid() || !p.y.valid() || !p.weight || !p.bias) bad("missing input, output, weight or bias");
+  if (p.x.c != s.c_in || p.y.c != s.c_out)
+    bad("views of " + std::to_string(p.x.c) + " -> " + std::to_string(p.y.c) + " channels for a conv of " +
+        std::to_string(s.c_in) + " -> " + std::to_string(s.c_out));
   if (s.batch < 1 || s.k < 1 || s.stride < 1 || s.dilation < 1 || s.pad < 0 || s.groups < 1)
     bad("impossible batch/kernel/stride/dilation/pad/groups");
   if (s.c_in % s.groups || s.c_out % s.groups) bad("channels not divisible by groups");
-  const int ho = (s.h + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
-  const int wo = (s.w + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
+  const long long ho = s.out_size(s.h), wo = s.out_size(s.w);
   if (ho != s.ho || wo != s.wo)
     bad("output is " + std::to_string(s.ho) + "x" + std::to_string(s.wo) + ", the conv gives " + std::to_string(ho) +
         "x" + std::to_string(wo));
@@ -65,7 +63,7 @@ YOLO12_CPU_INLINE void epilogue_row(const ConvParams& p, int b, int o, std::ptrd
   float* y = p.y.at(b, o) + n0;
   const float bias = p.bias[o];
   for (int j = 0; j < cols; ++j) acc[j] += bias;
-  if (p.silu)
+  if (p.silu())
     for (int j = 0; j < cols; ++j) acc[j] = acc[j] / (1.f + exp_approx(-acc[j]));
   if (p.gamma) {
     const float gamma = p.gamma[o];
@@ -88,7 +86,7 @@ YOLO12_CPU_INLINE void epilogue_tile(const ConvParams& p, int b, int o0, int row
     const float bias = i < rows ? p.bias[o0 + i] : 0.f;
     for (int j = 0; j < NR; ++j) tile[i * NR + j] += bias;
   }
-  if (p.silu)
+  if (p.silu())
     for (int j = 0; j < MR * NR; ++j) tile[j] = tile[j] / (1.f + exp_approx(-tile[j]));
   if (p.gamma)
     for (int i = 0; i < rows; ++i) {
@@ -338,6 +336,38 @@ void conv2d(const ConvParams& p, ThreadPool& pool) {
     conv2d_depthwise_direct(p, s, pool);
   else
     conv2d_im2col_gemm(p, s, pool);
+}
+
+Step bind(const graph::ConvOp& op, const BindContext& ctx) {
+  const graph::ConvAttrs& a = op.attrs;
+  if (a.groups < 1 || a.c_in % a.groups || a.c_out % a.groups)
+    throw ModelError("CPU backend: op '" + ctx.op_name + "': channels " + std::to_string(a.c_in) + " -> " +
+                     std::to_string(a.c_out) + " are not divisible by groups " + std::to_string(a.groups));
+  ConvParams p;
+  static_cast<graph::ConvAttrs&>(p) = a;
+  const std::size_t c_out = static_cast<std::size_t>(a.c_out);
+  p.weight = ctx.tensor(op.weight, c_out * static_cast<std::size_t>(a.c_in / a.groups) * a.k * a.k).data();
+  p.bias = ctx.tensor(op.bias, c_out).data();
+  if (!op.gamma.empty()) p.gamma = ctx.tensor(op.gamma, c_out).data();
+  std::shared_ptr<const std::vector<float>> packed;
+  if (!conv_is_depthwise(a.c_in, a.c_out, a.groups)) {
+    packed = std::make_shared<const std::vector<float>>(pack_conv_weight(p.weight, a.c_out, a.c_in, a.k, a.groups));
+    p.packed = packed->data();
+  }
+  const graph::ValueRef in = op.in, out = op.out, residual = op.residual;
+  Step step;
+  step.run = [p, packed, in, out, residual](const ValueViews& v, int batch, ThreadPool& pool) {
+    ConvParams q = p;
+    q.x = v.view(in);
+    q.y = v.view(out);
+    q.residual = v.view(residual);
+    q.batch = batch;
+    conv2d(q, pool);
+  };
+  step.label = ctx.op_name + " conv " + std::to_string(a.k) + "x" + std::to_string(a.k) + "/" +
+               std::to_string(a.stride) + " " + std::to_string(a.c_in) + "->" + std::to_string(a.c_out) + " g" +
+               std::to_string(a.groups);
+  return step;
 }
 
 }  // namespace yolo12::cpu

@@ -19,12 +19,14 @@
 #include <vector>
 
 #include "backends/cpu/tensor_view.hpp"
+#include "graph/ops.hpp"
 
 namespace yolo12::cpu {
 
 class ThreadPool;
 
-struct ConvParams {
+// The graph op's attributes (c_in, c_out, k, stride, pad, groups, dilation, act) and this call's views.
+struct ConvParams : graph::ConvAttrs {
   TensorView x;                    // (B, c_in, H, W)
   TensorView y;                    // (B, c_out, Ho, Wo)
   TensorView residual;             // optional (B, c_out, Ho, Wo); data == nullptr: none
@@ -33,8 +35,6 @@ struct ConvParams {
   const float* bias = nullptr;     // (c_out)
   const float* gamma = nullptr;    // optional (c_out) layer-scale
   int batch = 1;
-  int k = 1, stride = 1, pad = 0, dilation = 1, groups = 1;
-  bool silu = true;
 };
 
 // Register tile of the GEMM kernel: MR output channels x NR output pixels.

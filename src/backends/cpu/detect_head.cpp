@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/ops.hpp"
 #include "backends/cpu/simd.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "yolo12/errors.hpp"
@@ -17,7 +18,7 @@ namespace {
 
 // One row y of level l's grid, all cells at once: every loop runs along the row (contiguous in
 // memory for the box and class maps and for the output), so each one vectorizes.
-YOLO12_CPU_INLINE void detect_row_impl(const DetectParams& p, int b, std::size_t l, int y, std::ptrdiff_t offset,
+YOLO12_CPU_INLINE void detect_row_impl(const DetectDecodeParams& p, int b, std::size_t l, int y, std::ptrdiff_t offset,
                                        std::ptrdiff_t A) {
   const int W = p.box[l].w;
   const float stride = static_cast<float>(p.strides[l]);
@@ -70,17 +71,17 @@ YOLO12_CPU_INLINE void detect_row_impl(const DetectParams& p, int b, std::size_t
     for (int x = 0; x < W; ++x) oc[x] = 1.f / (1.f + exp_approx(-lc[x]));
   }
 }
-YOLO12_CPU_AVX2 void detect_row_avx2(const DetectParams& p, int b, std::size_t l, int y, std::ptrdiff_t offset,
+YOLO12_CPU_AVX2 void detect_row_avx2(const DetectDecodeParams& p, int b, std::size_t l, int y, std::ptrdiff_t offset,
                                      std::ptrdiff_t A) {
   detect_row_impl(p, b, l, y, offset, A);
 }
-void detect_row_generic(const DetectParams& p, int b, std::size_t l, int y, std::ptrdiff_t offset, std::ptrdiff_t A) {
+void detect_row_generic(const DetectDecodeParams& p, int b, std::size_t l, int y, std::ptrdiff_t offset, std::ptrdiff_t A) {
   detect_row_impl(p, b, l, y, offset, A);
 }
 
 }  // namespace
 
-void detect_decode(const DetectParams& p, ThreadPool& pool) {
+void detect_decode(const DetectDecodeParams& p, ThreadPool& pool) {
   const std::size_t levels = p.box.size();
   auto bad = [](const std::string& what) { throw InputError("detect_decode: " + what); };
   if (levels == 0 || p.cls.size() != levels || p.strides.size() != levels) bad("need box, cls and stride per level");
@@ -106,6 +107,29 @@ void detect_decode(const DetectParams& p, ThreadPool& pool) {
     while (r >= row_start[l + 1]) ++l;
     task(p, b, l, static_cast<int>(r - row_start[l]), offset[l], A);
   });
+}
+
+HeadStep bind_head(const graph::HeadSpec& head, const BindContext& ctx) {
+  switch (head.kind) {
+    case graph::HeadKind::Detect: {
+      const graph::DetectHead& d = head.detect;
+      DetectDecodeParams p;
+      static_cast<graph::DetectAttrs&>(p) = d.attrs;
+      p.strides = d.strides;
+      const int channels = head.raw_channels(), anchors = head.raw_anchors();
+      return [p, d, channels, anchors](const ValueViews& v, int batch, float* raw, ThreadPool& pool) {
+        DetectDecodeParams q = p;
+        q.box.clear();
+        q.cls.clear();
+        for (const auto& r : d.box) q.box.push_back(v.view(r));
+        for (const auto& r : d.cls) q.cls.push_back(v.view(r));
+        q.out = TensorView{raw, channels, 0, channels, 1, anchors};
+        q.batch = batch;
+        detect_decode(q, pool);
+      };
+    }
+  }
+  throw ModelError("CPU backend: head of " + ctx.op_name + " has an unknown kind");
 }
 
 }  // namespace yolo12::cpu

@@ -1,4 +1,5 @@
-// cpu/detect_head.hpp - the end of the Detect head: DFL box decode + sigmoid class scores.
+// cpu/detect_head.hpp - the Detect head on the CPU: DFL box decode + sigmoid class scores, into the
+// raw head output (the NMS is the pipeline's, pipeline/head.hpp).
 //
 // For level l (stride s_l, an H_l x W_l grid) and cell (y, x), anchor index a = offset_l + y*W_l + x
 // (levels in order, cells row-major), anchor point (x + 0.5, y + 0.5):
@@ -11,20 +12,22 @@
 #include <vector>
 
 #include "backends/cpu/tensor_view.hpp"
+#include "graph/graph.hpp"
 
 namespace yolo12::cpu {
 
 class ThreadPool;
 
-struct DetectParams {
+// The head's attributes (nc, reg_max) and this call's views. (The CUDA head, decode and NMS on the
+// device, takes cuda::DetectHeadParams.)
+struct DetectDecodeParams : graph::DetectAttrs {
   std::vector<TensorView> box;  // per level (B, 4 * reg_max, H_l, W_l)
   std::vector<TensorView> cls;  // per level (B, nc, H_l, W_l)
   std::vector<int> strides;     // per level
   TensorView out;               // (B, 4 + nc, 1, A), A = sum_l H_l * W_l
   int batch = 1;
-  int nc = 80, reg_max = 16;
 };
 
-void detect_decode(const DetectParams& p, ThreadPool& pool);
+void detect_decode(const DetectDecodeParams& p, ThreadPool& pool);
 
 }  // namespace yolo12::cpu

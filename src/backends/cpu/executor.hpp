@@ -1,4 +1,5 @@
-// cpu/executor.hpp - runs a graph::Graph on the CPU (NCHW float32), multi-threaded.
+// cpu/executor.hpp - runs a graph::Graph on the CPU (NCHW float32), multi-threaded: every op bound
+// once (ops.hpp), then run in order, then the head's decode.
 #pragma once
 
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/executor.hpp"
 #include "graph/graph.hpp"
 
 namespace yolo12::model {
@@ -23,7 +25,8 @@ struct CpuWeights {
 };
 std::shared_ptr<const CpuWeights> load_weights(const model::ModelFile& file);
 
-class CpuExecutor {
+// Fuses nothing (ExecutorCaps all false): the pipeline letterboxes on the host and runs the NMS.
+class CpuExecutor final : public Executor {
  public:
   // Builds the graph for input_h x input_w and plans buffers for up to max_batch images.
   // threads = 0: hardware concurrency. keep_values = true gives every value its own memory (no
@@ -31,23 +34,20 @@ class CpuExecutor {
   // forward(); for debugging and tests.
   CpuExecutor(std::shared_ptr<const CpuWeights> weights, const nlohmann::json& header, int input_h,
               int input_w, int max_batch, int threads, bool keep_values = false);
-  ~CpuExecutor();
+  ~CpuExecutor() override;
+  ExecutorCaps caps() const override { return {}; }
+  const graph::Graph& graph() const override;
+  int max_batch() const override;
+  void run(const ExecutorRun& run) override;  // input -> raw only
   // x:   (batch, 3, input_h, input_w) float32, RGB in [0, 1]
   // out: (batch, 4 + nc, anchors) float32
   void forward(const float* x, int batch, float* out);
   int channels() const;  // 4 + nc
   int anchors() const;   // A
-  int input_h() const;
-  int input_w() const;
-  const graph::Graph& graph() const;
   // The (batch, c, h, w) contents of graph value `value` after the last forward(); only meaningful
   // for every value with keep_values (else later values may have overwritten it). Throws
-  // InputError for the input / output values or an index out of range.
+  // InputError for the input value or an index out of range.
   std::vector<float> value(int value, int batch) const;
-  // Per-op wall time of each forward() while enabled (for profiling); last_op_ms()[i] is op i of
-  // graph().ops in the last forward().
-  void set_profiling(bool on);
-  const std::vector<double>& last_op_ms() const;
 
  private:
   struct State;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/ops.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "yolo12/errors.hpp"
 
@@ -66,6 +67,43 @@ void copy_channels(const CopyParams& p, ThreadPool& pool) {
     const int b = static_cast<int>(t / p.in.c), c = static_cast<int>(t % p.in.c);
     std::copy(p.in.at(b, c), p.in.at(b, c) + p.in.plane(), p.out.at(b, c));
   });
+}
+
+namespace {
+
+// The step of a data-movement op: P (UpsampleParams, ...) with the attributes set, `in` and `out`
+// viewed per run, computed by `kernel`.
+template <typename P>
+Step movement_step(P p, const graph::ValueRef& in, const graph::ValueRef& out, void (*kernel)(const P&, ThreadPool&),
+                   std::string label) {
+  Step step;
+  step.run = [p, in, out, kernel](const ValueViews& v, int batch, ThreadPool& pool) {
+    P q = p;
+    q.in = v.view(in);
+    q.out = v.view(out);
+    q.batch = batch;
+    kernel(q, pool);
+  };
+  step.label = std::move(label);
+  return step;
+}
+
+}  // namespace
+
+Step bind(const graph::UpsampleOp& op, const BindContext& ctx) {
+  UpsampleParams p;
+  static_cast<graph::UpsampleAttrs&>(p) = op.attrs;
+  return movement_step(p, op.in, op.out, upsample_nearest, ctx.op_name + " upsample x" + std::to_string(op.attrs.factor));
+}
+
+Step bind(const graph::MaxPoolOp& op, const BindContext& ctx) {
+  MaxPoolParams p;
+  static_cast<graph::MaxPoolAttrs&>(p) = op.attrs;
+  return movement_step(p, op.in, op.out, max_pool_same, ctx.op_name + " maxpool k" + std::to_string(op.attrs.k));
+}
+
+Step bind(const graph::CopyOp& op, const BindContext& ctx) {
+  return movement_step(CopyParams{}, op.in, op.out, copy_channels, ctx.op_name + " copy");
 }
 
 }  // namespace yolo12::cpu

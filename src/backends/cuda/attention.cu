@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "ops.cuh"
 #include "yolo12/errors.hpp"
 
 namespace yolo12::cuda {
@@ -532,7 +533,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
 
 // ---- tensor-core kernel for small grids: the keys of a chunk split across the warps ---------------
 //
-// At batch 1 area_attention_flash_f16 has 20-60 blocks for 132 SMs and each walks 5 key tiles in
+// At batch 1 area_attention_flash_f16 has 20-60 blocks for 132 SMs (H200) and each walks 5 key tiles in
 // sequence (9 us a launch for 0.2 us of floor). Here a block owns 16 queries; its 5 warps take the
 // chunk's key tiles round-robin (tile w, w + 5, ...: one each at Nc = 400), each staging its own tiles
 // in its own shared memory with no block barrier, and the 5 partial softmaxes are merged through
@@ -671,12 +672,7 @@ void launch_flash_f16(const AreaAttentionParams<__half>& p, cudaStream_t stream)
 template <int DV>
 void launch_flash_f16_split(const AreaAttentionParams<__half>& p, cudaStream_t stream) {
   constexpr int smem = flash_split_smem_bytes<DV>();  // 64 000 B (dv 32), 92 800 B (dv 64)
-  static const bool attribute_set = [] {  // once per process, before the first launch (not a stream op)
-    YOLO12_CUDA_CHECK(cudaFuncSetAttribute(area_attention_flash_f16_split<DV>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    return true;
-  }();
-  (void)attribute_set;
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(area_attention_flash_f16_split<DV>), smem));
   const int chunk_tokens = p.tokens / p.area;
   const dim3 grid(ceil_div(chunk_tokens, 16), p.heads, p.batch * p.area);
   area_attention_flash_f16_split<DV><<<grid, kFlashWarps * 32, smem, stream>>>(p);
@@ -692,8 +688,8 @@ bool flash_f16_applies(const AreaAttentionParams<__half>& p) {
   return ld8 && ptr16 && p.dqk == kFlashDqk && p.scale > 0.f;
 }
 
-// Below this many blocks of area_attention_flash_f16 (one per SM of an H200), the split kernel runs.
-constexpr long long kSplitBelowBlocks = 132;
+// Below this many blocks of area_attention_flash_f16 (one per SM: device_info()), the split kernel runs.
+long long split_below_blocks() { return device_info().sm_count; }
 
 }  // namespace
 
@@ -718,7 +714,7 @@ AreaAttentionKernel area_attention_select(const AreaAttentionParams<T>& p) {
       const int chunk_tokens = p.area > 0 ? p.tokens / p.area : 0;
       const long long blocks =
           static_cast<long long>(ceil_div(chunk_tokens, kFlashQueries)) * p.heads * p.batch * p.area;
-      return blocks < kSplitBelowBlocks ? AreaAttentionKernel::flash_f16_split : AreaAttentionKernel::flash_f16;
+      return blocks < split_below_blocks() ? AreaAttentionKernel::flash_f16_split : AreaAttentionKernel::flash_f16;
     }
   }
   return AreaAttentionKernel::rowwise;
@@ -759,11 +755,40 @@ void area_attention_forward(const AreaAttentionParams<T>& p, cudaStream_t stream
   area_attention_forward_with(p, area_attention_select(p), stream);
 }
 
+template <typename T>
+Step bind(const graph::AttentionOp& op, const BindContext<T>& ctx) {
+  const graph::AttentionAttrs& a = op.attrs;
+  const graph::Value& qv = ctx.value(op.q);
+  const int tokens = qv.h * qv.w;
+  if (!area_attention_can_implement(tokens, a.area, a.heads, a.dqk, a.dv))
+    ctx.cannot_run("area attention with " + std::to_string(tokens) + " tokens, area " + std::to_string(a.area) + ", " +
+                   std::to_string(a.heads) + " heads, dqk " + std::to_string(a.dqk) + ", dv " + std::to_string(a.dv));
+  AreaAttentionParams<T> p;
+  static_cast<graph::AttentionAttrs&>(p) = a;
+  p.q = ctx.ptr(op.q);
+  p.k = ctx.ptr(op.k);
+  p.v = ctx.ptr(op.v);
+  p.ldq = ctx.ld(op.q);
+  p.ldk = ctx.ld(op.k);
+  p.ldv = ctx.ld(op.v);
+  p.out = ctx.ptr(op.out);
+  p.ldo = ctx.ld(op.out);
+  p.v_image = ctx.ptr(op.v_image);
+  p.ldvi = ctx.ld(op.v_image);
+  p.tokens = tokens;
+  const double per_area = 1.0 * tokens / a.area;
+  Step step;
+  step.run = with_batch(p, &area_attention_forward<T>);
+  step.label = "attention " + std::to_string(tokens) + " tokens, area " + std::to_string(a.area) + ", " +
+               std::to_string(a.heads) + " heads, d " + std::to_string(a.dqk) + "/" + std::to_string(a.dv);
+  step.bytes_per_image = sizeof(T) * 1.0 * tokens * a.heads * (a.dqk * 2 + a.dv * 2 + (p.v_image ? a.dv : 0));
+  step.flops_per_image = 2.0 * a.heads * a.area * per_area * per_area * (a.dqk + a.dv);
+  return step;
+}
+
+template Step bind<float>(const graph::AttentionOp&, const BindContext<float>&);
+template Step bind<__half>(const graph::AttentionOp&, const BindContext<__half>&);
 template AreaAttentionKernel area_attention_select<float>(const AreaAttentionParams<float>&);
-template AreaAttentionKernel area_attention_select<__nv_bfloat16>(const AreaAttentionParams<__nv_bfloat16>&);
-template void area_attention_forward<__nv_bfloat16>(const AreaAttentionParams<__nv_bfloat16>&, cudaStream_t);
-template void area_attention_forward_with<__nv_bfloat16>(const AreaAttentionParams<__nv_bfloat16>&, AreaAttentionKernel,
-                                                         cudaStream_t);
 template AreaAttentionKernel area_attention_select<__half>(const AreaAttentionParams<__half>&);
 template void area_attention_forward_rowwise<float>(const AreaAttentionParams<float>&, cudaStream_t);
 template void area_attention_forward_rowwise<__half>(const AreaAttentionParams<__half>&, cudaStream_t);
@@ -771,5 +796,10 @@ template void area_attention_forward<float>(const AreaAttentionParams<float>&, c
 template void area_attention_forward<__half>(const AreaAttentionParams<__half>&, cudaStream_t);
 template void area_attention_forward_with<float>(const AreaAttentionParams<float>&, AreaAttentionKernel, cudaStream_t);
 template void area_attention_forward_with<__half>(const AreaAttentionParams<__half>&, AreaAttentionKernel, cudaStream_t);
+// bf16 (rowwise only) for python/yolo12_torch
+template AreaAttentionKernel area_attention_select<__nv_bfloat16>(const AreaAttentionParams<__nv_bfloat16>&);
+template void area_attention_forward<__nv_bfloat16>(const AreaAttentionParams<__nv_bfloat16>&, cudaStream_t);
+template void area_attention_forward_with<__nv_bfloat16>(const AreaAttentionParams<__nv_bfloat16>&, AreaAttentionKernel,
+                                                         cudaStream_t);
 
 }  // namespace yolo12::cuda

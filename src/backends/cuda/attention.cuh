@@ -9,7 +9,8 @@
 //
 // The three layouts, as views of the 1x1 conv outputs (NHWC, C = heads * 32):
 //   YOLO12 AAttn:  qkv (B, N, 3C): q = qkv, k = qkv + 32, v = qkv + 64, head strides 96, dqk = dv = 32
-//   turbo AAttn:   qk (B, N, 2C) and v (B, N, C): q = qk, k = qk + 32, head strides 64; v stride 32
+//   turbo AAttn:   qk (B, N, 2C) and v (B, N, C): all heads' q first, then all k: q = qk, k = qk + C,
+//                  head strides 32; v = v, head stride 32 (sunsmarterjie/yolov12 AAttn splits qk [C, C])
 //   YOLO11 PSA:    qkv (B, N, 2C): q = qkv, k = qkv + 32, v = qkv + 64, head strides 128, dqk 32, dv 64
 //
 // Kernels (src/backends/cuda/attention.cu): area_attention_flash_f16 (tensor cores, fp16 with 16-byte aligned
@@ -17,7 +18,7 @@
 // warps, for grids too small to fill the GPU, e.g. batch 1) and area_attention_rowwise (CUDA cores,
 // fp32 or fp16, any alignment; the oracle). area_attention_forward picks one (area_attention_select).
 // Launches never allocate or synchronise (the split kernel raises its shared-memory limit once per
-// process with cudaFuncSetAttribute, which is no stream operation).
+// device with allow_dynamic_smem, which is no stream operation).
 // Optionally each kernel also keeps the softmax statistics, lse[b, h, t] = ln sum_j exp(scale *
 // <q[t,h,:], k[j,h,:]>) over the chunk of token t, for a backward pass (python/yolo12_torch).
 // bf16 runs on the rowwise kernel only.
@@ -27,23 +28,23 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "graph/ops.hpp"
+
 namespace yolo12::cuda {
 
+// The graph op's attributes (heads, dqk, dv, q/k/v head strides, area, scale) and this call's views.
 template <typename T>  // float, __half or __nv_bfloat16; softmax and accumulation in fp32
-struct AreaAttentionParams {
+struct AreaAttentionParams : graph::AttentionAttrs {
   const T* q = nullptr;  // (B, N, ldq) token-major view (NHWC with N = H*W)
   const T* k = nullptr;  // (B, N, ldk)
   const T* v = nullptr;  // (B, N, ldv)
   int ldq = 0, ldk = 0, ldv = 0;
-  int q_head_stride = 0, k_head_stride = 0, v_head_stride = 0;
   T* out = nullptr;      // (B, N, ldo), heads * dv channels written
   int ldo = 0;
   T* v_image = nullptr;  // optional (B, N, ldvi), heads * dv channels written
   int ldvi = 0;
   float* lse = nullptr;  // optional (B, heads, N) fp32: the softmax statistics (see above)
-  int batch = 1, tokens = 0, area = 1, heads = 1;
-  int dqk = 32, dv = 32;
-  float scale = 0.f;
+  int batch = 1, tokens = 0;
 };
 
 // Shape check for graph-build time: tokens % area == 0, dqk == 32, dv 32 or 64.

@@ -27,6 +27,25 @@ namespace yolo12::cuda {
 }
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// What the kernels' launch choices depend on, for the current device (cudaGetDevice: the device the
+// caller's kernels run on), queried once per device ordinal and kept (device.cu). The one place device
+// facts come from: no kernel hard-codes an SM count or a shared-memory size. The defaults are the
+// H200's, which device_info() returns (uncached) where no device answers, e.g. on a machine without a
+// GPU, where the tests replay kernel plans and pieces on the CPU.
+struct DeviceInfo {
+  int sm_count = 132;                          // multiprocessors
+  std::size_t smem_per_block_optin = 232448;   // bytes of dynamic shared memory one block may opt in to (227 KiB)
+  std::size_t smem_per_sm = 233472;            // bytes per multiprocessor (228 KiB)
+  std::size_t smem_reserved_per_block = 1024;  // bytes the system reserves per block
+  int cc_major = 9, cc_minor = 0;              // compute capability
+};
+const DeviceInfo& device_info();
+
+// Raises `kernel`'s dynamic shared-memory limit to at least `bytes` on the current device. The
+// attribute belongs to the kernel's instance on one device, so it is set once per (kernel, device),
+// and again only for a larger size; thread-safe; not a stream operation (legal during graph capture).
+cudaError_t allow_dynamic_smem(const void* kernel, int bytes);
 inline std::size_t align_up(std::size_t a, std::size_t b) { return (a + b - 1) / b * b; }
 
 // One CUDA allocation owned by a handle: Alloc/Free are cudaMalloc/cudaFree (device memory) or
@@ -92,3 +111,25 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
   } while (0)
 
 #define YOLO12_CUDA_CHECK_LAUNCH() YOLO12_CUDA_CHECK(cudaGetLastError())
+
+namespace yolo12::cuda {
+
+// Captures what `enqueue` puts on `stream` into a new graph. If enqueue throws, the capture is ended
+// and its graph dropped before the exception goes on.
+template <typename F>
+cudaGraph_t capture_graph(cudaStream_t stream, F&& enqueue) {
+  YOLO12_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    cudaStreamEndCapture(stream, &broken);
+    if (broken) cudaGraphDestroy(broken);
+    throw;
+  }
+  cudaGraph_t graph = nullptr;
+  YOLO12_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  return graph;
+}
+
+}  // namespace yolo12::cuda

@@ -6,24 +6,28 @@
 //                          * W[c, ci, ky, kx] + bias[c]) * gamma[c] + residual[n, oy, ox, c]
 // with g = c / n_g the group of output channel c, taps outside the input reading zero.
 //
-// Dispatch (conv_algorithm, read by conv2d_forward and conv_algorithm_name):
+// Dispatch (conv_select, read by conv2d_forward and by the per-op profile's label through bind):
+//   weights not 16-byte aligned              -> conv2d_direct_naive      (hand-made params only)
 //   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu), in fp16 over
 //                                               large grids dwconv_tiled_f16 (variant dw_tiled_f16)
-//   fp16, f16_plan() says Narrow             -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
+//   fp16, f16_plan() says narrow_f16         -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
 //                                               short K, many pixels (the stem too, variant f16_narrow_stem)
 //   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
-//   everything else, fp16                    -> conv2d_implicit_gemm_f16 (conv_implicit_gemm.cu)
+//   everything else, fp16                    -> conv2d_implicit_gemm_f16 (conv_implicit_gemm.cu), split-K
+//                                               where f16_plan() says so
 //   everything else, fp32                    -> conv2d_implicit_gemm_f32 (conv_implicit_gemm.cu)
 // conv2d_direct_naive stays as the oracle of the tests (conv2d_forward_naive).
 #include "conv.cuh"
 
 #include <cstdint>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <type_traits>
 
 #include "common.cuh"
 #include "conv_detail.cuh"
+#include "ops.cuh"
 
 namespace yolo12::cuda {
 
@@ -32,6 +36,19 @@ using conv_detail::gemm_layout;
 using conv_detail::is_depthwise;
 using conv_detail::kChunk;
 using conv_detail::round_up;
+
+ConvShape conv_shape(const graph::Graph& g, const graph::ConvOp& op, int batch) {
+  const graph::Value& in = g.values[static_cast<std::size_t>(op.in.value)];
+  const graph::Value& out = g.values[static_cast<std::size_t>(op.out.value)];
+  ConvShape s;
+  static_cast<graph::ConvAttrs&>(s) = op.attrs;
+  s.batch = batch;
+  s.h = in.h;
+  s.w_in = in.w;
+  s.ho = out.h;
+  s.wo = out.w;
+  return s;
+}
 
 std::size_t conv_packed_weight_elems(const ConvShape& s) {
   if (is_depthwise(s)) return static_cast<std::size_t>(s.k) * s.k * round_up(s.c_out, kChunk);
@@ -61,15 +78,14 @@ template void conv_pack_weights<float>(const ConvShape&, const float*, float*);
 template void conv_pack_weights<__half>(const ConvShape&, const float*, __half*);
 
 bool conv_can_implement(const ConvShape& s) {
-  if (s.batch < 1 || s.h < 1 || s.w < 1 || s.c_in < 1 || s.c_out < 1) return false;
+  if (s.batch < 1 || s.h < 1 || s.w_in < 1 || s.c_in < 1 || s.c_out < 1) return false;
   if (s.k < 1 || s.stride < 1 || s.pad < 0 || s.dilation < 1 || s.groups < 1) return false;
   if (s.c_in % s.groups != 0 || s.c_out % s.groups != 0) return false;
-  const int span = s.dilation * (s.k - 1) + 1;
-  if (s.h + 2 * s.pad < span || s.w + 2 * s.pad < span) return false;
-  if (s.ho != (s.h + 2 * s.pad - span) / s.stride + 1) return false;
-  if (s.wo != (s.w + 2 * s.pad - span) / s.stride + 1) return false;
+  const long long span = 1LL * s.dilation * (s.k - 1) + 1;
+  if (s.h + 2LL * s.pad < span || s.w_in + 2LL * s.pad < span) return false;
+  if (s.ho != s.out_size(s.h) || s.wo != s.out_size(s.w_in)) return false;
   // Per-image element offsets are computed in 32 bits, the batch offset in 64.
-  const long long img_in = 1LL * s.h * s.w * s.c_in * 4, img_out = 1LL * s.ho * s.wo * s.c_out * 4;
+  const long long img_in = 1LL * s.h * s.w_in * s.c_in * 4, img_out = 1LL * s.ho * s.wo * s.c_out * 4;
   return img_in < (1LL << 31) && img_out < (1LL << 31);
 }
 
@@ -105,23 +121,6 @@ ConvVariants& conv_variants() {
   return v;
 }
 
-GpuFacts gpu_facts() {
-  GpuFacts f;
-  int dev = 0, sms = 0, smem_sm = 0, optin = 0, reserved = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess) {
-    (void)cudaGetLastError();  // no device here: plan for the H200, and leave no error behind for a later check
-    return f;
-  }
-  f.sms = sms;
-  f.smem_sm = smem_sm;
-  f.smem_block_optin = optin;
-  f.smem_block_reserved = reserved;
-  return f;
-}
-
 // One thread per output element (n, oy, ox, c), c fastest so that stores coalesce.
 template <typename T>
 struct DirectNaiveParams {
@@ -133,7 +132,7 @@ struct DirectNaiveParams {
 template <typename T>
 __global__ void conv2d_direct_naive(const DirectNaiveParams<T> a) {
   const ConvParams<T>& p = a.p;
-  const ConvShape& s = p.s;
+  const ConvShape& s = p;
   const long long total = 1LL * s.batch * s.ho * s.wo * s.c_out;
   for (long long i = blockIdx.x * 1LL * blockDim.x + threadIdx.x; i < total; i += 1LL * gridDim.x * blockDim.x) {
     const int c = static_cast<int>(i % s.c_out);
@@ -149,8 +148,8 @@ __global__ void conv2d_direct_naive(const DirectNaiveParams<T> a) {
       if (iy < 0 || iy >= s.h) continue;
       for (int kx = 0; kx < s.k; ++kx) {
         const int ix = ox * s.stride - s.pad + kx * s.dilation;
-        if (ix < 0 || ix >= s.w) continue;
-        const T* xp = p.x + ((1LL * n * s.h + iy) * s.w + ix) * p.ldx + g * cin_g;  // (cin_g)
+        if (ix < 0 || ix >= s.w_in) continue;
+        const T* xp = p.x + ((1LL * n * s.h + iy) * s.w_in + ix) * p.ldx + g * cin_g;  // (cin_g)
         const int t = ky * s.k + kx;
         if (a.depthwise) {
           acc += to_float(xp[0]) * to_float(p.w[t * ((s.c_out + kChunk - 1) / kChunk * kChunk) + c]);
@@ -160,7 +159,7 @@ __global__ void conv2d_direct_naive(const DirectNaiveParams<T> a) {
         }
       }
     }
-    float v = epilogue(acc, p.bias, p.gamma, p.silu, c);
+    float v = epilogue(acc, p.bias, p.gamma, p.silu(), c);
     if (p.residual) v += to_float(p.residual[pix * p.ldr + c]);
     p.y[pix * p.ldy + c] = from_float<T>(v);
   }
@@ -168,8 +167,8 @@ __global__ void conv2d_direct_naive(const DirectNaiveParams<T> a) {
 
 template <typename T>
 void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream) {
-  DirectNaiveParams<T> a{p, gemm_layout(p.s), is_depthwise(p.s)};
-  const long long total = 1LL * p.s.batch * p.s.ho * p.s.wo * p.s.c_out;
+  DirectNaiveParams<T> a{p, gemm_layout(p), is_depthwise(p)};
+  const long long total = 1LL * p.batch * p.ho * p.wo * p.c_out;
   const int threads = 256;
   const long long blocks = (total + threads - 1) / threads;
   conv2d_direct_naive<T><<<static_cast<int>(blocks < 65536 * 8 ? blocks : 65536 * 8), threads, 0, stream>>>(a);
@@ -178,41 +177,67 @@ void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream) {
 template void launch_conv2d_direct_naive<float>(const ConvParams<float>&, cudaStream_t);
 template void launch_conv2d_direct_naive<__half>(const ConvParams<__half>&, cudaStream_t);
 
-ConvAlgorithm conv_algorithm(const ConvShape& s, bool fp16) {
-  if (is_depthwise(s)) {
-    if (!dwconv_direct_supports(s)) return ConvAlgorithm::DirectNaive;
-    return fp16 && dwconv_tiled_f16_takes(s) ? ConvAlgorithm::DepthwiseTiledF16 : ConvAlgorithm::Depthwise;
-  }
-  if (fp16 && f16_plan(s).kernel == F16Kernel::Narrow) return ConvAlgorithm::NarrowF16;
-  if (conv2d_direct_small_cin_supports(s)) return ConvAlgorithm::DirectSmallCin;
-  return fp16 ? ConvAlgorithm::ImplicitGemmF16 : ConvAlgorithm::ImplicitGemmF32;
-}
-
 }  // namespace conv_detail
 
 template <typename T>
-void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream) {
-  using conv_detail::ConvAlgorithm;
+ConvPlan conv_select(const ConvParams<T>& p) {
   constexpr bool kHalf = std::is_same_v<T, __half>;
+  ConvPlan plan;  // direct_naive
   // The tiled kernels read packed weights in 16-byte vectors; the executor's weight buffer is
-  // 256-byte aligned, so the naive branch is only a safety net for hand-made parameters.
+  // 256-byte aligned, so the naive kernel is only a safety net for hand-made parameters.
   const bool w_aligned = reinterpret_cast<std::uintptr_t>(p.w) % 16 == 0;
-  const ConvAlgorithm algo = w_aligned ? conv_detail::conv_algorithm(p.s, kHalf) : ConvAlgorithm::DirectNaive;
-  switch (algo) {
-    case ConvAlgorithm::DirectNaive: conv_detail::launch_conv2d_direct_naive(p, stream); break;
-    case ConvAlgorithm::Depthwise:
-    case ConvAlgorithm::DepthwiseTiledF16:  // launch_dwconv_direct checks the views' alignment too
-      conv_detail::launch_dwconv_direct(p, stream);
-      break;
-    case ConvAlgorithm::DirectSmallCin: conv_detail::launch_conv2d_direct_small_cin(p, stream); break;
-    case ConvAlgorithm::NarrowF16:
-    case ConvAlgorithm::ImplicitGemmF16:
-    case ConvAlgorithm::ImplicitGemmF32:
-      if constexpr (kHalf) {
-        if (algo == ConvAlgorithm::NarrowF16) conv_detail::launch_conv2d_narrow_f16(p, conv_detail::f16_plan(p.s), stream);
-        else conv_detail::launch_conv2d_implicit_gemm_f16(p, stream);
+  if (!w_aligned) return plan;
+  if (is_depthwise(p)) {
+    if (!conv_detail::dwconv_direct_supports(p)) return plan;
+    plan.algorithm = ConvAlgorithm::dwconv_direct;
+    if constexpr (kHalf) {
+      if (conv_detail::dwconv_tiled_f16_takes(p)) plan.algorithm = ConvAlgorithm::dwconv_tiled_f16;
+    }
+    return plan;
+  }
+  const bool small_cin = conv_detail::conv2d_direct_small_cin_supports(p);
+  if constexpr (kHalf) {
+    // narrow_f16 (the small-c_in convs too, under their own variant) or implicit_gemm_f16
+    const ConvPlan f16 = conv_detail::f16_plan(p);
+    if (f16.algorithm == ConvAlgorithm::narrow_f16 || !small_cin) return f16;
+  }
+  plan.algorithm = small_cin ? ConvAlgorithm::direct_small_cin : ConvAlgorithm::implicit_gemm_f32;
+  return plan;
+}
+template ConvPlan conv_select<float>(const ConvParams<float>&);
+template ConvPlan conv_select<__half>(const ConvParams<__half>&);
+
+std::string conv_plan_name(const ConvPlan& plan) {
+  switch (plan.algorithm) {
+    case ConvAlgorithm::direct_naive: return "direct_naive";
+    case ConvAlgorithm::dwconv_direct: return "depthwise";
+    case ConvAlgorithm::dwconv_tiled_f16: return "depthwise tiled_f16";
+    case ConvAlgorithm::direct_small_cin: return "direct_small_cin";
+    case ConvAlgorithm::narrow_f16: return "narrow_f16 n" + std::to_string(plan.bn);
+    case ConvAlgorithm::implicit_gemm_f32: return "implicit_gemm_f32";
+    case ConvAlgorithm::implicit_gemm_f16:
+      return plan.split > 1 ? "implicit_gemm_f16 split-K " + std::to_string(plan.split) : "implicit_gemm_f16";
+  }
+  return "?";
+}
+
+template <typename T>
+void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream) {
+  const ConvPlan plan = conv_select(p);
+  switch (plan.algorithm) {
+    case ConvAlgorithm::direct_naive: conv_detail::launch_conv2d_direct_naive(p, stream); break;
+    case ConvAlgorithm::dwconv_direct: conv_detail::launch_dwconv_direct(p, stream); break;
+    case ConvAlgorithm::direct_small_cin: conv_detail::launch_conv2d_direct_small_cin(p, stream); break;
+    case ConvAlgorithm::dwconv_tiled_f16:
+    case ConvAlgorithm::narrow_f16:
+    case ConvAlgorithm::implicit_gemm_f16:
+    case ConvAlgorithm::implicit_gemm_f32:
+      if constexpr (std::is_same_v<T, __half>) {
+        if (plan.algorithm == ConvAlgorithm::dwconv_tiled_f16) conv_detail::launch_dwconv_tiled_f16(p, stream);
+        else if (plan.algorithm == ConvAlgorithm::narrow_f16) conv_detail::launch_conv2d_narrow_f16(p, plan, stream);
+        else conv_detail::launch_conv2d_implicit_gemm_f16(p, plan, stream);
       } else {
-        conv_detail::launch_conv2d_implicit_gemm_f32(p, stream);
+        conv_detail::launch_conv2d_implicit_gemm_f32(p, stream);  // conv_select gives fp32 no fp16 kernel
       }
       break;
   }
@@ -220,41 +245,52 @@ void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream) {
 template void conv2d_forward<float>(const ConvParams<float>&, cudaStream_t);
 template void conv2d_forward<__half>(const ConvParams<__half>&, cudaStream_t);
 
-const char* conv_algorithm_name(const ConvShape& s, bool fp16) {
-  using conv_detail::ConvAlgorithm;
-  switch (conv_detail::conv_algorithm(s, fp16)) {
-    case ConvAlgorithm::DirectNaive: return "direct_naive";
-    case ConvAlgorithm::Depthwise: return "depthwise";
-    case ConvAlgorithm::DepthwiseTiledF16: return "depthwise tiled_f16";
-    case ConvAlgorithm::DirectSmallCin: return "direct_small_cin";
-    case ConvAlgorithm::ImplicitGemmF32: return "implicit_gemm_f32";
-    case ConvAlgorithm::NarrowF16:
-      switch (conv_detail::f16_plan(s).bn) {
-        case 8: return "narrow_f16 n8";
-        case 16: return "narrow_f16 n16";
-        case 32: return "narrow_f16 n32";
-        case 48: return "narrow_f16 n48";
-        case 64: return "narrow_f16 n64";
-        case 80: return "narrow_f16 n80";
-        case 96: return "narrow_f16 n96";
-        default: return "narrow_f16 n128";
-      }
-    case ConvAlgorithm::ImplicitGemmF16:
-      switch (conv_detail::f16_plan(s).split) {
-        case 8: return "implicit_gemm_f16 split-K 8";
-        case 4: return "implicit_gemm_f16 split-K 4";
-        case 2: return "implicit_gemm_f16 split-K 2";
-        default: return "implicit_gemm_f16";
-      }
-  }
-  return "implicit_gemm_f16";
-}
-
 template <typename T>
 void conv2d_forward_naive(const ConvParams<T>& p, cudaStream_t stream) {
   conv_detail::launch_conv2d_direct_naive(p, stream);
 }
 template void conv2d_forward_naive<float>(const ConvParams<float>&, cudaStream_t);
 template void conv2d_forward_naive<__half>(const ConvParams<__half>&, cudaStream_t);
+
+template <typename T>
+Step bind(const graph::ConvOp& op, const BindContext<T>& ctx) {
+  ConvParams<T> p;
+  static_cast<ConvShape&>(p) = conv_shape(ctx.graph, op, ctx.max_batch);
+  const ConvShape& s = p;
+  if (!conv_can_implement(s)) {
+    std::ostringstream m;
+    m << "conv " << s.c_in << "->" << s.c_out << " k" << s.k << " s" << s.stride << " g" << s.groups << " d"
+      << s.dilation << " on " << s.h << "x" << s.w_in;
+    ctx.cannot_run(m.str());
+  }
+  p.x = ctx.ptr(op.in);
+  p.ldx = ctx.ld(op.in);
+  p.w = ctx.template weight<T>(op.weight);
+  p.bias = ctx.template weight<float>(op.bias);
+  p.gamma = op.gamma.empty() ? nullptr : ctx.template weight<float>(op.gamma);
+  p.residual = ctx.ptr(op.residual);
+  p.ldr = ctx.ld(op.residual);
+  p.y = ctx.ptr(op.out);
+  p.ldy = ctx.ld(op.out);
+  std::ostringstream label;
+  label << "conv " << s.k << "x" << s.k << "/" << s.stride << " " << s.c_in << "->" << s.c_out << " g" << s.groups
+        << " " << s.h << "x" << s.w_in << "->" << s.ho << "x" << s.wo << (p.residual ? " +res" : "") << " ["
+        << conv_plan_name(conv_select(p)) << "]";
+  const double in = 1.0 * s.h * s.w_in * s.c_in, out = 1.0 * s.ho * s.wo * s.c_out;
+  const double macs_per_output = 1.0 * (s.c_in / s.groups) * s.k * s.k;
+  Step step;
+  step.run = [p](int batch, cudaStream_t stream) {
+    ConvParams<T> q = p;
+    q.batch = batch;
+    conv2d_forward<T>(q, stream);
+  };
+  step.label = label.str();
+  step.bytes_per_image = sizeof(T) * (in + out * (p.residual ? 2 : 1));
+  step.weight_bytes = sizeof(T) * s.c_out * macs_per_output;
+  step.flops_per_image = 2.0 * out * macs_per_output;
+  return step;
+}
+template Step bind<float>(const graph::ConvOp&, const BindContext<float>&);
+template Step bind<__half>(const graph::ConvOp&, const BindContext<__half>&);
 
 }  // namespace yolo12::cuda

@@ -8,23 +8,28 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "graph/graph.hpp"
+
 namespace yolo12::cuda {
 
-struct ConvShape {
+// One conv call: the graph op's attributes verbatim (c_in, c_out, k, stride, pad, groups, dilation,
+// act) and the sizes of this call.
+struct ConvShape : graph::ConvAttrs {
   int batch = 1;
-  int h = 0, w = 0, c_in = 0;      // input
-  int ho = 0, wo = 0, c_out = 0;   // output
-  int k = 1, stride = 1, pad = 0, groups = 1, dilation = 1;
+  int h = 0, w_in = 0;   // input
+  int ho = 0, wo = 0;    // output
 };
 
+// The launch: the shape and the views. Every conv kernel's params struct derives from it, adding only
+// what that kernel derives from it (tile counts, alignment flags).
 template <typename T>  // T = float or __half; accumulation is always fp32
-struct ConvParams {
-  ConvShape s;
+struct ConvParams : ConvShape {
   const T* x = nullptr;         // (B, H, W, ldx) view, c_in channels used
   int ldx = 0;
   const T* w = nullptr;         // packed by conv_pack_weights (conv_packed_weight_elems elements)
@@ -34,8 +39,10 @@ struct ConvParams {
   int ldr = 0;
   T* y = nullptr;               // (B, Ho, Wo, ldy) view
   int ldy = 0;
-  bool silu = true;
 };
+
+// The shape of a graph conv op for `batch` images (its sizes from the graph's values).
+ConvShape conv_shape(const graph::Graph& g, const graph::ConvOp& op, int batch);
 
 // Number of T elements the packed weights of this conv take.
 std::size_t conv_packed_weight_elems(const ConvShape& s);
@@ -53,8 +60,33 @@ void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream);
 // and a fallback. Slow: not for inference.
 template <typename T>
 void conv2d_forward_naive(const ConvParams<T>& p, cudaStream_t stream);
-// Which kernel conv2d_forward picks for this shape and element size ("implicit_gemm_f16", "depthwise",
-// ...), for the per-op profile of the benchmark.
-const char* conv_algorithm_name(const ConvShape& s, bool fp16);
+// The one selection: which kernel conv2d_forward runs for these params (shape, element type, the
+// kernel variants (conv_detail::conv_variants) and the alignment of the weights and views), and its
+// configuration. The dispatcher switches on it; the per-op profile's label names it.
+enum class ConvAlgorithm {
+  direct_naive,       // conv2d_direct_naive (conv.cu): unaligned weights, shapes no other kernel takes
+  dwconv_direct,      // depthwise, conv_depthwise.cu
+  dwconv_tiled_f16,   // depthwise, fp16, 16-byte views, grids that fill the GPU (variant dw_tiled_f16)
+  direct_small_cin,   // the stem (c_in <= 4), conv_direct.cu
+  narrow_f16,         // fp16, few output channels, short K, many pixels (variants f16_narrow, f16_narrow_stem)
+  implicit_gemm_f16,  // every other fp16 conv
+  implicit_gemm_f32,  // every other fp32 conv
+};
+// The fp16 GEMM kernels' configuration (conv_detail::f16_plan), zero for the other algorithms:
+//   implicit_gemm_f16: block tile bm x bn, K tile bk, split = blocks of one cluster sharing an output
+//                      tile (each summing 1/split of K); stages and smem_bytes unused (fixed per tile).
+//   narrow_f16:        bm = 128 pixels per tile, bn = the N tile (all of c_out), bk = the whole K
+//                      (k*k*cin_pad rounded up to 16), stages = pipeline depth in pixel tiles,
+//                      smem_bytes = dynamic shared memory.
+struct ConvPlan {
+  ConvAlgorithm algorithm = ConvAlgorithm::direct_naive;
+  int bm = 0, bn = 0, bk = 0;
+  int split = 1;
+  int stages = 0, smem_bytes = 0;
+};
+template <typename T>
+ConvPlan conv_select(const ConvParams<T>& p);
+// "implicit_gemm_f16 split-K 4", "narrow_f16 n32", "depthwise tiled_f16", "depthwise", ...
+std::string conv_plan_name(const ConvPlan& plan);
 
 }  // namespace yolo12::cuda

@@ -16,7 +16,6 @@
 // thread computes one pixel's 8 channels from shared memory, taps in the same order as dwconv_direct
 // (its pieces in conv_depthwise.cuh, which the tests also replay on the CPU).
 #include <cstdint>
-#include <type_traits>
 
 #include "common.cuh"
 #include "conv_depthwise.cuh"
@@ -71,7 +70,7 @@ __device__ __forceinline__ void store_vec(T* p, const float (&v)[V]) {
 template <typename T, int K, int S, int V, int kOutX>
 __global__ void __launch_bounds__(256) dwconv_direct(const DwParams<T> a) {
   constexpr int kSpan = (kOutX - 1) * S + K;  // input columns one row of the window group touches
-  const int chunks = a.c / V;
+  const int chunks = a.c_out / V;
   const int groups_x = (a.wo + kOutX - 1) / kOutX;
   const long long total = 1LL * a.batch * a.ho * groups_x * chunks;
   const long long idx = blockIdx.x * 1LL * blockDim.x + threadIdx.x;
@@ -125,7 +124,7 @@ __global__ void __launch_bounds__(256) dwconv_direct(const DwParams<T> a) {
     const long long pix = (static_cast<long long>(n) * a.ho + oy) * a.wo + ox;
     float out[V];
 #pragma unroll
-    for (int v = 0; v < V; ++v) out[v] = epilogue(acc[o][v], a.bias, a.gamma, a.silu, c0 + v);
+    for (int v = 0; v < V; ++v) out[v] = epilogue(acc[o][v], a.bias, a.gamma, a.silu(), c0 + v);
     if (a.residual) {
       float r[V];
       load_vec<T, V>(a.residual + pix * a.ldr + c0, r);
@@ -151,11 +150,20 @@ __global__ void __launch_bounds__(kDwTiledThreads) dwconv_tiled_f16(const DwPara
 
 template <int K, int S>
 void launch_dw_tiled(const DwParams<__half>& a, cudaStream_t stream) {
-  const int pairs = dw_channel_pairs(a.c);
+  const int pairs = dw_channel_pairs(a.c_out);
   const dim3 grid(static_cast<unsigned>(pairs * ceil_div(a.wo, kDwTileW)), static_cast<unsigned>(ceil_div(a.ho, kDwTileH)),
                   static_cast<unsigned>(a.batch));
   dwconv_tiled_f16<K, S><<<grid, kDwTiledThreads, 0, stream>>>(a);
   YOLO12_CUDA_CHECK_LAUNCH();
+}
+
+// Whether every view (and the packed weights) can be read and written in 16-byte vectors of channels.
+template <typename T>
+bool dw_vec_views(const ConvParams<T>& p) {
+  constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+  const auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
+  return p.c_out % kVec == 0 && p.ldx % kVec == 0 && p.ldy % kVec == 0 && aligned(p.x) && aligned(p.y) &&
+         aligned(p.w) && (!p.residual || (p.ldr % kVec == 0 && aligned(p.residual)));
 }
 
 // Threads dwconv_direct would run (kOutX outputs each); below two blocks of 256 per SM the grid does not
@@ -164,35 +172,32 @@ long long dw_direct_threads(const ConvShape& s, int out_x, int vec) {
   return 1LL * s.batch * s.ho * ceil_div(s.wo, out_x) * (s.c_out / vec);
 }
 bool dw_grid_fills_gpu(const ConvShape& s, int out_x, int vec) {
-  return dw_direct_threads(s, out_x, vec) >= 2LL * gpu_facts().sms * 256;
+  return dw_direct_threads(s, out_x, vec) >= 2LL * device_info().sm_count * 256;
 }
 
 template <typename T, int K, int S, int V, int kOutX>
 void launch_dw_out(const DwParams<T>& a, cudaStream_t stream) {
-  const long long total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c / V);
+  const long long total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c_out / V);
   const int threads = 256;
   dwconv_direct<T, K, S, V, kOutX><<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, stream>>>(a);
   YOLO12_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, int K, int S, int V>
-void launch_dw(const DwParams<T>& a, const ConvShape& s, cudaStream_t stream) {
-  if constexpr (std::is_same_v<T, __half> && V == 8) {
-    if (dwconv_tiled_f16_takes(s)) return launch_dw_tiled<K, S>(a, stream);
-  }
+void launch_dw(const DwParams<T>& a, cudaStream_t stream) {
   // 4 outputs per thread at stride 1 (each input vector feeds up to 4 of them), 2 at stride 2.
   constexpr int kOutX = S == 1 ? 4 : 2;
   // Batch 1 at P5 (dw7x7 128 @ 20x20): 1600 threads, 7 blocks, 20 us, every thread a long serial
   // chain. With one output per thread there are kOutX times more, shorter chains.
-  if (conv_variants().dw_one_output && !dw_grid_fills_gpu(s, kOutX, V)) launch_dw_out<T, K, S, V, 1>(a, stream);
+  if (conv_variants().dw_one_output && !dw_grid_fills_gpu(a, kOutX, V)) launch_dw_out<T, K, S, V, 1>(a, stream);
   else launch_dw_out<T, K, S, V, kOutX>(a, stream);
 }
 
 template <typename T, int K, int S>
-void launch_dw_vec(const DwParams<T>& a, const ConvShape& s, bool vec, cudaStream_t stream) {
+void launch_dw_vec(const DwParams<T>& a, bool vec, cudaStream_t stream) {
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
-  if (vec) launch_dw<T, K, S, kVec>(a, s, stream);
-  else launch_dw<T, K, S, 1>(a, s, stream);
+  if (vec) launch_dw<T, K, S, kVec>(a, stream);
+  else launch_dw<T, K, S, 1>(a, stream);
 }
 
 }  // namespace
@@ -201,14 +206,14 @@ bool dwconv_direct_supports(const ConvShape& s) {
   return (s.k == 3 || s.k == 5 || s.k == 7) && (s.stride == 1 || s.stride == 2) && s.dilation == 1;
 }
 
-bool dwconv_tiled_f16_takes(const ConvShape& s) {
-  return conv_variants().dw_tiled_f16 && is_depthwise(s) && dwconv_direct_supports(s) && s.c_out % 8 == 0 &&
-         dw_grid_fills_gpu(s, s.stride == 1 ? 4 : 2, 8);
+bool dwconv_tiled_f16_takes(const ConvParams<__half>& p) {
+  return conv_variants().dw_tiled_f16 && is_depthwise(p) && dwconv_direct_supports(p) && dw_vec_views(p) &&
+         dw_grid_fills_gpu(p, p.stride == 1 ? 4 : 2, 8);
 }
 
 void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream) {
   const DwParams<__half> a = make_dw_params(p);
-  switch (p.s.k * 10 + p.s.stride) {
+  switch (p.k * 10 + p.stride) {
     case 31: launch_dw_tiled<3, 1>(a, stream); break;
     case 32: launch_dw_tiled<3, 2>(a, stream); break;
     case 51: launch_dw_tiled<5, 1>(a, stream); break;
@@ -221,18 +226,15 @@ void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream) {
 template <typename T>
 void launch_dwconv_direct(const ConvParams<T>& p, cudaStream_t stream) {
   const DwParams<T> a = make_dw_params(p);
-  constexpr int kVec = 16 / static_cast<int>(sizeof(T));
-  const auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
-  const bool vec = a.c % kVec == 0 && a.ldx % kVec == 0 && a.ldy % kVec == 0 && aligned(p.x) && aligned(p.y) &&
-                   aligned(p.w) && (!p.residual || (a.ldr % kVec == 0 && aligned(p.residual)));
-  const int key = p.s.k * 10 + p.s.stride;
+  const bool vec = dw_vec_views(p);
+  const int key = p.k * 10 + p.stride;
   switch (key) {
-    case 31: launch_dw_vec<T, 3, 1>(a, p.s, vec, stream); break;
-    case 32: launch_dw_vec<T, 3, 2>(a, p.s, vec, stream); break;
-    case 51: launch_dw_vec<T, 5, 1>(a, p.s, vec, stream); break;
-    case 52: launch_dw_vec<T, 5, 2>(a, p.s, vec, stream); break;
-    case 71: launch_dw_vec<T, 7, 1>(a, p.s, vec, stream); break;
-    case 72: launch_dw_vec<T, 7, 2>(a, p.s, vec, stream); break;
+    case 31: launch_dw_vec<T, 3, 1>(a, vec, stream); break;
+    case 32: launch_dw_vec<T, 3, 2>(a, vec, stream); break;
+    case 51: launch_dw_vec<T, 5, 1>(a, vec, stream); break;
+    case 52: launch_dw_vec<T, 5, 2>(a, vec, stream); break;
+    case 71: launch_dw_vec<T, 7, 1>(a, vec, stream); break;
+    case 72: launch_dw_vec<T, 7, 2>(a, vec, stream); break;
     default: launch_conv2d_direct_naive(p, stream); break;  // not reached: conv.cu checks dwconv_direct_supports
   }
 }

@@ -19,39 +19,15 @@
 namespace yolo12::cuda::conv_detail {
 
 template <typename T>
-struct DwParams {
-  const T* x;          // (B, H, W, ldx) view
-  const T* w;          // (k*k, c_pad) packed
-  const float* bias;   // (c) or nullptr
-  const float* gamma;  // (c) or nullptr
-  const T* residual;   // (B, Ho, Wo, ldr) view or nullptr
-  T* y;                // (B, Ho, Wo, ldy) view
-  int ldx, ldr, ldy;
-  int batch, h, w_in, ho, wo, c, c_pad, pad;
-  bool silu;
+struct DwParams : ConvParams<T> {  // the launch (w: (k*k, c_pad) packed, c = c_in = c_out), plus:
+  int c_pad = 0;                   // c_out rounded up to kChunk: the packed weights' row length
 };
 
 template <typename T>
 DwParams<T> make_dw_params(const ConvParams<T>& p) {
   DwParams<T> a;
-  a.x = p.x;
-  a.w = p.w;
-  a.bias = p.bias;
-  a.gamma = p.gamma;
-  a.residual = p.residual;
-  a.y = p.y;
-  a.ldx = p.ldx;
-  a.ldr = p.ldr;
-  a.ldy = p.ldy;
-  a.batch = p.s.batch;
-  a.h = p.s.h;
-  a.w_in = p.s.w;
-  a.ho = p.s.ho;
-  a.wo = p.s.wo;
-  a.c = p.s.c_out;
-  a.c_pad = round_up(p.s.c_out, kChunk);
-  a.pad = p.s.pad;
-  a.silu = p.silu;
+  static_cast<ConvParams<T>&>(a) = p;
+  a.c_pad = round_up(p.c_out, kChunk);
   return a;
 }
 
@@ -73,7 +49,7 @@ struct DwTileCoords {
 };
 __host__ __device__ inline int dw_channel_pairs(int c) { return (c / 8 + kDwTileChunks - 1) / kDwTileChunks; }
 __host__ __device__ inline DwTileCoords dw_tile_coords(const DwParams<__half>& a, int bx, int by, int bz) {
-  const int pairs = dw_channel_pairs(a.c);
+  const int pairs = dw_channel_pairs(a.c_out);
   return {bz, by * kDwTileH, (bx / pairs) * kDwTileW, (bx % pairs) * kDwTileChunks * 8};
 }
 
@@ -88,12 +64,12 @@ __host__ __device__ void dw_tiled_load(const DwParams<__half>& a, const DwTileCo
   for (int i = tid; i < Tile::kInH * Tile::kInW * kDwTileChunks; i += kDwTiledThreads) {
     const int sub = i % kDwTileChunks, pix = i / kDwTileChunks;
     const int iy = iy0 + pix / Tile::kInW, ix = ix0 + pix % Tile::kInW, ch = at.c0 + sub * 8;
-    const bool ok = iy >= 0 && iy < a.h && ix >= 0 && ix < a.w_in && ch < a.c;
+    const bool ok = iy >= 0 && iy < a.h && ix >= 0 && ix < a.w_in && ch < a.c_out;
     copy(xs + i * 8, ok ? ximg + (static_cast<long long>(iy) * a.w_in + ix) * a.ldx + ch : nullptr);
   }
   for (int i = tid; i < K * K * kDwTileChunks; i += kDwTiledThreads) {
     const int sub = i % kDwTileChunks, tap = i / kDwTileChunks, ch = at.c0 + sub * 8;
-    copy(ws + i * 8, ch < a.c ? a.w + tap * a.c_pad + ch : nullptr);
+    copy(ws + i * 8, ch < a.c_out ? a.w + tap * a.c_pad + ch : nullptr);
   }
 }
 
@@ -106,7 +82,7 @@ __host__ __device__ void dw_tiled_pixel(const DwParams<__half>& a, const DwTileC
   const int sub = tid % kDwTileChunks, p = tid / kDwTileChunks;
   const int py = p / kDwTileW, px = p % kDwTileW;
   const int oy = at.oy0 + py, ox = at.ox0 + px, ch = at.c0 + sub * 8;
-  if (oy >= a.ho || ox >= a.wo || ch >= a.c) return;
+  if (oy >= a.ho || ox >= a.wo || ch >= a.c_out) return;
   float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
   for (int ky = 0; ky < K; ++ky)
@@ -122,7 +98,7 @@ __host__ __device__ void dw_tiled_pixel(const DwParams<__half>& a, const DwTileC
   const long long pix = (static_cast<long long>(at.n) * a.ho + oy) * a.wo + ox;
   float out[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) out[e] = epilogue(acc[e], a.bias, a.gamma, a.silu, ch + e);
+  for (int e = 0; e < 8; ++e) out[e] = epilogue(acc[e], a.bias, a.gamma, a.silu(), ch + e);
   if (a.residual) {
     float r[8];
     unpack8(load_nc(reinterpret_cast<const uint4*>(a.residual + pix * a.ldr + ch)), r);

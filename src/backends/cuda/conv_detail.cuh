@@ -121,55 +121,33 @@ ConvVariants& conv_variants();
 // or "" for all off.
 ConvVariants parse_conv_variants(const char* list);
 
-// What the tile choices and grid sizes need to know of the current device (the H200's numbers where no
-// device answers, e.g. on a machine without a GPU).
-struct GpuFacts {
-  int sms = 132;                     // multiprocessors
-  int smem_sm = 233472;              // shared memory per multiprocessor (228 KiB)
-  int smem_block_optin = 232448;     // dynamic shared memory a block may opt in to (227 KiB)
-  int smem_block_reserved = 1024;    // shared memory the system reserves per block
-};
-GpuFacts gpu_facts();
+// The fp16 GEMM plan of a (non-depthwise) conv under the current variants, on the current device
+// (device_info()): a narrow_f16 plan where conv2d_narrow_f16 takes the shape and its variant is on, else
+// the implicit_gemm_f16 plan (fields: ConvPlan, conv.cuh). conv_select (conv.cu) calls it; the launchers
+// run the plan they are given.
+ConvPlan f16_plan(const ConvShape& s);
+// The narrow_f16 plan for s on a device with these facts, or a plan of another algorithm where
+// conv2d_narrow_f16 does not take it (the variants are not consulted: f16_plan does that).
+ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev);
 
-// Which fp16 kernel runs a (non-depthwise) conv, and its configuration, under the current variants:
-//   ImplicitGemm: block tile bm x bn, K tile bk, split = blocks of one cluster sharing an output tile (each
-//                 summing 1/split of K); stages and smem_bytes unused (fixed per tile).
-//   Narrow:       bm = 128 pixels per tile, bn = the N tile (all of c_out), bk = the whole K (k*k*cin_pad
-//                 rounded up to 16), stages = pipeline depth in pixel tiles, smem_bytes = dynamic shared memory.
-// conv2d_forward and the profile's label (conv_algorithm_name) both read it.
-enum class F16Kernel { ImplicitGemm, Narrow };
-struct F16Plan {
-  F16Kernel kernel = F16Kernel::ImplicitGemm;
-  int bm = 64, bn = 64, bk = kTileK, split = 1;
-  int stages = 0, smem_bytes = 0;
-};
-F16Plan f16_plan(const ConvShape& s);
-// The Narrow plan for s on `gpu`, or kernel == ImplicitGemm where conv2d_narrow_f16 does not take it (the
-// variants are not consulted: f16_plan does that).
-F16Plan narrow_plan(const ConvShape& s, const GpuFacts& gpu);
-
-// The kernel conv2d_forward runs for a shape (given aligned weights), the one choice that both the
-// dispatch and the profile's label (conv_algorithm_name) read.
-enum class ConvAlgorithm { DirectNaive, Depthwise, DepthwiseTiledF16, DirectSmallCin, NarrowF16, ImplicitGemmF16,
-                           ImplicitGemmF32 };
-ConvAlgorithm conv_algorithm(const ConvShape& s, bool fp16);
-
-// Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p.s).
+// Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p), and run what
+// conv_select chose for p.
 template <typename T> void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream);
 bool dwconv_direct_supports(const ConvShape& s);  // k in {3, 5, 7}, stride in {1, 2}, dilation 1
 template <typename T> void launch_dwconv_direct(const ConvParams<T>& p, cudaStream_t stream);
-// Whether launch_dwconv_direct runs dwconv_tiled_f16 for this shape in fp16 (when the views are 16-byte
-// aligned): variant on, k 3/5/7, stride 1/2, c % 8 == 0, and a grid that fills the GPU.
-bool dwconv_tiled_f16_takes(const ConvShape& s);
-// dwconv_tiled_f16 itself, for the tests: any depthwise shape dwconv_direct_supports with c % 8 == 0 and
-// 16-byte aligned views.
+// Whether conv_select takes dwconv_tiled_f16 for p: variant on, depthwise, k 3/5/7, stride 1/2,
+// c % 8 == 0, 16-byte aligned views, and a grid that fills the GPU.
+bool dwconv_tiled_f16_takes(const ConvParams<__half>& p);
+// dwconv_tiled_f16 itself (also called directly by the tests): any depthwise shape dwconv_direct_supports
+// with c % 8 == 0 and 16-byte aligned views.
 void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream);
 bool conv2d_direct_small_cin_supports(const ConvShape& s);  // groups 1, c_in <= 4, c_out <= 64, k <= 7
 template <typename T> void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream);
-void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t stream);
-// plan: a Narrow plan for p.s (its bn, bk and stages are used). max_grid > 0 caps the persistent grid (the
+// plan: an implicit_gemm_f16 plan for p (f16_plan).
+void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream);
+// plan: a narrow_f16 plan for p (its bn, bk and stages are used). max_grid > 0 caps the persistent grid (the
 // tests use it so that every block walks many tiles).
-void launch_conv2d_narrow_f16(const ConvParams<__half>& p, const F16Plan& plan, cudaStream_t stream, int max_grid = 0);
+void launch_conv2d_narrow_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream, int max_grid = 0);
 void launch_conv2d_implicit_gemm_f32(const ConvParams<float>& p, cudaStream_t stream);
 
 }  // namespace yolo12::cuda::conv_detail

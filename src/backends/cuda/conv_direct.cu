@@ -22,17 +22,9 @@ constexpr int kSmallCinMaxCout = 64;     // shared weights: k*k*c_in*64 floats, 
 constexpr int kSmallCinThreads = 256;
 
 template <typename T>
-struct SmallCinParams {
-  const T* x;          // (B, H, W, ldx) view, c_in channels
-  const T* w;          // (c_out, k_pad) packed, K index tap * cin_pad + ci
-  const float* bias;   // (c_out) or nullptr
-  const float* gamma;  // (c_out) or nullptr
-  const T* residual;   // (B, Ho, Wo, ldr) view or nullptr
-  T* y;                // (B, Ho, Wo, ldy) view
-  int ldx, ldr, ldy;
-  int batch, h, w_in, ho, wo, c_in, c_out, c_out_pad;
-  int k, stride, pad, dilation, cin_pad, k_pad;
-  bool silu, vec_out;  // vec_out: 8 output channels are one 16-byte store
+struct SmallCinParams : ConvParams<T> {  // the launch (w: (c_out, k_pad) packed, K = tap * cin_pad + ci), plus:
+  int c_out_pad, cin_pad, k_pad;
+  bool vec_out;  // 8 output channels are one 16-byte store
 };
 
 // I: the type of the flat (pixel, chunk) index: int where the count allows, since 64-bit division
@@ -98,7 +90,7 @@ __global__ void __launch_bounds__(kSmallCinThreads) conv2d_direct_small_cin(cons
       }
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        float v = epilogue(acc[j], a.bias, a.gamma, a.silu, c0 + j);
+        float v = epilogue(acc[j], a.bias, a.gamma, a.silu(), c0 + j);
         if (rp) v += to_float(res[j]);
         out[j] = from_float<T>(v);
       }
@@ -109,7 +101,7 @@ __global__ void __launch_bounds__(kSmallCinThreads) conv2d_direct_small_cin(cons
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         if (c0 + j >= a.c_out) break;
-        float v = epilogue(acc[j], a.bias, a.gamma, a.silu, c0 + j);
+        float v = epilogue(acc[j], a.bias, a.gamma, a.silu(), c0 + j);
         if (rp) v += to_float(rp[j]);
         yp[j] = from_float<T>(v);
       }
@@ -125,48 +117,25 @@ bool conv2d_direct_small_cin_supports(const ConvShape& s) {
 
 template <typename T>
 void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream) {
-  const GemmLayout l = gemm_layout(p.s);
+  const GemmLayout l = gemm_layout(p);
   SmallCinParams<T> a;
-  a.x = p.x;
-  a.w = p.w;
-  a.bias = p.bias;
-  a.gamma = p.gamma;
-  a.residual = p.residual;
-  a.y = p.y;
-  a.ldx = p.ldx;
-  a.ldr = p.ldr;
-  a.ldy = p.ldy;
-  a.batch = p.s.batch;
-  a.h = p.s.h;
-  a.w_in = p.s.w;
-  a.ho = p.s.ho;
-  a.wo = p.s.wo;
-  a.c_in = p.s.c_in;
-  a.c_out = p.s.c_out;
-  a.c_out_pad = round_up(p.s.c_out, 8);
-  a.k = p.s.k;
-  a.stride = p.s.stride;
-  a.pad = p.s.pad;
-  a.dilation = p.s.dilation;
+  static_cast<ConvParams<T>&>(a) = p;
+  a.c_out_pad = round_up(p.c_out, 8);
   a.cin_pad = l.cin_pad;
   a.k_pad = l.k_pad;
-  a.silu = p.silu;
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
   const auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
-  a.vec_out = p.s.c_out % 8 == 0 && p.ldy % kVec == 0 && aligned(p.y) &&
+  a.vec_out = p.c_out % 8 == 0 && p.ldy % kVec == 0 && aligned(p.y) &&
               (!p.residual || (p.ldr % kVec == 0 && aligned(p.residual)));
-  const int smem = p.s.k * p.s.k * p.s.c_in * a.c_out_pad * static_cast<int>(sizeof(float));
+  const int smem = p.k * p.k * p.c_in * a.c_out_pad * static_cast<int>(sizeof(float));
   constexpr int kMaxSmem = kSmallCinMax * 49 * kSmallCinMaxCout * 4;
-  static const cudaError_t attr32 = cudaFuncSetAttribute(conv2d_direct_small_cin<T, int>,
-                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem);
-  static const cudaError_t attr64 = cudaFuncSetAttribute(conv2d_direct_small_cin<T, long long>,
-                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem);
-  YOLO12_CUDA_CHECK(attr32);
-  YOLO12_CUDA_CHECK(attr64);
-  const long long total = 1LL * p.s.batch * p.s.ho * p.s.wo * (a.c_out_pad / 8);
-  // Grid-stride, at most 8 blocks per SM's worth (132 SMs): each block stages the weights once.
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(conv2d_direct_small_cin<T, int>), kMaxSmem));
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(conv2d_direct_small_cin<T, long long>), kMaxSmem));
+  const long long total = 1LL * p.batch * p.ho * p.wo * (a.c_out_pad / 8);
+  // Grid-stride, at most 8 blocks per SM (device_info()): each block stages the weights once.
   const long long blocks = (total + kSmallCinThreads - 1) / kSmallCinThreads;
-  const int grid = static_cast<int>(blocks < 132 * 8 ? blocks : 132 * 8);
+  const long long max_blocks = 8LL * device_info().sm_count;
+  const int grid = static_cast<int>(blocks < max_blocks ? blocks : max_blocks);
   // int indices while idx + one grid stride stays far from overflow.
   if (total + 1LL * grid * kSmallCinThreads < (1LL << 30))
     conv2d_direct_small_cin<T, int><<<grid, kSmallCinThreads, smem, stream>>>(a);

@@ -15,53 +15,28 @@
 
 namespace yolo12::cuda::conv_detail {
 
+// Everything a kernel needs: the launch (ConvParams: the op's attributes, sizes and views; w = the
+// (groups, n_g, k_pad) packed weights) and what is derived from it on the host once per launch.
 template <typename T>
-struct ImplicitGemmParams {
-  const T* x;          // (B, H, W, ldx) view, pointing at channel 0 of the input slice
-  const T* w;          // (groups, n_g, k_pad) packed weights
-  const float* bias;   // (c_out) or nullptr
-  const float* gamma;  // (c_out) or nullptr
-  const T* residual;   // (B, Ho, Wo, ldr) view or nullptr
-  T* y;                // (B, Ho, Wo, ldy) view
-  int ldx, ldr, ldy;
-  int h, w_in, ho, wo;
-  int k, stride, pad, dilation;
-  int m;               // B * Ho * Wo
-  int n_g, cin_g, cin_pad, k_real, k_pad;
-  bool silu;
-  bool pair_out;       // the epilogue may store channel pairs (2-element aligned y / residual)
-  bool vec_out;        // 16-byte stores of 16 bytes of channels (n_g, ldy, ldr multiples of 16 bytes, aligned)
-  bool vec_a;          // 16-byte A loads: cin_g and ldx multiples of 16 bytes, x 16-byte aligned
+struct ImplicitGemmParams : ConvParams<T> {
+  int m = 0;           // B * Ho * Wo
+  int n_g = 0, cin_g = 0, cin_pad = 0, k_real = 0, k_pad = 0;
+  bool pair_out = false;  // the epilogue may store channel pairs (2-element aligned y / residual)
+  bool vec_out = false;   // 16-byte stores of 16 bytes of channels (n_g, ldy, ldr multiples of 16 bytes, aligned)
+  bool vec_a = false;     // 16-byte A loads: cin_g and ldx multiples of 16 bytes, x 16-byte aligned
 };
 
 template <typename T>
 ImplicitGemmParams<T> make_params(const ConvParams<T>& p) {
-  const GemmLayout l = gemm_layout(p.s);
+  const GemmLayout l = gemm_layout(p);
   ImplicitGemmParams<T> a;
-  a.x = p.x;
-  a.w = p.w;
-  a.bias = p.bias;
-  a.gamma = p.gamma;
-  a.residual = p.residual;
-  a.y = p.y;
-  a.ldx = p.ldx;
-  a.ldr = p.ldr;
-  a.ldy = p.ldy;
-  a.h = p.s.h;
-  a.w_in = p.s.w;
-  a.ho = p.s.ho;
-  a.wo = p.s.wo;
-  a.k = p.s.k;
-  a.stride = p.s.stride;
-  a.pad = p.s.pad;
-  a.dilation = p.s.dilation;
-  a.m = p.s.batch * p.s.ho * p.s.wo;
+  static_cast<ConvParams<T>&>(a) = p;
+  a.m = p.batch * p.ho * p.wo;
   a.n_g = l.n_g;
   a.cin_g = l.cin_g;
   a.cin_pad = l.cin_pad;
   a.k_real = l.k_real;
   a.k_pad = l.k_pad;
-  a.silu = p.silu;
   const auto aligned = [](const void* ptr, int bytes) { return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0; };
   const int per16 = 16 / static_cast<int>(sizeof(T));
   a.vec_out = l.n_g % per16 == 0 && p.ldy % per16 == 0 && aligned(p.y, 16) &&

@@ -33,8 +33,8 @@ __device__ __forceinline__ void store_output(const ImplicitGemmParams<T>& a, int
   if (m >= a.m || n >= a.n_g) return;
   const int c = blockIdx.z * a.n_g + n;
   const bool two = n + 1 < a.n_g;
-  v0 = epilogue(v0, a.bias, a.gamma, a.silu, c);
-  if (two) v1 = epilogue(v1, a.bias, a.gamma, a.silu, c + 1);
+  v0 = epilogue(v0, a.bias, a.gamma, a.silu(), c);
+  if (two) v1 = epilogue(v1, a.bias, a.gamma, a.silu(), c + 1);
   T* yp = a.y + static_cast<long long>(m) * a.ldy + c;
   const T* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
   if constexpr (sizeof(T) == 2) {
@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     auto finish = [&](float v, float b, float gm) {
       if constexpr (SPLIT == 1) {
         v += b;
-        if (a.silu) v = v / (1.f + __expf(-v));
+        if (a.silu()) v = v / (1.f + __expf(-v));
         if (a.gamma) v *= gm;
       }
       return v;
@@ -248,7 +248,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
         }
 #pragma unroll
         for (int e = 0; e < 8; ++e)
-          if (n + e < a.n_g) v[e] = epilogue(v[e], a.bias, a.gamma, a.silu, static_cast<int>(c) + e);
+          if (n + e < a.n_g) v[e] = epilogue(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
       }
       __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
       const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
@@ -290,12 +290,11 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
 
 // Launches one kernel instantiation with `smem` bytes of dynamic shared memory, in clusters of
 // (cluster_x, 1, 1) blocks when cluster_x > 1. Above 48 KiB a kernel must opt in; that is done once per
-// instantiation (a static per template argument: one per kernel, not per kernel type) and is not a
-// stream operation, so it is legal during graph capture.
+// kernel and device (allow_dynamic_smem) and is not a stream operation, so it is legal during graph
+// capture.
 template <auto kKernel, typename Args>
 void launch_with_smem(dim3 grid, dim3 block, int smem, const Args& a, cudaStream_t stream, int cluster_x = 1) {
-  static const cudaError_t attr = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  YOLO12_CUDA_CHECK(attr);
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel), smem));
   if (cluster_x == 1) {
     kKernel<<<grid, block, smem, stream>>>(a);
     YOLO12_CUDA_CHECK_LAUNCH();
@@ -418,11 +417,12 @@ __global__ void __launch_bounds__(kF32Threads) conv2d_implicit_gemm_f32(const Im
 namespace {
 
 // conv2d_implicit_gemm_f16's tile, K tile and split for s.
-F16Plan implicit_gemm_plan(const ConvShape& s, const GpuFacts& gpu, const ConvVariants& v) {
+ConvPlan implicit_gemm_plan(const ConvShape& s, const DeviceInfo& dev, const ConvVariants& v) {
   const GemmLayout l = gemm_layout(s);
   const int m = s.batch * s.ho * s.wo;
-  const long long two_per_sm = 2LL * gpu.sms;  // 264 on the H200
-  F16Plan plan;
+  const long long two_per_sm = 2LL * dev.sm_count;  // 264 on the H200
+  ConvPlan plan;
+  plan.algorithm = ConvAlgorithm::implicit_gemm_f16;
   // Tile choice: the widest N tile that the group's channels fill, then the tallest M tile that still
   // gives about two blocks per SM.
   const long long blocks_128 = 1LL * ceil_div(m, 128) * ceil_div(l.n_g, l.n_g <= 64 ? 64 : 128) * s.groups;
@@ -448,24 +448,23 @@ F16Plan implicit_gemm_plan(const ConvShape& s, const GpuFacts& gpu, const ConvVa
 
 }  // namespace
 
-F16Plan f16_plan(const ConvShape& s) {
-  const GpuFacts gpu = gpu_facts();
+ConvPlan f16_plan(const ConvShape& s) {
+  const DeviceInfo& dev = device_info();
   const ConvVariants& v = conv_variants();
   // conv2d_narrow_f16 where it takes the shape and its variant is on (the small-c_in convs, which would
   // otherwise go to conv2d_direct_small_cin, under their own switch).
   if (conv2d_direct_small_cin_supports(s) ? v.f16_narrow_stem : v.f16_narrow) {
-    const F16Plan narrow = narrow_plan(s, gpu);
-    if (narrow.kernel == F16Kernel::Narrow) return narrow;
+    const ConvPlan narrow = narrow_plan(s, dev);
+    if (narrow.algorithm == ConvAlgorithm::narrow_f16) return narrow;
   }
-  return implicit_gemm_plan(s, gpu, v);
+  return implicit_gemm_plan(s, dev, v);
 }
 
-void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t stream) {
+void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream) {
   const ImplicitGemmParams<__half> a = make_params(p);
-  const bool pointwise = p.s.k == 1 && p.s.stride == 1 && p.s.pad == 0;
+  const bool pointwise = p.k == 1 && p.stride == 1 && p.pad == 0;
   const bool vec_a = a.vec_a;
-  const int groups = p.s.groups;
-  const F16Plan plan = implicit_gemm_plan(p.s, gpu_facts(), conv_variants());
+  const int groups = p.groups;
   if (plan.bk == 64) {  // 64-wide K, 3 stages (shared memory: 128x128 takes 108 KiB)
     if (plan.bn == 32) launch_f16_bk64_split<128, 32, 4, 1>(a, groups, pointwise, vec_a, plan.split, stream);
     else if (plan.bm == 64) launch_f16_bk64_split<64, 64, 2, 2>(a, groups, pointwise, vec_a, plan.split, stream);
@@ -481,8 +480,8 @@ void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, cudaStream_t s
 
 void launch_conv2d_implicit_gemm_f32(const ConvParams<float>& p, cudaStream_t stream) {
   const ImplicitGemmParams<float> a = make_params(p);
-  const bool pointwise = p.s.k == 1 && p.s.stride == 1 && p.s.pad == 0;
-  const dim3 grid(ceil_div(a.m, kF32TileM), ceil_div(a.n_g, kF32TileN), p.s.groups);
+  const bool pointwise = p.k == 1 && p.stride == 1 && p.pad == 0;
+  const dim3 grid(ceil_div(a.m, kF32TileM), ceil_div(a.n_g, kF32TileN), p.groups);
   if (pointwise) conv2d_implicit_gemm_f32<true><<<grid, kF32Threads, 0, stream>>>(a);
   else conv2d_implicit_gemm_f32<false><<<grid, kF32Threads, 0, stream>>>(a);
   YOLO12_CUDA_CHECK_LAUNCH();

@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const Narrow
   }
   auto finish = [&](float v, float b, float g) {
     v += b;
-    if (a.silu) v = silu_f(v);
+    if (a.silu()) v = silu_f(v);
     return v * g;
   };
 
@@ -123,12 +123,11 @@ __global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const Narrow
 template <int BN, bool kVecA>
 void launch_narrow(const NarrowParams& p, int smem, int max_grid, cudaStream_t stream) {
   constexpr auto kKernel = conv2d_narrow_f16<BN, kVecA>;
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, gpu_facts().smem_block_optin);
-  YOLO12_CUDA_CHECK(attr);
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel),
+                                       static_cast<int>(device_info().smem_per_block_optin)));
   int per_sm = 0;
   YOLO12_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kNarrowThreads, smem));
-  long long fit = 1LL * (per_sm > 0 ? per_sm : 1) * gpu_facts().sms;
+  long long fit = 1LL * (per_sm > 0 ? per_sm : 1) * device_info().sm_count;
   if (max_grid > 0 && max_grid < fit) fit = max_grid;
   const int grid = static_cast<int>(p.tiles < fit ? p.tiles : fit);
   kKernel<<<grid, kNarrowThreads, smem, stream>>>(p);
@@ -143,27 +142,28 @@ void launch_narrow_a(const NarrowParams& p, int smem, int max_grid, cudaStream_t
 
 }  // namespace
 
-F16Plan narrow_plan(const ConvShape& s, const GpuFacts& gpu) {
-  F16Plan plan;  // ImplicitGemm: not taken
+ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev) {
+  ConvPlan plan;  // not narrow_f16: not taken
   if (s.groups != 1) return plan;
   const GemmLayout l = gemm_layout(s);
   const int k16 = round_up(l.k_real, 16);
   const long long m = 1LL * s.batch * s.ho * s.wo;
-  if (l.n_g > kNarrowMaxN || k16 > kNarrowMaxK || (m + kNarrowRows - 1) / kNarrowRows < gpu.sms) return plan;
+  if (l.n_g > kNarrowMaxN || k16 > kNarrowMaxK || (m + kNarrowRows - 1) / kNarrowRows < dev.sm_count) return plan;
   const int bn = narrow_bn(l.n_g);
   // The deepest pipeline (4, 3, 2 tiles) that keeps two blocks on an SM, else the deepest that fits one.
   // The scalar gather (cin_g not a multiple of 8: the stem) loads synchronously, so its stages hide
   // nothing: 2 stages, and as many blocks per SM as fit.
   const bool scalar_gather = l.cin_g % kChunk != 0;
-  const int two_per_sm = gpu.smem_sm / 2 - gpu.smem_block_reserved;
-  const int one_per_sm = gpu.smem_block_optin < gpu.smem_sm - gpu.smem_block_reserved ? gpu.smem_block_optin
-                                                                                        : gpu.smem_sm - gpu.smem_block_reserved;
-  for (const int budget : {two_per_sm, one_per_sm})
+  const long long sm = static_cast<long long>(dev.smem_per_sm), reserved = static_cast<long long>(dev.smem_reserved_per_block);
+  const long long optin = static_cast<long long>(dev.smem_per_block_optin);
+  const long long two_per_sm = sm / 2 - reserved;
+  const long long one_per_sm = optin < sm - reserved ? optin : sm - reserved;
+  for (const long long budget : {two_per_sm, one_per_sm})
     for (const int stages : {4, 3, 2}) {
       if (scalar_gather && stages != 2) continue;
       const int bytes = narrow_layout(bn, k16, stages).bytes;
       if (bytes <= budget) {
-        plan.kernel = F16Kernel::Narrow;
+        plan.algorithm = ConvAlgorithm::narrow_f16;
         plan.bm = kNarrowRows;
         plan.bn = bn;
         plan.bk = k16;
@@ -176,7 +176,7 @@ F16Plan narrow_plan(const ConvShape& s, const GpuFacts& gpu) {
   return plan;
 }
 
-void launch_conv2d_narrow_f16(const ConvParams<__half>& cp, const F16Plan& plan, cudaStream_t stream, int max_grid) {
+void launch_conv2d_narrow_f16(const ConvParams<__half>& cp, const ConvPlan& plan, cudaStream_t stream, int max_grid) {
   NarrowParams p;
   p.g = make_params(cp);
   p.k16 = plan.bk;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "common.cuh"
 
@@ -24,7 +25,7 @@ constexpr int kMaxRegMax = 64;
 constexpr int kMaxDetLimit = 1024;  // keeps the NMS block under 48 KB of shared memory
 
 template <typename T>
-__global__ void detect_decode_kernel(DetectParams<T> p) {
+__global__ void detect_decode_kernel(DetectHeadParams<T> p) {
   const int n = blockIdx.y;
   const int a = blockIdx.x * blockDim.x + threadIdx.x;
   if (a >= p.anchors) return;
@@ -132,7 +133,7 @@ __global__ void rank_sort_candidates_kernel(const DetectCandidate* __restrict__ 
 }
 
 // IoU > threshold, as torchvision's nms kernel computes it (fp32, areas from the given boxes), the
-// float IoU compared in double against the threshold the user typed (see iou_threshold_decimal).
+// float IoU compared in double against the threshold the user typed (post::threshold_as_decimal).
 __device__ __forceinline__ bool iou_above(const float4 a, const float4 b, double threshold) {
   const float left = fmaxf(a.x, b.x), right = fminf(a.z, b.z);
   const float top = fmaxf(a.y, b.y), bottom = fminf(a.w, b.w);
@@ -224,20 +225,6 @@ __global__ void __launch_bounds__(kNmsChunk) nms_greedy_kernel(
   if (tid == 0) det_count[n] = kept;
 }
 
-// torchvision compares the float IoU with the Python float (a double) the user passed; our options
-// hold a float. The double meant is the shortest decimal that rounds to that float (0.6f -> 0.6, not
-// 0.60000002), exactly as the CPU NMS (src/post/nms.cpp) recovers it; it matters only for an IoU equal
-// to a threshold that float rounding moved upwards.
-double iou_threshold_decimal(float t) {
-  char text[64];
-  for (int digits = 1; digits <= 9; ++digits) {
-    std::snprintf(text, sizeof text, "%.*g", digits, static_cast<double>(t));
-    const double d = std::strtod(text, nullptr);
-    if (static_cast<float>(d) == t) return d;
-  }
-  return static_cast<double>(t);
-}
-
 }  // namespace
 
 std::size_t detect_workspace_bytes(int batch, int anchors, int max_nms) {
@@ -249,7 +236,7 @@ std::size_t detect_workspace_bytes(int batch, int anchors, int max_nms) {
 }
 
 template <typename T>
-void detect_workspace_carve(DetectParams<T>& p, void* workspace) {
+void detect_workspace_carve(DetectHeadParams<T>& p, void* workspace) {
   char* base = static_cast<char*>(workspace);
   const std::size_t cand = align_up(sizeof(DetectCandidate) * p.batch * p.anchors, 256);
   const std::size_t sorted =
@@ -265,7 +252,7 @@ bool detect_can_implement(int levels, int reg_max, int nc, int max_det) {
 }
 
 template <typename T>
-void detect_forward(const DetectParams<T>& p, cudaStream_t stream) {
+void detect_forward(const DetectHeadParams<T>& p, cudaStream_t stream) {
   if (p.batch < 1 || p.anchors < 1) return;
   if (p.candidates) YOLO12_CUDA_CHECK(cudaMemsetAsync(p.candidate_count, 0, sizeof(int) * p.batch, stream));
   dim3 grid(ceil_div(p.anchors, kDecodeThreads), p.batch);
@@ -281,14 +268,103 @@ void detect_forward(const DetectParams<T>& p, cudaStream_t stream) {
   YOLO12_CUDA_CHECK_LAUNCH();
   const std::size_t smem = sizeof(float4) * p.max_det;
   nms_greedy_kernel<<<p.batch, kNmsChunk, smem, stream>>>(p.sorted, p.candidate_count, p.dets, p.det_count, ld_sorted,
-                                                          max_nms, p.max_det, iou_threshold_decimal(p.iou), p.max_wh,
+                                                          max_nms, p.max_det, post::threshold_as_decimal(p.iou), p.max_wh,
                                                           p.agnostic);
   YOLO12_CUDA_CHECK_LAUNCH();
 }
 
-template void detect_workspace_carve<float>(DetectParams<float>&, void*);
-template void detect_workspace_carve<__half>(DetectParams<__half>&, void*);
-template void detect_forward<float>(const DetectParams<float>&, cudaStream_t);
-template void detect_forward<__half>(const DetectParams<__half>&, cudaStream_t);
+template void detect_workspace_carve<float>(DetectHeadParams<float>&, void*);
+template void detect_workspace_carve<__half>(DetectHeadParams<__half>&, void*);
+template void detect_forward<float>(const DetectHeadParams<float>&, cudaStream_t);
+template void detect_forward<__half>(const DetectHeadParams<__half>&, cudaStream_t);
+
+template <typename T>
+DetectHead<T>::DetectHead(const graph::HeadSpec& head, const BindContext<T>& ctx, const post::NmsParams& nms)
+    : max_batch_(ctx.max_batch) {
+  if (head.kind != graph::HeadKind::Detect) ctx.cannot_run("a head other than Detect");
+  const graph::DetectHead& d = head.detect;
+  const int levels = static_cast<int>(d.box.size());
+  if (!detect_can_implement(levels, d.attrs.reg_max, d.attrs.nc, nms.max_det) || d.cls.size() != d.box.size() ||
+      d.strides.size() != d.box.size())
+    ctx.cannot_run("Detect with " + std::to_string(levels) + " levels, reg_max " + std::to_string(d.attrs.reg_max) +
+                   ", max_det " + std::to_string(nms.max_det));
+  DetectHeadParams<T>& p = params_;
+  static_cast<graph::DetectAttrs&>(p) = d.attrs;
+  static_cast<post::NmsAttrs&>(p) = nms;
+  p.levels = levels;
+  p.anchors = 0;
+  for (int l = 0; l < levels; ++l) {
+    const graph::Value& bv = ctx.value(d.box[static_cast<std::size_t>(l)]);
+    p.box[l] = ctx.ptr(d.box[static_cast<std::size_t>(l)]);
+    p.ldb[l] = ctx.ld(d.box[static_cast<std::size_t>(l)]);
+    p.cls[l] = ctx.ptr(d.cls[static_cast<std::size_t>(l)]);
+    p.ldc[l] = ctx.ld(d.cls[static_cast<std::size_t>(l)]);
+    p.h[l] = bv.h;
+    p.w[l] = bv.w;
+    p.stride[l] = static_cast<float>(d.strides[static_cast<std::size_t>(l)]);
+    p.anchors += bv.h * bv.w;
+  }
+  if (p.anchors != d.anchors) ctx.cannot_run("Detect whose maps do not add up to its anchors");
+  // Workspace: candidates, sorted candidates and counts for max_batch, then the class filter.
+  const std::size_t det_ws = detect_workspace_bytes(max_batch_, p.anchors, p.max_nms);
+  workspace_ = DeviceBuffer(det_ws + align_up(static_cast<std::size_t>(p.nc), 256));
+  p.batch = max_batch_;  // the carve sizes its regions for this batch
+  detect_workspace_carve<T>(p, workspace_.get());
+  if (!nms.classes.empty()) {
+    std::vector<unsigned char> keep(static_cast<std::size_t>(p.nc), 0);
+    for (int c : nms.classes)
+      if (c >= 0 && c < p.nc) keep[static_cast<std::size_t>(c)] = 1;
+    unsigned char* dev_keep = workspace_.as<unsigned char>(det_ws);
+    YOLO12_CUDA_CHECK(cudaMemcpy(dev_keep, keep.data(), keep.size(), cudaMemcpyHostToDevice));
+    p.class_keep = dev_keep;
+  }
+  out_dev_ = DeviceBuffer(out_bytes(max_batch_));
+  out_host_ = PinnedBuffer(out_bytes(max_batch_));
+  p.det_count = out_dev_.as<int>();
+  p.dets = out_dev_.as<float>(align_up(sizeof(int) * max_batch_, 256));
+}
+
+template <typename T>
+std::size_t DetectHead<T>::out_bytes(int batch) const {
+  return align_up(sizeof(int) * max_batch_, 256) + sizeof(float) * 6 * params_.max_det * batch;
+}
+
+template <typename T>
+void DetectHead<T>::enqueue_raw(int batch, float* raw, cudaStream_t stream) const {
+  DetectHeadParams<T> p = params_;
+  p.batch = batch;
+  p.raw = raw;
+  p.candidates = nullptr;
+  detect_forward<T>(p, stream);
+}
+
+template <typename T>
+void DetectHead<T>::enqueue_detect(int batch, cudaStream_t stream) const {
+  DetectHeadParams<T> p = params_;
+  p.batch = batch;
+  detect_forward<T>(p, stream);
+  YOLO12_CUDA_CHECK(cudaMemcpyAsync(out_host_.get(), out_dev_.get(), out_bytes(batch), cudaMemcpyDeviceToHost, stream));
+}
+
+template <typename T>
+void DetectHead<T>::read(int batch, std::vector<Detection>* out) const {
+  const int* counts = out_host_.as<int>();
+  const float* dets = out_host_.as<float>(align_up(sizeof(int) * max_batch_, 256));
+  for (int n = 0; n < batch; ++n) {
+    const int k = std::min(counts[n], params_.max_det);
+    std::vector<Detection>& v = out[n];
+    v.resize(static_cast<std::size_t>(std::max(k, 0)));
+    for (int i = 0; i < k; ++i) {
+      const float* r = dets + (static_cast<std::size_t>(n) * params_.max_det + i) * 6;
+      Detection& d = v[static_cast<std::size_t>(i)];
+      d.box = Box{r[0], r[1], r[2], r[3]};
+      d.score = r[4];
+      d.class_id = static_cast<int>(r[5]);
+    }
+  }
+}
+
+template class DetectHead<float>;
+template class DetectHead<__half>;
 
 }  // namespace yolo12::cuda

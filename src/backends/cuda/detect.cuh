@@ -24,6 +24,14 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <vector>
+
+#include "common.cuh"
+#include "graph/graph.hpp"
+#include "ops.cuh"
+#include "post/nms.hpp"
+#include "yolo12/yolo12.hpp"
+
 namespace yolo12::cuda {
 
 constexpr int kMaxDetectLevels = 4;
@@ -36,10 +44,11 @@ struct DetectCandidate {
   int pad;
 };
 
+// The head's attributes (nc, reg_max), the NMS settings (post::NmsAttrs: conf, iou, max_det, max_nms,
+// max_wh, agnostic) and this call's views and workspace. (The CPU decode takes cpu::DetectDecodeParams.)
 template <typename T>  // T = float or __half (the network's activations)
-struct DetectParams {
+struct DetectHeadParams : graph::DetectAttrs, post::NmsAttrs {
   int batch = 1;
-  int nc = 80, reg_max = 16;
   int levels = 3;
   const T* box[kMaxDetectLevels] = {};  // per level (B, H_l, W_l, ldb) view, 4 * reg_max channels used
   int ldb[kMaxDetectLevels] = {};
@@ -52,12 +61,6 @@ struct DetectParams {
   float* raw = nullptr;  // optional (B, 4 + nc, A) float32; nullptr: not written
 
   // Post-processing; when `candidates` is nullptr only the raw head is produced.
-  float conf = 0.25f;
-  float iou = 0.7f;
-  int max_det = 300;
-  int max_nms = 30000;
-  float max_wh = 7680.f;
-  bool agnostic = false;
   const unsigned char* class_keep = nullptr;  // optional (nc): 1 = keep the class; nullptr = all
   DetectCandidate* candidates = nullptr;      // workspace (B, A)
   DetectCandidate* sorted = nullptr;          // workspace (B, min(A, max_nms))
@@ -67,17 +70,44 @@ struct DetectParams {
 };
 
 // Bytes of workspace detect_forward needs for the candidates (three regions, 256-byte aligned);
-// detect_workspace_carve points a DetectParams' workspace pointers into such a block, sized from
+// detect_workspace_carve points a DetectHeadParams' workspace pointers into such a block, sized from
 // p.batch, p.anchors and p.max_nms: set those first (to the largest batch that will run).
 std::size_t detect_workspace_bytes(int batch, int anchors, int max_nms);
 template <typename T>
-void detect_workspace_carve(DetectParams<T>& p, void* workspace);
+void detect_workspace_carve(DetectHeadParams<T>& p, void* workspace);
 
 // Limits of the kernels: levels <= kMaxDetectLevels, 1 <= max_det <= 1024, reg_max in [1, 64].
 bool detect_can_implement(int levels, int reg_max, int nc, int max_det);
 
 // Enqueues decode (+ raw), and if p.candidates is set, candidate sort and NMS.
 template <typename T>
-void detect_forward(const DetectParams<T>& p, cudaStream_t stream);
+void detect_forward(const DetectHeadParams<T>& p, cudaStream_t stream);
+
+// The Detect head on the device, for one executor: the CUDA implementation of the graph's head
+// (pipeline/head.hpp has its host half). Built once with the executor: the params bound to the
+// executor's output maps and the NMS settings, and its own buffers sized for max_batch (candidate
+// workspace, class filter, kept boxes on the device and in pinned host memory). Both enqueue
+// functions only enqueue (capturable).
+template <typename T>
+class DetectHead {
+ public:
+  // Throws ModelError (ctx.cannot_run) for a head the kernels cannot run.
+  DetectHead(const graph::HeadSpec& head, const BindContext<T>& ctx, const post::NmsParams& nms);
+  // Decode only: the raw head (batch, 4 + nc, A) float32 into device memory `raw`.
+  void enqueue_raw(int batch, float* raw, cudaStream_t stream) const;
+  // Decode + NMS (fused_nms) and the copy of the kept boxes to pinned host memory.
+  void enqueue_detect(int batch, cudaStream_t stream) const;
+  // After the stream has finished enqueue_detect: per image the kept boxes, input pixels, by score.
+  void read(int batch, std::vector<Detection>* out) const;
+  std::size_t workspace_bytes() const { return workspace_.bytes() + out_dev_.bytes(); }
+
+ private:
+  std::size_t out_bytes(int batch) const;
+  DetectHeadParams<T> params_;
+  int max_batch_ = 1;
+  DeviceBuffer workspace_;  // candidates | sorted | counts | class filter
+  DeviceBuffer out_dev_;    // counts (max_batch) | kept boxes (max_batch, max_det, 6)
+  PinnedBuffer out_host_;
+};
 
 }  // namespace yolo12::cuda

@@ -1,4 +1,5 @@
-// src/backends/cuda/elementwise.cu - upsample, max-pool, channel copy and the input cast (see elementwise.cuh).
+// src/backends/cuda/elementwise.cu - upsample, max-pool, channel copy and the input cast (see elementwise.cuh),
+// and the binds of the Upsample, MaxPool and Copy ops.
 //
 // All four are memory-bound. The general kernels are one thread per output element, channel fastest,
 // so a warp reads and writes consecutive channels of one pixel (coalesced for the NHWC views the
@@ -12,8 +13,10 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "common.cuh"
+#include "ops.cuh"
 
 namespace yolo12::cuda {
 namespace {
@@ -78,7 +81,7 @@ __global__ void upsample_nearest_vec16_kernel(UpsampleNearestParams<T> p) {
 
 // One thread per 16-byte vector (pixel, v).
 template <typename T, typename I>
-__global__ void channel_copy_vec16_kernel(ChannelCopyParams<T> p) {
+__global__ void copy_channels_vec16_kernel(CopyChannelsParams<T> p) {
   constexpr int V = 16 / static_cast<int>(sizeof(T));
   const I cv = p.c / V;
   const I total = static_cast<I>(p.batch) * p.pixels * cv;
@@ -113,7 +116,7 @@ __global__ void max_pool_same_kernel(MaxPoolParams<T> p) {
 }
 
 template <typename T>
-__global__ void channel_copy_kernel(ChannelCopyParams<T> p) {
+__global__ void copy_channels_kernel(CopyChannelsParams<T> p) {
   const long long total = static_cast<long long>(p.batch) * p.pixels * p.c;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
@@ -171,14 +174,14 @@ void max_pool_same(const MaxPoolParams<T>& p, cudaStream_t stream) {
 }
 
 template <typename T>
-void channel_copy(const ChannelCopyParams<T>& p, cudaStream_t stream) {
+void copy_channels(const CopyChannelsParams<T>& p, cudaStream_t stream) {
   const long long n = static_cast<long long>(p.batch) * p.pixels * p.c;
   if (n == 0) return;
   if (vec16_fits<T>(p.x, p.ldx, p.y, p.ldy, p.c)) {
-    launch_by_index_width(channel_copy_vec16_kernel<T, int>, channel_copy_vec16_kernel<T, long long>,
+    launch_by_index_width(copy_channels_vec16_kernel<T, int>, copy_channels_vec16_kernel<T, long long>,
                           n / (16 / static_cast<int>(sizeof(T))), p, stream);
   } else {
-    channel_copy_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
+    copy_channels_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
   }
   YOLO12_CUDA_CHECK_LAUNCH();
 }
@@ -191,11 +194,78 @@ void nchw_to_nhwc(const NchwToNhwcParams<T>& p, cudaStream_t stream) {
   YOLO12_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+
+// The views of a per-pixel op from `in` (H, W, c channels) to `out` (any size): P's x, ldx, y, ldy,
+// h, w and c.
+template <typename P, typename T>
+P image_views(const graph::ValueRef& in, const graph::ValueRef& out, const BindContext<T>& ctx) {
+  P p;
+  p.x = ctx.ptr(in);
+  p.ldx = ctx.ld(in);
+  p.y = ctx.ptr(out);
+  p.ldy = ctx.ld(out);
+  p.h = ctx.value(in).h;
+  p.w = ctx.value(in).w;
+  p.c = in.c;
+  return p;
+}
+
+std::string map_label(const std::string& what, int c, int h, int w) {
+  return what + " " + std::to_string(c) + "ch " + std::to_string(h) + "x" + std::to_string(w);
+}
+
+}  // namespace
+
+template <typename T>
+Step bind(const graph::UpsampleOp& op, const BindContext<T>& ctx) {
+  if (op.attrs.factor < 1 || op.out.c != op.in.c) ctx.cannot_run("upsample factor " + std::to_string(op.attrs.factor));
+  auto p = image_views<UpsampleNearestParams<T>>(op.in, op.out, ctx);
+  static_cast<graph::UpsampleAttrs&>(p) = op.attrs;
+  Step step;
+  step.run = with_batch(p, &upsample_nearest<T>);
+  step.label = map_label("upsample x" + std::to_string(p.factor), p.c, p.h, p.w);
+  step.bytes_per_image = sizeof(T) * 1.0 * p.h * p.w * p.c * (1 + p.factor * p.factor);
+  return step;
+}
+
+template <typename T>
+Step bind(const graph::MaxPoolOp& op, const BindContext<T>& ctx) {
+  if (!max_pool_can_implement(op.attrs.k)) ctx.cannot_run("max-pool k" + std::to_string(op.attrs.k));
+  auto p = image_views<MaxPoolParams<T>>(op.in, op.out, ctx);
+  static_cast<graph::MaxPoolAttrs&>(p) = op.attrs;
+  Step step;
+  step.run = with_batch(p, &max_pool_same<T>);
+  step.label = map_label("maxpool k" + std::to_string(p.k), p.c, p.h, p.w);
+  step.bytes_per_image = sizeof(T) * 2.0 * p.h * p.w * p.c;
+  return step;
+}
+
+template <typename T>
+Step bind(const graph::CopyOp& op, const BindContext<T>& ctx) {
+  const graph::Value& in = ctx.value(op.in);
+  CopyChannelsParams<T> p;
+  p.x = ctx.ptr(op.in);
+  p.ldx = ctx.ld(op.in);
+  p.y = ctx.ptr(op.out);
+  p.ldy = ctx.ld(op.out);
+  p.pixels = in.h * in.w;
+  p.c = op.in.c;
+  Step step;
+  step.run = with_batch(p, &copy_channels<T>);
+  step.label = "copy " + std::to_string(p.c) + "ch " + std::to_string(p.pixels) + "px";
+  step.bytes_per_image = sizeof(T) * 2.0 * p.pixels * p.c;
+  return step;
+}
+
 #define YOLO12_INSTANTIATE(T)                                                        \
   template void upsample_nearest<T>(const UpsampleNearestParams<T>&, cudaStream_t); \
   template void max_pool_same<T>(const MaxPoolParams<T>&, cudaStream_t);            \
-  template void channel_copy<T>(const ChannelCopyParams<T>&, cudaStream_t);         \
-  template void nchw_to_nhwc<T>(const NchwToNhwcParams<T>&, cudaStream_t);
+  template void copy_channels<T>(const CopyChannelsParams<T>&, cudaStream_t);         \
+  template void nchw_to_nhwc<T>(const NchwToNhwcParams<T>&, cudaStream_t);          \
+  template Step bind<T>(const graph::UpsampleOp&, const BindContext<T>&);            \
+  template Step bind<T>(const graph::MaxPoolOp&, const BindContext<T>&);             \
+  template Step bind<T>(const graph::CopyOp&, const BindContext<T>&);
 YOLO12_INSTANTIATE(float)
 YOLO12_INSTANTIATE(__half)
 #undef YOLO12_INSTANTIATE

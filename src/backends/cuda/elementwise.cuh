@@ -2,7 +2,7 @@
 //   upsample_nearest  y[n, y, x, c] = x[n, y / f, x / f, c]
 //   max_pool_same     y[n, y, x, c] = max over the k x k window centred on (y, x), stride 1, pad k/2;
 //                     padding never wins (only real pixels are compared)
-//   channel_copy      y[n, p, c] = x[n, p, c] for a slice of channels (a value living in two concats)
+//   copy_channels     y[n, p, c] = x[n, p, c] for a slice of channels (a value living in two concats)
 //   nchw_to_nhwc      the float32 NCHW network input of forward_raw -> the NHWC input value (cast)
 //
 // A view is (ptr, ld): element (n, y, x, c) is ptr[((n * H + y) * W + x) * ld + c]; ptr already points
@@ -13,28 +13,30 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "graph/ops.hpp"
+
 namespace yolo12::cuda {
 
 template <typename T>
-struct UpsampleNearestParams {
+struct UpsampleNearestParams : graph::UpsampleAttrs {  // factor
   const T* x = nullptr;  // (B, H, W, ldx) view, c channels used
   int ldx = 0;
   T* y = nullptr;        // (B, H * factor, W * factor, ldy) view
   int ldy = 0;
-  int batch = 1, h = 0, w = 0, c = 0, factor = 2;
+  int batch = 1, h = 0, w = 0, c = 0;
 };
 
 template <typename T>
-struct MaxPoolParams {
+struct MaxPoolParams : graph::MaxPoolAttrs {  // k: odd, stride 1, pad k / 2
   const T* x = nullptr;  // (B, H, W, ldx) view
   int ldx = 0;
   T* y = nullptr;        // (B, H, W, ldy) view
   int ldy = 0;
-  int batch = 1, h = 0, w = 0, c = 0, k = 5;  // odd k, stride 1, pad k / 2
+  int batch = 1, h = 0, w = 0, c = 0;
 };
 
 template <typename T>
-struct ChannelCopyParams {
+struct CopyChannelsParams {
   const T* x = nullptr;  // (B, P, ldx) view, P = H * W pixels
   int ldx = 0;
   T* y = nullptr;        // (B, P, ldy) view
@@ -57,7 +59,7 @@ void upsample_nearest(const UpsampleNearestParams<T>& p, cudaStream_t stream);
 template <typename T>
 void max_pool_same(const MaxPoolParams<T>& p, cudaStream_t stream);
 template <typename T>
-void channel_copy(const ChannelCopyParams<T>& p, cudaStream_t stream);
+void copy_channels(const CopyChannelsParams<T>& p, cudaStream_t stream);
 template <typename T>
 void nchw_to_nhwc(const NchwToNhwcParams<T>& p, cudaStream_t stream);
 

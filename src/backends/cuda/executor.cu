@@ -1,13 +1,12 @@
-// src/backends/cuda/executor.cu - weight upload, memory plan, op dispatch and CUDA-graph replay (see executor.cuh).
+// src/backends/cuda/executor.cu - weight upload, memory plan, op binding and CUDA-graph replay (see
+// executor.cuh). The ops are bound by their own files (ops.cuh); the head by detect.cuh's DetectHead.
 #include "executor.cuh"
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <sstream>
 #include <type_traits>
 
-#include "attention.cuh"
 #include "common.cuh"
 #include "conv.cuh"
 #include "core/half.hpp"
@@ -32,226 +31,51 @@ std::string mib(std::size_t bytes) {
   return s.str();
 }
 
-ConvShape conv_shape(const graph::Graph& g, const graph::ConvOp& c, int batch) {
-  const graph::Value& in = g.values[c.in.value];
-  const graph::Value& out = g.values[c.out.value];
-  ConvShape s;
-  s.batch = batch;
-  s.h = in.h;
-  s.w = in.w;
-  s.c_in = c.c_in;
-  s.ho = out.h;
-  s.wo = out.w;
-  s.c_out = c.c_out;
-  s.k = c.k;
-  s.stride = c.stride;
-  s.pad = c.pad;
-  s.groups = c.groups;
-  s.dilation = c.dilation;
-  return s;
-}
-
-// Captures what `enqueue` puts on `stream` into a new graph. If enqueue throws, the capture is ended
-// and its graph dropped before the exception goes on.
-template <typename F>
-cudaGraph_t capture_graph(cudaStream_t stream, F&& enqueue) {
-  YOLO12_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  try {
-    enqueue();
-  } catch (...) {
-    cudaGraph_t broken = nullptr;
-    cudaStreamEndCapture(stream, &broken);
-    if (broken) cudaGraphDestroy(broken);
-    throw;
-  }
-  cudaGraph_t graph = nullptr;
-  YOLO12_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  return graph;
-}
-
-// The launch of a network step whose kernel parameters carry the batch in `batch`: the parameters
-// bound at build time, with the batch of each inference filled in.
-template <typename P>
-std::function<void(int, cudaStream_t)> with_batch(const P& p, void (*launch)(const P&, cudaStream_t)) {
-  return [p, launch](int batch, cudaStream_t stream) {
-    P q = p;
-    q.batch = batch;
-    launch(q, stream);
-  };
-}
-
-[[noreturn]] void cannot_run(const graph::Op& op, const std::string& what) {
-  throw ModelError("CUDA backend: op '" + op.name + "': " + what +
-                   " is not supported by the CUDA kernels; run this model with device cpu");
-}
-
 template <typename T>
-class ExecutorImpl final : public Executor {
+class ExecutorImpl final : public CudaExecutor {
  public:
   ExecutorImpl(std::shared_ptr<const DeviceWeights> weights, const model::ModelFile& file, const ExecutorConfig& cfg,
                cudaStream_t stream)
       : weights_(std::move(weights)), cfg_(cfg), stream_(stream) {
+    if (cfg.max_batch < 1) throw OptionError("max_batch must be at least 1, got " + std::to_string(cfg.max_batch));
     graph_ = graph::build_graph(file.header(), cfg.input_h, cfg.input_w);
-    const graph::Graph& g = graph_;
-    if (g.output_value < 0) throw ModelError("CUDA backend: the graph has no Detect output");
     plan_memory();
-    check_and_bind_ops();
-    plan_workspace();
+    bind();
     log::info("cuda executor " + std::to_string(cfg.input_h) + "x" + std::to_string(cfg.input_w) + " batch " +
               std::to_string(cfg.max_batch) + (std::is_same<T, float>::value ? " fp32" : " fp16") + ": weights " +
               mib(weights_->bytes) + ", activations " + mib(plan_.activations) + " (naive " +
               mib(plan_.activations_naive) + "), workspace " + mib(plan_.workspace) + ", " +
               std::to_string(plan_.ops) + " ops, " + std::to_string(plan_.values) + " values");
-    YOLO12_CUDA_CHECK(cudaEventCreate(&ev_[0]));
-    YOLO12_CUDA_CHECK(cudaEventCreate(&ev_[1]));
-    YOLO12_CUDA_CHECK(cudaEventCreate(&ev_[2]));
-    YOLO12_CUDA_CHECK(cudaEventCreate(&ev_[3]));
+    for (cudaEvent_t& e : ev_) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
   }
 
   ~ExecutorImpl() override {
+    cudaSetDevice(weights_->device);
+    cudaStreamSynchronize(stream_);  // nothing of ours may still be running when the buffers go
     drop_graphs();
     for (cudaEvent_t e : ev_)
       if (e) cudaEventDestroy(e);
   }
 
-  int input_h() const override { return cfg_.input_h; }
-  int input_w() const override { return cfg_.input_w; }
+  ExecutorCaps caps() const override { return ExecutorCaps{true, true}; }
+  const graph::Graph& graph() const override { return graph_; }
   int max_batch() const override { return cfg_.max_batch; }
-  int channels() const override { return 4 + graph_.nc; }
-  int anchors() const override { return anchors_; }
   const MemoryPlan& plan() const override { return plan_; }
-  DeviceStageTimes last_times() const override { return times_; }
+  const std::vector<Step>& network() const override { return steps_; }
+  cudaStream_t stream() const override { return stream_; }
 
-  void forward_raw(const float* nchw, int batch, float* out) override {
-    if (batch < 1 || batch > cfg_.max_batch)
-      throw InputError("forward_raw: batch " + std::to_string(batch) + " outside 1.." + std::to_string(cfg_.max_batch));
-    const std::size_t in_elems = static_cast<std::size_t>(batch) * 3 * cfg_.input_h * cfg_.input_w;
-    const std::size_t out_elems = static_cast<std::size_t>(batch) * channels() * anchors_;
-    if (!raw_in_.get()) {  // the parity path's own buffers, on first use
-      raw_in_ = DeviceBuffer(sizeof(float) * cfg_.max_batch * 3 * cfg_.input_h * cfg_.input_w);
-      raw_out_ = DeviceBuffer(sizeof(float) * cfg_.max_batch * channels() * anchors_);
-    }
-    YOLO12_CUDA_CHECK(cudaMemcpyAsync(raw_in_.get(), nchw, sizeof(float) * in_elems, cudaMemcpyHostToDevice, stream_));
-    NchwToNhwcParams<T> cast;
-    cast.x = raw_in_.as<float>();
-    cast.y = value_ptr(graph::Graph::kInputValue);
-    cast.ldy = graph_.values[graph::Graph::kInputValue].c;
-    cast.batch = batch;
-    cast.c = 3;
-    cast.h = cfg_.input_h;
-    cast.w = cfg_.input_w;
-    nchw_to_nhwc<T>(cast, stream_);
-    enqueue_network(batch);
-    DetectParams<T> d = detect_params_;
-    d.batch = batch;
-    d.raw = raw_out_.as<float>();
-    d.candidates = nullptr;
-    detect_forward<T>(d, stream_);
-    YOLO12_CUDA_CHECK(cudaMemcpyAsync(out, raw_out_.get(), sizeof(float) * out_elems, cudaMemcpyDeviceToHost, stream_));
-    YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  }
-
-  void stage_images(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry) override {
-    if (images.empty() || images.size() > static_cast<std::size_t>(cfg_.max_batch))
-      throw InputError("batch of " + std::to_string(images.size()) + " images outside 1.." +
+  void run(const ExecutorRun& r) override {
+    YOLO12_CUDA_CHECK(cudaSetDevice(weights_->device));
+    if (r.batch < 1 || r.batch > cfg_.max_batch)
+      throw InputError("CUDA executor: batch " + std::to_string(r.batch) + " outside 1.." +
                        std::to_string(cfg_.max_batch));
-    for (const auto& gm : geometry)
-      if (gm.dst_w != cfg_.input_w || gm.dst_h != cfg_.input_h)
-        throw InputError("letterbox target " + std::to_string(gm.dst_w) + "x" + std::to_string(gm.dst_h) +
-                         " differs from the executor's input " + std::to_string(cfg_.input_w) + "x" +
-                         std::to_string(cfg_.input_h));
-    const std::size_t need = preprocess_staging_bytes(images, geometry);
-    if (need > staging_host_.bytes()) {
-      // Grow both copies (with headroom) and forget the graphs that captured the old addresses.
-      YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      drop_graphs();
-      const std::size_t cap = align_up(need + need / 4, 1 << 20);
-      staging_host_ = PinnedBuffer(cap);
-      staging_dev_ = DeviceBuffer(cap);
+    if (r.images && r.geometry && r.detections && !r.input && !r.raw) {
+      detect(r);
+    } else if (r.input && r.raw && !r.images && !r.detections) {
+      forward_raw(r.input, r.batch, r.raw);
+    } else {
+      throw InputError("CUDA executor: run() takes images and returns detections, or a tensor and returns the raw head");
     }
-    staged_bytes_ = preprocess_stage(images, geometry, staging_host_.get());
-  }
-
-  void enqueue_preprocess(int batch) override {
-    YOLO12_CUDA_CHECK(cudaMemcpyAsync(staging_dev_.get(), staging_host_.get(), staged_bytes_, cudaMemcpyHostToDevice,
-                                      stream_));
-    enqueue_letterbox(batch);
-  }
-
-  void enqueue_network(int batch) override {
-    for (const Step& step : steps_) step.run(batch, stream_);
-  }
-
-  std::vector<OpProfile> profile_network(int batch, int warmup, int iters) override {
-    const std::size_t n = steps_.size();
-    std::vector<cudaEvent_t> ev(n + 1, nullptr);
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    struct Release {  // whatever was created, on every way out
-      std::function<void()> f;
-      ~Release() { f(); }
-    } release{[&] {
-      if (exec) cudaGraphExecDestroy(exec);
-      if (graph) cudaGraphDestroy(graph);
-      for (cudaEvent_t e : ev)
-        if (e) cudaEventDestroy(e);
-    }};
-    for (auto& e : ev) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
-    graph = capture_graph(stream_, [&] {
-      YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev[0], stream_, cudaEventRecordExternal));
-      for (std::size_t i = 0; i < n; ++i) {
-        steps_[i].run(batch, stream_);
-        YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev[i + 1], stream_, cudaEventRecordExternal));
-      }
-    });
-    YOLO12_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    std::vector<std::vector<float>> ms(n);
-    for (int it = 0; it < warmup + iters; ++it) {
-      YOLO12_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
-      YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      if (it < warmup) continue;
-      for (std::size_t i = 0; i < n; ++i) {
-        float t = 0;
-        YOLO12_CUDA_CHECK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
-        ms[i].push_back(t);
-      }
-    }
-    std::vector<OpProfile> out(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Step& st = steps_[i];
-      std::sort(ms[i].begin(), ms[i].end());
-      out[i].label = st.label;
-      out[i].bytes = st.bytes_per_image * batch + st.weight_bytes;
-      out[i].flops = st.flops_per_image * batch;
-      out[i].median_ms = ms[i].empty() ? 0.0 : ms[i][ms[i].size() / 2];
-    }
-    return out;
-  }
-
-  void enqueue_postprocess(int batch) override {
-    DetectParams<T> d = detect_params_;
-    d.batch = batch;
-    detect_forward<T>(d, stream_);
-    YOLO12_CUDA_CHECK(cudaMemcpyAsync(out_host_.get(), out_dev_.get(), out_bytes(batch), cudaMemcpyDeviceToHost, stream_));
-  }
-
-  std::vector<std::vector<Detection>> detect(const std::vector<ImageView>& images,
-                                             const std::vector<pre::LetterboxParams>& geometry) override {
-    stage_images(images, geometry);
-    const int batch = static_cast<int>(images.size());
-    GraphSlot& slot = graph_for(batch);
-    YOLO12_CUDA_CHECK(cudaGraphExecMemcpyNodeSetParams1D(slot.exec, slot.h2d, staging_dev_.get(), staging_host_.get(),
-                                                         staged_bytes_, cudaMemcpyHostToDevice));
-    YOLO12_CUDA_CHECK(cudaGraphLaunch(slot.exec, stream_));
-    YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    // Stage times are informative only: a failed query must not cost the detections.
-    if (cudaEventElapsedTime(&times_.preprocess_ms, ev_[0], ev_[1]) != cudaSuccess ||
-        cudaEventElapsedTime(&times_.network_ms, ev_[1], ev_[2]) != cudaSuccess ||
-        cudaEventElapsedTime(&times_.postprocess_ms, ev_[2], ev_[3]) != cudaSuccess) {
-      (void)cudaGetLastError();
-      times_ = DeviceStageTimes{};
-    }
-    return read_detections(batch);
   }
 
  private:
@@ -266,60 +90,36 @@ class ExecutorImpl final : public Executor {
   cudaStream_t stream_;
   graph::Graph graph_;
   MemoryPlan plan_;
-  int anchors_ = 0;
   DeviceBuffer arena_;
-  std::vector<std::size_t> value_offset_;  // bytes into the arena per value (ArenaPlan::kNone: outside)
-  // One network op, bound to its buffers: run(batch, stream) enqueues it; the rest is what
-  // profile_network reports for it.
-  struct Step {
-    std::function<void(int, cudaStream_t)> run;
-    std::string label;
-    double bytes_per_image = 0;  // activations read + written
-    double weight_bytes = 0;
-    double flops_per_image = 0;
-  };
-  std::vector<Step> steps_;
-  DetectParams<T> detect_params_;
-  DeviceBuffer workspace_;  // detect workspace | class filter | kept boxes + counts
-  PinnedBuffer out_host_;
-  DeviceBuffer out_dev_;    // view into workspace_ is simpler to reason about as its own buffer
+  std::vector<std::size_t> value_offset_;  // bytes into the arena per value
+  std::vector<Step> steps_;                // the bound network ops
+  std::unique_ptr<DetectHead<T>> head_;
   PinnedBuffer staging_host_;
   DeviceBuffer staging_dev_;
   std::size_t staged_bytes_ = 0;
-  DeviceBuffer raw_in_, raw_out_;
+  DeviceBuffer raw_in_, raw_out_;  // the parity path's buffers, made on its first use
   std::vector<GraphSlot> graphs_;  // index batch - 1
   cudaEvent_t ev_[4] = {};
-  DeviceStageTimes times_;
 
-
-  T* value_ptr(int v) const { return arena_.as<T>(value_offset_[v]); }
-  T* slice_ptr(const graph::ValueRef& r) const { return value_ptr(r.value) + r.c0; }
-  int ld_of(const graph::ValueRef& r) const { return graph_.values[r.value].c; }
-  const float* weight_f32(const std::string& name) const { return static_cast<const float*>(weight_ptr(name)); }
-  const void* weight_ptr(const std::string& name) const {
-    auto it = weights_->offsets.find(name);
-    if (it == weights_->offsets.end())
-      throw ModelError("CUDA backend: tensor '" + name + "' was not uploaded (the model's graph changed?)");
-    return static_cast<const char*>(weights_->data) + it->second;
-  }
-  std::size_t out_bytes(int batch) const {
-    return align_up(sizeof(int) * cfg_.max_batch, kAlign) + sizeof(float) * 6 * cfg_.max_det * batch;
-  }
+  T* value_ptr(int v) const { return arena_.as<T>(value_offset_[static_cast<std::size_t>(v)]); }
+  int raw_elems(int batch) const { return batch * graph_.head.raw_channels() * graph_.head.raw_anchors(); }
 
   void plan_memory() {
     const graph::Graph& g = graph_;
     const int nv = static_cast<int>(g.values.size());
-    // The input lives from before op 0 (the preprocess writes it) to its last reader.
+    // The input lives from before op 0 (the preprocess writes it) to its last reader; the outputs to
+    // the head, after the last op.
     const std::vector<graph::Lifetime> life = graph::value_lifetimes(g);
-    // The Detect output (the fp32 raw head) is kept outside the arena.
     std::vector<std::size_t> size(nv, 0);
     for (int v = 0; v < nv; ++v) {
-      if (v == g.output_value || life[v].first == graph::Lifetime::kUnused) continue;
+      if (life[v].first == graph::Lifetime::kUnused) continue;
       const graph::Value& val = g.values[v];
       size[v] = align_up(sizeof(T) * cfg_.max_batch * val.c * val.h * val.w, kAlign);
     }
     const graph::ArenaPlan arena = graph::plan_arena(life, size);
-    value_offset_ = arena.offset;
+    value_offset_.assign(arena.offset.size(), 0);
+    for (std::size_t v = 0; v < arena.offset.size(); ++v)
+      if (arena.offset[v] != graph::ArenaPlan::kNone) value_offset_[v] = arena.offset[v];
     plan_.activations = arena.bytes;
     plan_.activations_naive = arena.naive_bytes;
     plan_.weights = weights_->bytes;
@@ -328,201 +128,87 @@ class ExecutorImpl final : public Executor {
     arena_ = DeviceBuffer(std::max<std::size_t>(arena.bytes, kAlign));
   }
 
-  void check_and_bind_ops() {
-    const graph::Graph& g = graph_;
-    for (const graph::Op& op : g.ops) {
-      switch (op.kind) {
-        case graph::OpKind::Conv: {
-          const graph::ConvOp& c = op.conv;
-          const ConvShape s = conv_shape(g, c, cfg_.max_batch);
-          if (!conv_can_implement(s)) {
-            std::ostringstream m;
-            m << "conv " << s.c_in << "->" << s.c_out << " k" << s.k << " s" << s.stride << " g" << s.groups << " d"
-              << s.dilation << " on " << s.h << "x" << s.w;
-            cannot_run(op, m.str());
-          }
-          ConvParams<T> p;
-          p.s = s;
-          p.x = slice_ptr(c.in);
-          p.ldx = ld_of(c.in);
-          p.w = static_cast<const T*>(weight_ptr(c.weight));
-          p.bias = weight_f32(c.bias);
-          p.gamma = c.gamma.empty() ? nullptr : weight_f32(c.gamma);
-          if (c.residual.valid()) {
-            p.residual = slice_ptr(c.residual);
-            p.ldr = ld_of(c.residual);
-          }
-          p.y = slice_ptr(c.out);
-          p.ldy = ld_of(c.out);
-          p.silu = c.act == graph::Act::SiLU;
-          std::ostringstream label;
-          label << "conv " << s.k << "x" << s.k << "/" << s.stride << " " << s.c_in << "->" << s.c_out << " g"
-                << s.groups << " " << s.h << "x" << s.w << "->" << s.ho << "x" << s.wo << (p.residual ? " +res" : "")
-                << " [" << conv_algorithm_name(s, sizeof(T) == 2) << "]";
-          const double in = 1.0 * s.h * s.w * s.c_in, out = 1.0 * s.ho * s.wo * s.c_out;
-          const double macs_per_output = 1.0 * (s.c_in / s.groups) * s.k * s.k;
-          steps_.push_back({[p](int batch, cudaStream_t st) {
-                              ConvParams<T> q = p;
-                              q.s.batch = batch;
-                              conv2d_forward<T>(q, st);
-                            },
-                            label.str(), sizeof(T) * (in + out * (p.residual ? 2 : 1)),
-                            sizeof(T) * s.c_out * macs_per_output, 2.0 * out * macs_per_output});
-          break;
-        }
-        case graph::OpKind::Upsample: {
-          const graph::UpsampleOp& u = op.upsample;
-          const graph::Value& in = g.values[u.in.value];
-          UpsampleNearestParams<T> p;
-          p.x = slice_ptr(u.in);
-          p.ldx = ld_of(u.in);
-          p.y = slice_ptr(u.out);
-          p.ldy = ld_of(u.out);
-          p.h = in.h;
-          p.w = in.w;
-          p.c = u.in.c;
-          p.factor = u.factor;
-          if (u.factor < 1 || u.out.c != u.in.c) cannot_run(op, "upsample factor " + std::to_string(u.factor));
-          steps_.push_back({with_batch(p, &upsample_nearest<T>),
-                            "upsample x" + std::to_string(p.factor) + " " + std::to_string(p.c) + "ch " +
-                                std::to_string(p.h) + "x" + std::to_string(p.w),
-                            sizeof(T) * 1.0 * p.h * p.w * p.c * (1 + p.factor * p.factor)});
-          break;
-        }
-        case graph::OpKind::MaxPool: {
-          const graph::MaxPoolOp& m = op.maxpool;
-          if (!max_pool_can_implement(m.k)) cannot_run(op, "max-pool k" + std::to_string(m.k));
-          const graph::Value& in = g.values[m.in.value];
-          MaxPoolParams<T> p;
-          p.x = slice_ptr(m.in);
-          p.ldx = ld_of(m.in);
-          p.y = slice_ptr(m.out);
-          p.ldy = ld_of(m.out);
-          p.h = in.h;
-          p.w = in.w;
-          p.c = m.in.c;
-          p.k = m.k;
-          steps_.push_back({with_batch(p, &max_pool_same<T>),
-                            "maxpool k" + std::to_string(p.k) + " " + std::to_string(p.c) + "ch " +
-                                std::to_string(p.h) + "x" + std::to_string(p.w),
-                            sizeof(T) * 2.0 * p.h * p.w * p.c});
-          break;
-        }
-        case graph::OpKind::Copy: {
-          const graph::CopyOp& c = op.copy;
-          const graph::Value& in = g.values[c.in.value];
-          ChannelCopyParams<T> p;
-          p.x = slice_ptr(c.in);
-          p.ldx = ld_of(c.in);
-          p.y = slice_ptr(c.out);
-          p.ldy = ld_of(c.out);
-          p.pixels = in.h * in.w;
-          p.c = c.in.c;
-          steps_.push_back({with_batch(p, &channel_copy<T>),
-                            "copy " + std::to_string(p.c) + "ch " + std::to_string(p.pixels) + "px",
-                            sizeof(T) * 2.0 * p.pixels * p.c});
-          break;
-        }
-        case graph::OpKind::Attention: {
-          const graph::AttentionOp& a = op.attention;
-          const graph::Value& qv = g.values[a.q.value];
-          const int tokens = qv.h * qv.w;
-          if (!area_attention_can_implement(tokens, a.area, a.heads, a.dqk, a.dv))
-            cannot_run(op, "area attention with " + std::to_string(tokens) + " tokens, area " + std::to_string(a.area) +
-                               ", " + std::to_string(a.heads) + " heads, dqk " + std::to_string(a.dqk) + ", dv " +
-                               std::to_string(a.dv));
-          AreaAttentionParams<T> p;
-          p.q = slice_ptr(a.q);
-          p.k = slice_ptr(a.k);
-          p.v = slice_ptr(a.v);
-          p.ldq = ld_of(a.q);
-          p.ldk = ld_of(a.k);
-          p.ldv = ld_of(a.v);
-          p.q_head_stride = a.q_head_stride;
-          p.k_head_stride = a.k_head_stride;
-          p.v_head_stride = a.v_head_stride;
-          p.out = slice_ptr(a.out);
-          p.ldo = ld_of(a.out);
-          if (a.v_image.valid()) {
-            p.v_image = slice_ptr(a.v_image);
-            p.ldvi = ld_of(a.v_image);
-          }
-          p.tokens = tokens;
-          p.area = a.area;
-          p.heads = a.heads;
-          p.dqk = a.dqk;
-          p.dv = a.dv;
-          p.scale = a.scale;
-          const double per_area = 1.0 * tokens / a.area;
-          steps_.push_back({with_batch(p, &area_attention_forward<T>),
-                            "attention " + std::to_string(tokens) + " tokens, area " + std::to_string(a.area) + ", " +
-                                std::to_string(a.heads) + " heads, d " + std::to_string(a.dqk) + "/" +
-                                std::to_string(a.dv),
-                            sizeof(T) * 1.0 * tokens * a.heads * (a.dqk * 2 + a.dv * 2 + (p.v_image ? a.dv : 0)), 0,
-                            2.0 * a.heads * a.area * per_area * per_area * (a.dqk + a.dv)});
-          break;
-        }
-        case graph::OpKind::Detect: {
-          const graph::DetectOp& d = op.detect;
-          const int levels = static_cast<int>(d.box.size());
-          if (!detect_can_implement(levels, d.reg_max, d.nc, cfg_.max_det) || d.cls.size() != d.box.size() ||
-              d.strides.size() != d.box.size())
-            cannot_run(op, "Detect with " + std::to_string(levels) + " levels, reg_max " + std::to_string(d.reg_max) +
-                               ", max_det " + std::to_string(cfg_.max_det));
-          DetectParams<T> p;
-          p.nc = d.nc;
-          p.reg_max = d.reg_max;
-          p.levels = levels;
-          anchors_ = 0;
-          for (int l = 0; l < levels; ++l) {
-            const graph::Value& bv = g.values[d.box[l].value];
-            p.box[l] = slice_ptr(d.box[l]);
-            p.ldb[l] = ld_of(d.box[l]);
-            p.cls[l] = slice_ptr(d.cls[l]);
-            p.ldc[l] = ld_of(d.cls[l]);
-            p.h[l] = bv.h;
-            p.w[l] = bv.w;
-            p.stride[l] = static_cast<float>(d.strides[l]);
-            anchors_ += bv.h * bv.w;
-          }
-          p.anchors = anchors_;
-          p.conf = cfg_.conf;
-          p.iou = cfg_.iou;
-          p.max_det = cfg_.max_det;
-          p.max_nms = cfg_.max_nms;
-          p.agnostic = cfg_.agnostic;
-          detect_params_ = p;  // workspace pointers are set in plan_workspace()
-          break;
-        }
-      }
+  // Every op through its file's bind (one visit), then the head.
+  void bind() {
+    for (const graph::Op& op : graph_.ops) {
+      const BindContext<T> ctx{graph_, arena_.as<char>(), value_offset_, *weights_, cfg_.max_batch, op.name};
+      steps_.push_back(graph::visit_op(op, [&](const auto& o) { return cuda::bind<T>(o, ctx); }));
     }
-    if (anchors_ == 0) throw ModelError("CUDA backend: the graph has no Detect op");
+    const std::string head_name = "head";
+    head_ = std::make_unique<DetectHead<T>>(
+        graph_.head, BindContext<T>{graph_, arena_.as<char>(), value_offset_, *weights_, cfg_.max_batch, head_name},
+        cfg_.nms);
+    plan_.workspace = head_->workspace_bytes();
   }
 
-  void plan_workspace() {
-    const int B = cfg_.max_batch;
-    const std::size_t det_ws = detect_workspace_bytes(B, anchors_, cfg_.max_nms);
-    const std::size_t keep_bytes = align_up(static_cast<std::size_t>(graph_.nc), kAlign);
-    workspace_ = DeviceBuffer(det_ws + keep_bytes);
-    detect_params_.batch = B;  // the carve sizes its regions for this batch
-    detect_workspace_carve<T>(detect_params_, workspace_.get());
-    if (!cfg_.classes.empty()) {
-      std::vector<unsigned char> keep(static_cast<std::size_t>(graph_.nc), 0);
-      for (int c : cfg_.classes)
-        if (c >= 0 && c < graph_.nc) keep[static_cast<std::size_t>(c)] = 1;
-      unsigned char* dev_keep = workspace_.as<unsigned char>(det_ws);
-      YOLO12_CUDA_CHECK(cudaMemcpy(dev_keep, keep.data(), keep.size(), cudaMemcpyHostToDevice));
-      detect_params_.class_keep = dev_keep;
+  void forward_raw(const float* nchw, int batch, float* out) {
+    const std::size_t in_elems = static_cast<std::size_t>(batch) * 3 * cfg_.input_h * cfg_.input_w;
+    if (!raw_in_.get()) {
+      raw_in_ = DeviceBuffer(sizeof(float) * cfg_.max_batch * 3 * cfg_.input_h * cfg_.input_w);
+      raw_out_ = DeviceBuffer(sizeof(float) * raw_elems(cfg_.max_batch));
     }
-    const std::size_t ob = out_bytes(B);
-    out_dev_ = DeviceBuffer(ob);
-    out_host_ = PinnedBuffer(ob);
-    detect_params_.det_count = out_dev_.as<int>();
-    detect_params_.dets = out_dev_.as<float>(align_up(sizeof(int) * B, kAlign));
-    plan_.workspace = workspace_.bytes() + ob;
+    YOLO12_CUDA_CHECK(cudaMemcpyAsync(raw_in_.get(), nchw, sizeof(float) * in_elems, cudaMemcpyHostToDevice, stream_));
+    NchwToNhwcParams<T> cast;
+    cast.x = raw_in_.as<float>();
+    cast.y = value_ptr(graph::Graph::kInputValue);
+    cast.ldy = graph_.values[graph::Graph::kInputValue].c;
+    cast.batch = batch;
+    cast.c = 3;
+    cast.h = cfg_.input_h;
+    cast.w = cfg_.input_w;
+    nchw_to_nhwc<T>(cast, stream_);
+    enqueue_network(batch);
+    head_->enqueue_raw(batch, raw_out_.as<float>(), stream_);
+    YOLO12_CUDA_CHECK(cudaMemcpyAsync(out, raw_out_.get(), sizeof(float) * raw_elems(batch), cudaMemcpyDeviceToHost,
+                                      stream_));
+    YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
-  void enqueue_letterbox(int batch) {
+  void detect(const ExecutorRun& r) {
+    stage_images(r);
+    GraphSlot& slot = graph_for(r.batch);
+    YOLO12_CUDA_CHECK(cudaGraphExecMemcpyNodeSetParams1D(slot.exec, slot.h2d, staging_dev_.get(), staging_host_.get(),
+                                                         staged_bytes_, cudaMemcpyHostToDevice));
+    YOLO12_CUDA_CHECK(cudaGraphLaunch(slot.exec, stream_));
+    YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (r.device_times) {
+      // Stage times are informative only: a failed query must not cost the detections.
+      float ms[3] = {0.f, 0.f, 0.f};
+      for (int i = 0; i < 3; ++i)
+        if (cudaEventElapsedTime(&ms[i], ev_[i], ev_[i + 1]) != cudaSuccess) {
+          (void)cudaGetLastError();
+          ms[0] = ms[1] = ms[2] = 0.f;
+          break;
+        }
+      *r.device_times = StageTimes{ms[0], ms[1], ms[2]};
+    }
+    head_->read(r.batch, r.detections);
+  }
+
+  // Packs the images into the pinned staging block (growing it, and dropping the graphs that
+  // captured the old one, when it is too small).
+  void stage_images(const ExecutorRun& r) {
+    const std::vector<ImageView> images(r.images, r.images + r.batch);
+    const std::vector<pre::LetterboxParams> geometry(r.geometry, r.geometry + r.batch);
+    for (const auto& gm : geometry)
+      if (gm.dst_w != cfg_.input_w || gm.dst_h != cfg_.input_h)
+        throw InputError("letterbox target " + std::to_string(gm.dst_w) + "x" + std::to_string(gm.dst_h) +
+                         " differs from the executor's input " + std::to_string(cfg_.input_w) + "x" +
+                         std::to_string(cfg_.input_h));
+    const std::size_t need = preprocess_staging_bytes(images, geometry);
+    if (need > staging_host_.bytes()) {
+      YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      drop_graphs();
+      const std::size_t cap = align_up(need + need / 4, 1 << 20);
+      staging_host_ = PinnedBuffer(cap);
+      staging_dev_ = DeviceBuffer(cap);
+    }
+    staged_bytes_ = preprocess_stage(images, geometry, staging_host_.get());
+  }
+
+  void enqueue_preprocess(int batch) {
+    YOLO12_CUDA_CHECK(cudaMemcpyAsync(staging_dev_.get(), staging_host_.get(), staged_bytes_, cudaMemcpyHostToDevice,
+                                      stream_));
     PreprocessParams<T> p;
     p.block = staging_dev_.as<unsigned char>();
     p.batch = batch;
@@ -533,6 +219,10 @@ class ExecutorImpl final : public Executor {
     preprocess_letterbox<T>(p, stream_);
   }
 
+  void enqueue_network(int batch) {
+    for (const Step& step : steps_) step.run(batch, stream_);
+  }
+
   void drop_graphs() {
     for (GraphSlot& s : graphs_) {
       if (s.exec) cudaGraphExecDestroy(s.exec);
@@ -541,7 +231,8 @@ class ExecutorImpl final : public Executor {
     }
   }
 
-  // The whole inference for `batch` images as one graph, captured on first use.
+  // The whole inference for `batch` images as one graph, captured on first use: H2D of the staging
+  // block, letterbox, network, the head's decode + NMS and the D2H of the kept boxes.
   GraphSlot& graph_for(int batch) {
     if (graphs_.size() < static_cast<std::size_t>(cfg_.max_batch)) graphs_.resize(cfg_.max_batch);
     GraphSlot& slot = graphs_[batch - 1];
@@ -552,7 +243,7 @@ class ExecutorImpl final : public Executor {
       YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev_[1], stream_, cudaEventRecordExternal));
       enqueue_network(batch);
       YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev_[2], stream_, cudaEventRecordExternal));
-      enqueue_postprocess(batch);
+      head_->enqueue_detect(batch, stream_);
       YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev_[3], stream_, cudaEventRecordExternal));
     });
     // Find the staging copy: the one host-to-device memcpy node.
@@ -575,25 +266,6 @@ class ExecutorImpl final : public Executor {
     }
     YOLO12_CUDA_CHECK(cudaGraphInstantiate(&slot.exec, slot.graph, 0));
     return slot;
-  }
-
-  std::vector<std::vector<Detection>> read_detections(int batch) const {
-    const int* counts = out_host_.as<int>();
-    const float* dets = out_host_.as<float>(align_up(sizeof(int) * cfg_.max_batch, kAlign));
-    std::vector<std::vector<Detection>> out(static_cast<std::size_t>(batch));
-    for (int n = 0; n < batch; ++n) {
-      const int k = std::min(counts[n], cfg_.max_det);
-      auto& v = out[static_cast<std::size_t>(n)];
-      v.resize(static_cast<std::size_t>(std::max(k, 0)));
-      for (int i = 0; i < k; ++i) {
-        const float* r = dets + (static_cast<std::size_t>(n) * cfg_.max_det + i) * 6;
-        Detection& d = v[static_cast<std::size_t>(i)];
-        d.box = Box{r[0], r[1], r[2], r[3]};
-        d.score = r[4];
-        d.class_id = static_cast<int>(r[5]);
-      }
-    }
-    return out;
   }
 };
 
@@ -624,12 +296,11 @@ std::shared_ptr<const DeviceWeights> upload_weights(const model::ModelFile& file
     items.push_back({name, conv});
   };
   for (const graph::Op& op : graph.ops) {
-    if (op.kind != graph::OpKind::Conv) continue;
-    const graph::ConvOp& c = op.conv;
-    const ConvShape s = conv_shape(graph, c, 1);
-    place(c.weight, conv_packed_weight_elems(s) * elem, &c);
-    place(c.bias, sizeof(float) * c.c_out, nullptr);
-    place(c.gamma, sizeof(float) * c.c_out, nullptr);
+    const graph::ConvOp* c = op.get_if<graph::ConvOp>();
+    if (!c) continue;
+    place(c->weight, conv_packed_weight_elems(conv_shape(graph, *c, 1)) * elem, c);
+    place(c->bias, sizeof(float) * c->attrs.c_out, nullptr);
+    place(c->gamma, sizeof(float) * c->attrs.c_out, nullptr);
   }
   std::vector<unsigned char> host(std::max<std::size_t>(top, kAlign), 0);
   for (const Item& it : items) {
@@ -649,9 +320,9 @@ std::shared_ptr<const DeviceWeights> upload_weights(const model::ModelFile& file
   return w;
 }
 
-std::unique_ptr<Executor> make_executor(std::shared_ptr<const DeviceWeights> weights, const model::ModelFile& file,
-                                        const ExecutorConfig& cfg, cudaStream_t stream) {
-  YOLO12_CUDA_CHECK(cudaSetDevice(cfg.device));
+std::unique_ptr<CudaExecutor> make_executor(std::shared_ptr<const DeviceWeights> weights, const model::ModelFile& file,
+                                            const ExecutorConfig& cfg, cudaStream_t stream) {
+  YOLO12_CUDA_CHECK(cudaSetDevice(weights->device));
   if (weights->precision == Precision::Fp16)
     return std::make_unique<ExecutorImpl<__half>>(std::move(weights), file, cfg, stream);
   return std::make_unique<ExecutorImpl<float>>(std::move(weights), file, cfg, stream);

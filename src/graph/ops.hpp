@@ -1,0 +1,165 @@
+// graph/ops.hpp - the op table: every primitive op of the static graph.
+//
+// Each op has ONE attributes struct (XAttrs), shared verbatim by the graph builder (src/graph), the
+// CPU backend (src/backends/cpu: its params structs derive from it) and the CUDA backend
+// (src/backends/cuda: its kernel params structs derive from it), and an op struct (XOp) holding the
+// attributes, the operands as ValueRefs (channel slices of graph values) and the weight tensor names.
+// Every op says which slices it reads and which it writes; the memory planner and the tests use that.
+//
+// YOLO12_GRAPH_OPS lists the ops once. From it come the OpKind enum, the Op variant, and in each
+// backend the declaration of its one entry point per op, `bind(const XOp&, context)`, which checks,
+// binds, labels and costs the op (src/backends/cpu/ops.hpp, src/backends/cuda/ops.cuh). An executor's
+// dispatch is one std::visit over Op::op. Adding an op: docs/architecture.md, "Adding an op".
+//
+// Ops:                        computes (per image)
+//   Conv      out = act(conv(in, W) + b) * (gamma ? gamma[c] : 1) + (residual ? residual : 0)
+//   Upsample  out = nearest-neighbour upsample of in by `factor`
+//   MaxPool   out = max-pool(in, k, stride 1, pad k/2), padding never wins
+//   Copy      out = in (channel slice copy; only where a value must live in two concat buffers)
+//   Attention area attention (see AttentionAttrs), optionally also writing v back out as an image
+#pragma once
+
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "core/host_device.hpp"
+#include "yolo12/errors.hpp"
+
+namespace yolo12::graph {
+
+// A channel slice [c0, c0 + c) of a graph value. value == -1 means "none" (optional operands), and
+// value == Graph::kInputValue (0) is the network input image (3, H, W).
+struct ValueRef {
+  int value = -1;
+  int c0 = 0;
+  int c = 0;
+  bool valid() const { return value >= 0; }
+};
+
+enum class Act { None, SiLU };
+
+struct ConvAttrs {
+  int c_in = 0, c_out = 0;
+  int k = 1, stride = 1, pad = 0, groups = 1, dilation = 1;
+  Act act = Act::SiLU;
+
+  YOLO12_HOST_DEVICE bool silu() const { return act == Act::SiLU; }
+  // Output length along one axis for an input of length `in`; 0 when the (padded) input is shorter
+  // than the kernel's span. 64-bit, so any int attributes give the exact answer.
+  YOLO12_HOST_DEVICE long long out_size(long long in) const {
+    const long long span = static_cast<long long>(dilation) * (k - 1) + 1;
+    const long long padded = in + 2LL * pad;
+    return padded < span || stride < 1 ? 0 : (padded - span) / stride + 1;
+  }
+};
+
+struct UpsampleAttrs {
+  int factor = 2;  // nearest neighbour, both axes
+};
+
+struct MaxPoolAttrs {
+  int k = 5;  // odd; stride 1, pad k / 2
+};
+
+// Softmax attention inside `area` contiguous chunks of the H*W tokens (row-major), per head.
+// For head h and dimension d, the query channel is q.c0 + h * q_head_stride + d (d < dqk), likewise
+// k (d < dqk) and v (d < dv). out channel h * dv + d holds sum_j softmax_j(scale * q.k_j) v_j.
+// If v_image is valid, v is also written there, channel h * dv + d (the input of the pe conv).
+// Tokens per chunk = H*W / area (need not be whole rows; H*W must be divisible by area).
+// The builder sets q.c (likewise k.c, v.c) to the channel span the op touches from q.c0:
+// (heads - 1) * q_head_stride + dqk. Layouts it emits: Ultralytics AAttn (q, k, v refs into one qkv
+// value at c0 0 / 32 / 64, strides 96); turbo (q = qk[0, C), k = qk[C, 2C), v = the v conv output,
+// strides 32, no v_image since v already is the pe input); PSA Attention (per head key_dim q, key_dim
+// k, head_dim v, stride 2 * key_dim + head_dim, scale key_dim ** -0.5).
+struct AttentionAttrs {
+  int heads = 1;
+  int dqk = 32, dv = 32;
+  int q_head_stride = 96, k_head_stride = 96, v_head_stride = 96;
+  int area = 1;
+  float scale = 0.f;  // usually dqk ** -0.5
+};
+
+struct ConvOp {
+  ConvAttrs attrs;
+  ValueRef in;        // (c_in, H, W)
+  ValueRef out;       // (c_out, Ho, Wo)
+  ValueRef residual;  // optional, same shape as out, added after act and gamma
+  std::string weight;  // tensor name, [c_out, c_in / groups, k, k]
+  std::string bias;    // tensor name, [c_out]
+  std::string gamma;   // optional layer-scale tensor name, [c_out] ("" = none)
+  std::vector<ValueRef> reads() const { return {in, residual}; }
+  std::vector<ValueRef> writes() const { return {out}; }
+};
+
+struct UpsampleOp {
+  UpsampleAttrs attrs;
+  ValueRef in, out;
+  std::vector<ValueRef> reads() const { return {in}; }
+  std::vector<ValueRef> writes() const { return {out}; }
+};
+
+struct MaxPoolOp {
+  MaxPoolAttrs attrs;
+  ValueRef in, out;
+  std::vector<ValueRef> reads() const { return {in}; }
+  std::vector<ValueRef> writes() const { return {out}; }
+};
+
+struct CopyOp {
+  ValueRef in, out;
+  std::vector<ValueRef> reads() const { return {in}; }
+  std::vector<ValueRef> writes() const { return {out}; }
+};
+
+struct AttentionOp {
+  AttentionAttrs attrs;
+  ValueRef q, k, v;
+  ValueRef out;      // (heads * dv, H, W)
+  ValueRef v_image;  // optional (heads * dv, H, W)
+  std::vector<ValueRef> reads() const { return {q, k, v}; }
+  std::vector<ValueRef> writes() const { return {out, v_image}; }
+};
+
+// The op table. X(Name) names NameOp above.
+#define YOLO12_GRAPH_OPS(X) X(Conv) X(Upsample) X(MaxPool) X(Copy) X(Attention)
+
+#define YOLO12_OP_KIND(Name) Name,
+enum class OpKind { YOLO12_GRAPH_OPS(YOLO12_OP_KIND) };
+#undef YOLO12_OP_KIND
+
+#define YOLO12_OP_ALTERNATIVE(Name) , Name##Op
+using OpVariant = std::variant<std::monostate YOLO12_GRAPH_OPS(YOLO12_OP_ALTERNATIVE)>;
+#undef YOLO12_OP_ALTERNATIVE
+
+const char* op_kind_name(OpKind kind);
+
+// One op of the graph: what it is and the module path that produced it (for logs and errors).
+struct Op {
+  std::string name;
+  OpVariant op;  // never std::monostate in a built graph
+
+  OpKind kind() const {
+    if (op.index() == 0) throw Error("graph op '" + name + "' is empty");
+    return static_cast<OpKind>(op.index() - 1);
+  }
+  template <typename T> const T& get() const { return std::get<T>(op); }
+  template <typename T> const T* get_if() const { return std::get_if<T>(&op); }
+};
+
+// Calls f(const XOp&) with the op's alternative (f must take every op); an empty op is an Error.
+template <typename F>
+decltype(auto) visit_op(const Op& op, F&& f) {
+  if (op.op.index() == 0) throw Error("graph op '" + op.name + "' is empty");
+  return std::visit(
+      [&](const auto& o) -> decltype(auto) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(o)>, std::monostate>)
+          return f(std::get<1>(op.op));  // not reached (checked above); keeps one return type
+        else
+          return f(o);
+      },
+      op.op);
+}
+
+}  // namespace yolo12::graph
