@@ -24,11 +24,17 @@ except ImportError:  # pragma: no cover - a one-line message instead of a traceb
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 
-# Engine sources compiled into the extension (absolute paths keep the objects inside the build folder).
-ENGINE_CPU = ["conv.cpp", "attention.cpp", "detect_head.cpp", "gemm_tile.cpp", "thread_pool.cpp"]
-ENGINE_CUDA = ["conv.cu", "conv_implicit_gemm.cu", "conv_depthwise.cu", "conv_direct.cu", "conv_narrow.cu",
-               "attention.cu", "detect.cu", "conv_backward.cu", "attention_backward.cu", "detect_backward.cu"]
-GLUE = ["checks.cpp", "ops.cpp", "cpu_ops.cpp", "module.cpp"]
+# Engine sources compiled into the extension (absolute paths keep the objects inside the build folder):
+# the kernel files of the three op families and what they call, not the executors (csrc/engine_link.cpp
+# says why the CPU files link without theirs).
+ENGINE_CPU = ["src/backends/cpu/" + f for f in ("conv.cpp", "attention.cpp", "detect_head.cpp", "gemm_tile.cpp",
+                                                "thread_pool.cpp")]
+ENGINE_CUDA = ["src/backends/cuda/" + f for f in ("conv.cu", "conv_implicit_gemm.cu", "conv_depthwise.cu",
+                                                  "conv_direct.cu", "conv_narrow.cu", "attention.cu", "detect.cu",
+                                                  "device.cu", "conv_backward.cu", "attention_backward.cu",
+                                                  "detect_backward.cu")]
+ENGINE_CUDA += ["src/post/nms.cpp", "src/pre/letterbox.cpp"]  # the NMS threshold that detect.cu's head reads
+GLUE = ["checks.cpp", "ops.cpp", "cpu_ops.cpp", "engine_link.cpp", "module.cpp"]
 GLUE_CUDA = ["cuda_ops.cpp"]
 
 
@@ -50,14 +56,14 @@ def want_cuda():
 def extension():
     if not os.path.isfile(src("src", "backends", "cpu", "conv.cpp")):
         sys.exit("yolo12_torch: the engine sources are not at %s; build from a yolo12 checkout" % src("src"))
-    sources = [src("src", "backends", "cpu", f) for f in ENGINE_CPU] + [os.path.join(HERE, "csrc", f) for f in GLUE]
+    sources = [src(f) for f in ENGINE_CPU] + [os.path.join(HERE, "csrc", f) for f in GLUE]
     include_dirs = [src("include"), src("src"), os.path.join(HERE, "csrc")]
     cxx = ["-O3", "-g0", "-std=c++17"]  # -g0: no debug info (a faster build, a smaller module)
     if not want_cuda():
         return cpp_extension.CppExtension("yolo12_torch._C", sources, include_dirs=include_dirs,
                                           extra_compile_args={"cxx": cxx})
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")
-    sources += [src("src", "backends", "cuda", f) for f in ENGINE_CUDA]
+    sources += [src(f) for f in ENGINE_CUDA]
     sources += [os.path.join(HERE, "csrc", f) for f in GLUE_CUDA]
     # torch compiles .cu files with the half/bf16 operators and conversions switched off; the engine's
     # kernels use them, so switch them back on.

@@ -170,18 +170,20 @@ at::Tensor conv_forward(const ConvArgs& a, const at::Tensor& x, const at::Tensor
   }
   const at::Tensor bias = b.defined() ? b : at::zeros({a.c_out}, x.options());
   yolo12::cpu::ConvParams p;
+  p.c_in = static_cast<int>(a.c_in);
+  p.c_out = static_cast<int>(a.c_out);
+  p.k = static_cast<int>(a.k);
+  p.stride = static_cast<int>(a.stride);
+  p.pad = static_cast<int>(a.pad);
+  p.dilation = static_cast<int>(a.dilation);
+  p.groups = static_cast<int>(a.groups);
+  p.act = silu ? yolo12::graph::Act::SiLU : yolo12::graph::Act::None;
   p.x = nchw_view(x, a.h, a.w);
   p.y = nchw_view(y, a.ho, a.wo);
   if (r.defined()) p.residual = nchw_view(r, a.ho, a.wo);
   p.weight = w.data_ptr<float>();
   p.bias = bias.data_ptr<float>();
   p.batch = static_cast<int>(a.batch);
-  p.k = static_cast<int>(a.k);
-  p.stride = static_cast<int>(a.stride);
-  p.pad = static_cast<int>(a.pad);
-  p.dilation = static_cast<int>(a.dilation);
-  p.groups = static_cast<int>(a.groups);
-  p.silu = silu;
   std::lock_guard<std::mutex> lock(engine().mutex);
   yolo12::cpu::conv2d(p, engine().pool);
   return y;
@@ -494,7 +496,7 @@ at::Tensor detect_decode_cpu(at::TensorList box, at::TensorList cls, at::IntArra
     detect_forward_loops<double>(a, bc, cc, strides, out.data_ptr<double>());
     return out;
   }
-  yolo12::cpu::DetectParams p;
+  yolo12::cpu::DetectDecodeParams p;
   for (size_t l = 0; l < a.levels(); ++l) {
     p.box.push_back(nchw_view(bc[l], a.h[l], a.w[l]));
     p.cls.push_back(nchw_view(cc[l], a.h[l], a.w[l]));

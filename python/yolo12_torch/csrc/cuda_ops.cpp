@@ -99,11 +99,12 @@ TokenView token_major(const at::Tensor& t) {
 
 // ---- conv2d -----------------------------------------------------------------------------------------
 
+// The engine's shape of the conv; act is set by each launch (conv_forward).
 yc::ConvShape conv_shape(const ConvArgs& a, const char* op) {
   yc::ConvShape s;
   s.batch = to_int(a.batch, op);
   s.h = to_int(a.h, op);
-  s.w = to_int(a.w, op);
+  s.w_in = to_int(a.w, op);
   s.c_in = to_int(a.c_in, op);
   s.ho = to_int(a.ho, op);
   s.wo = to_int(a.wo, op);
@@ -113,6 +114,7 @@ yc::ConvShape conv_shape(const ConvArgs& a, const char* op) {
   s.pad = to_int(a.pad, op);
   s.groups = to_int(a.groups, op);
   s.dilation = to_int(a.dilation, op);
+  s.act = yolo12::graph::Act::None;
   TORCH_CHECK_VALUE(yc::conv_can_implement(s), op, ": the CUDA conv kernels cannot run this shape (an image of more ",
                     "than 2^31 bytes?)");
   return s;
@@ -124,7 +126,7 @@ at::Tensor pack_weights(const yc::ConvShape& s, const at::Tensor& w, bool transp
   const yc::ConvShape target = transposed ? yc::conv2d_dgrad_shape(s) : s;
   at::Tensor packed = at::empty({static_cast<int64_t>(yc::conv_packed_weight_elems(target))}, w.options());
   yc::ConvPackParams<T> p;
-  p.s = s;
+  static_cast<yc::ConvShape&>(p) = s;
   p.w = ptr<T>(w);
   p.dst = ptr<T>(packed);
   p.transposed = transposed;
@@ -139,7 +141,8 @@ void conv_forward(const yc::ConvShape& s, const Nhwc& x, const at::Tensor& w, co
   const at::Tensor packed = pack_weights<T>(s, w, false);
   const at::Tensor bias_f32 = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
   yc::ConvParams<T> p;
-  p.s = s;
+  static_cast<yc::ConvShape&>(p) = s;
+  p.act = silu ? yolo12::graph::Act::SiLU : yolo12::graph::Act::None;
   p.x = ptr<T>(x.t);
   p.ldx = x.ld;
   p.w = ptr<T>(packed);
@@ -150,7 +153,6 @@ void conv_forward(const yc::ConvShape& s, const Nhwc& x, const at::Tensor& w, co
   }
   p.y = ptr<T>(y);
   p.ldy = s.c_out;
-  p.silu = silu;
   yc::conv2d_forward(p, stream());
 }
 
@@ -216,7 +218,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda(const at::Te
       if (mask[0]) {
         const bool direct = yc::conv2d_dgrad_uses_forward_kernels(s);
         yc::ConvDgradParams<T> dp;
-        dp.s = s;
+        static_cast<yc::ConvShape&>(dp) = s;
         dp.dz = ptr<T>(dz.t);
         dp.lddz = dz.ld;
         dp.w = ptr<T>(wc);
@@ -238,7 +240,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda(const at::Te
         const auto bytes = static_cast<int64_t>(yc::conv2d_wgrad_workspace_bytes(s));
         const at::Tensor ws = at::empty({(bytes + 3) / 4}, x.options().dtype(at::kFloat));
         yc::ConvWgradParams<T> wp;
-        wp.s = s;
+        static_cast<yc::ConvShape&>(wp) = s;
         wp.x = ptr<T>(xv.t);
         wp.ldx = xv.ld;
         wp.dz = ptr<T>(dz.t);
@@ -257,7 +259,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda(const at::Te
 
 const float kScale = 0.17677669529663687f;  // 32 ** -0.5
 
-// The inputs shared by AreaAttentionParams and AreaAttentionBackwardParams: the q, k, v views and sizes.
+// The inputs shared by AreaAttentionParams and AreaAttentionBackwardParams: the attributes (dqk = dv =
+// 32, the views' head strides, area, scale), the q, k, v views and sizes.
 template <typename T, typename P>
 void set_qkv(P& p, const AttentionArgs& a, const TokenView& qv, const TokenView& kv, const TokenView& vv,
              const char* op) {
@@ -274,6 +277,7 @@ void set_qkv(P& p, const AttentionArgs& a, const TokenView& qv, const TokenView&
   p.tokens = to_int(a.tokens, op);
   p.area = to_int(a.area, op);
   p.heads = to_int(a.heads, op);
+  p.dqk = p.dv = static_cast<int>(kHeadDim);
   p.scale = kScale;
 }
 
@@ -293,7 +297,6 @@ std::tuple<at::Tensor, at::Tensor> area_attention_fwd_cuda(const at::Tensor& q, 
     p.out = ptr<T>(out);
     p.ldo = to_int(a.heads * kHeadDim, op);
     p.lse = lse.data_ptr<float>();
-    p.dqk = p.dv = static_cast<int>(kHeadDim);
     yc::area_attention_forward(p, stream());
   });
   return {out, lse};
@@ -330,10 +333,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> area_attention_backward_cuda(cons
     p.lddo = ld;
     p.lse = lc.data_ptr<float>();
     p.delta = delta.data_ptr<float>();
-    p.dq = ptr<T>(dq);
-    p.dk = ptr<T>(dk);
-    p.dv = ptr<T>(dv);
-    p.lddq = p.lddk = p.lddv = ld;
+    p.grad_q = ptr<T>(dq);
+    p.grad_k = ptr<T>(dk);
+    p.grad_v = ptr<T>(dv);
+    p.ldgq = p.ldgk = p.ldgv = ld;
     yc::area_attention_backward(p, stream());
   });
   return {dq, dk, dv};
@@ -341,7 +344,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> area_attention_backward_cuda(cons
 
 // ---- detect decode ----------------------------------------------------------------------------------
 
-// The per-level inputs shared by DetectParams and DetectBackwardParams: sizes, strides and the NHWC maps.
+// The per-level inputs shared by DetectHeadParams and DetectBackwardParams: sizes, strides and the NHWC maps.
 template <typename T, typename P>
 void set_levels(P& p, const DetectArgs& a, const std::vector<Nhwc>& bv, const std::vector<Nhwc>& cv,
                 at::IntArrayRef strides, const char* op) {
@@ -375,7 +378,7 @@ at::Tensor detect_decode_cuda(at::TensorList box, at::TensorList cls, at::IntArr
   with_element_type(box[0], [&](auto e) {
     using T = decltype(e);
     if constexpr (!std::is_same_v<T, __nv_bfloat16>) {
-      yc::DetectParams<T> p;
+      yc::DetectHeadParams<T> p;  // raw head only (no candidates: no NMS)
       set_levels<T>(p, a, bv, cv, strides, op);
       p.raw = raw.data_ptr<float>();
       TORCH_CHECK_VALUE(a.batch <= 65535 && yc::detect_can_implement(p.levels, p.reg_max, p.nc, p.max_det), op,

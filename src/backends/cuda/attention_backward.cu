@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kDqQueries) attention_bwd_dq(const AreaAttenti
     }
   }
   if (!active) return;
-  T* dqr = p.dq + (tok0 + qi) * p.lddq + h * kD;  // (32)
+  T* dqr = p.grad_q + (tok0 + qi) * p.ldgq + h * kD;  // (32)
 #pragma unroll
   for (int d = 0; d < kD; ++d) dqr[d] = from_f32<T>(dq[d] * p.scale);
 }
@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(2 * kKvKeys) attention_bwd_dkdv(const AreaAtte
     }
   }
   if (!active) return;
-  T* dst = role == 0 ? p.dk + (tok0 + kj) * p.lddk + h * kD : p.dv + (tok0 + kj) * p.lddv + h * kD;  // (32)
+  T* dst = role == 0 ? p.grad_k + (tok0 + kj) * p.ldgk + h * kD : p.grad_v + (tok0 + kj) * p.ldgv + h * kD;  // (32)
   const float f = role == 0 ? p.scale : 1.f;
 #pragma unroll
   for (int d = 0; d < kD; ++d) dst[d] = from_f32<T>(acc[d] * f);
@@ -160,17 +160,18 @@ __global__ void __launch_bounds__(2 * kKvKeys) attention_bwd_dkdv(const AreaAtte
 template <typename T>
 void check_params(const AreaAttentionBackwardParams<T>& p) {
   auto fail = [](const std::string& what) { throw InputError("area attention backward: " + what); };
-  if (!area_attention_can_implement(p.tokens, p.area, p.heads, kD, kD))
+  if (p.dqk != kD || p.dv != kD || !area_attention_can_implement(p.tokens, p.area, p.heads, p.dqk, p.dv))
     fail("unsupported shape: tokens " + std::to_string(p.tokens) + ", area " + std::to_string(p.area) + ", heads " +
-         std::to_string(p.heads) + " (need tokens % area == 0)");
+         std::to_string(p.heads) + ", dqk " + std::to_string(p.dqk) + ", dv " + std::to_string(p.dv) +
+         " (need tokens % area == 0, dqk = dv = 32)");
   if (p.batch < 1 || static_cast<long long>(p.batch) * p.area > 65535)
     fail("batch " + std::to_string(p.batch) + " times area " + std::to_string(p.area) + " outside [1, 65535]");
-  if (!p.q || !p.k || !p.v || !p.out || !p.dout || !p.lse || !p.delta || !p.dq || !p.dk || !p.dv)
+  if (!p.q || !p.k || !p.v || !p.out || !p.dout || !p.lse || !p.delta || !p.grad_q || !p.grad_k || !p.grad_v)
     fail("null pointer");
   const int used = p.heads * kD;
   if (p.ldq < (p.heads - 1) * p.q_head_stride + kD || p.ldk < (p.heads - 1) * p.k_head_stride + kD ||
-      p.ldv < (p.heads - 1) * p.v_head_stride + kD || p.ldo < used || p.lddo < used || p.lddq < used ||
-      p.lddk < used || p.lddv < used)
+      p.ldv < (p.heads - 1) * p.v_head_stride + kD || p.ldo < used || p.lddo < used || p.ldgq < used ||
+      p.ldgk < used || p.ldgv < used)
     fail("a row stride is smaller than the channels the heads use");
 }
 

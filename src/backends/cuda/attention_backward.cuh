@@ -22,31 +22,34 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "graph/ops.hpp"
+
 namespace yolo12::cuda {
 
+// The forward's attributes (graph::AttentionAttrs: heads, dqk, dv, q/k/v head strides, area, scale;
+// dqk = dv = 32 here) and this call's views. The gradients are grad_q, grad_k, grad_v (dv is the
+// attributes' value head dim).
 template <typename T>
-struct AreaAttentionBackwardParams {
-  const T* q = nullptr;     // (B, N, ldq), head h dim d at h * q_head_stride + d
-  const T* k = nullptr;     // (B, N, ldk)
-  const T* v = nullptr;     // (B, N, ldv)
+struct AreaAttentionBackwardParams : graph::AttentionAttrs {
+  const T* q = nullptr;         // (B, N, ldq), head h dim d at h * q_head_stride + d
+  const T* k = nullptr;         // (B, N, ldk)
+  const T* v = nullptr;         // (B, N, ldv)
   int ldq = 0, ldk = 0, ldv = 0;
-  int q_head_stride = 0, k_head_stride = 0, v_head_stride = 0;
-  const T* out = nullptr;   // (B, N, ldo): the forward output, head h at h * 32
+  const T* out = nullptr;       // (B, N, ldo): the forward output, head h at h * 32
   int ldo = 0;
-  const T* dout = nullptr;  // (B, N, lddo): its gradient
+  const T* dout = nullptr;      // (B, N, lddo): its gradient, head h at h * 32
   int lddo = 0;
-  const float* lse = nullptr;  // (B, heads, N) from the forward
-  float* delta = nullptr;      // workspace (B, heads, N)
-  T* dq = nullptr;          // (B, N, lddq), head h at h * 32; likewise dk, dv
-  T* dk = nullptr;
-  T* dv = nullptr;
-  int lddq = 0, lddk = 0, lddv = 0;
-  int batch = 1, tokens = 0, area = 1, heads = 1;
-  float scale = 0.f;
+  const float* lse = nullptr;   // (B, heads, N) from the forward
+  float* delta = nullptr;       // workspace (B, heads, N)
+  T* grad_q = nullptr;          // (B, N, ldgq), head h at h * 32
+  T* grad_k = nullptr;          // (B, N, ldgk), head h at h * 32
+  T* grad_v = nullptr;          // (B, N, ldgv), head h at h * 32
+  int ldgq = 0, ldgk = 0, ldgv = 0;
+  int batch = 1, tokens = 0;
 };
 
-// Throws yolo12::InputError for shapes the forward rejects (area_attention_can_implement with
-// dqk = dv = 32) and for null pointers or strides too small for the heads.
+// Throws yolo12::InputError for shapes the forward rejects (area_attention_can_implement), for dqk
+// or dv other than 32, and for null pointers or strides too small for the heads.
 template <typename T>
 void area_attention_backward(const AreaAttentionBackwardParams<T>& p, cudaStream_t stream);
 

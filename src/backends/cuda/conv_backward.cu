@@ -116,14 +116,14 @@ __global__ void zero_insert_kernel(const ScatterArgs<T> a) {
 
 template <typename T>
 __global__ void dgrad_naive_kernel(const ConvDgradParams<T> p) {
-  const ConvShape& s = p.s;
+  const ConvShape& s = p;
   const int cin_g = s.c_in / s.groups, cout_g = s.c_out / s.groups, kk = s.k * s.k;
-  const long long total = 1LL * s.batch * s.h * s.w * s.c_in;
+  const long long total = 1LL * s.batch * s.h * s.w_in * s.c_in;
   for (long long e = blockIdx.x * 1LL * blockDim.x + threadIdx.x; e < total; e += 1LL * gridDim.x * blockDim.x) {
     const int ci = static_cast<int>(e % s.c_in);
     const long long pix = e / s.c_in;
-    const int ix = static_cast<int>(pix % s.w), iy = static_cast<int>((pix / s.w) % s.h);
-    const long long n = pix / (1LL * s.w * s.h);
+    const int ix = static_cast<int>(pix % s.w_in), iy = static_cast<int>((pix / s.w_in) % s.h);
+    const long long n = pix / (1LL * s.w_in * s.h);
     const int g = ci / cin_g, ci_l = ci % cin_g;
     float acc = 0.f;
     for (int ky = 0; ky < s.k; ++ky) {
@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(kThreads) wgrad_gemm(const WgradArgs<T> a) {
   __shared__ float a_tile[kWgBK][kWgBM];  // (pixels, co): dz
   __shared__ float b_tile[kWgBK][kWgBN];  // (pixels, n): x patches
   __shared__ int pix_img[kWgBK], pix_y0[kWgBK], pix_x0[kWgBK];  // image (-1: past the split), oy*s - pad, ox*s - pad
-  const ConvShape& s = a.p.s;
+  const ConvShape& s = a.p;
   const int cin_g = s.c_in / s.groups, cout_g = s.c_out / s.groups;
   const int tid = threadIdx.x;
   const int g = blockIdx.y / a.mtiles, m0 = (blockIdx.y % a.mtiles) * kWgBM, n0 = blockIdx.x * kWgBN;
@@ -243,8 +243,8 @@ __global__ void __launch_bounds__(kThreads) wgrad_gemm(const WgradArgs<T> a) {
       if (img >= 0) {
         if (co_ok) av = to_f32(dz_col[(p0 + kr) * a.p.lddz]);
         const int iy = pix_y0[kr] + dy, ix = pix_x0[kr] + dx;
-        if (n_ok && iy >= 0 && iy < s.h && ix >= 0 && ix < s.w)
-          bv = to_f32(x_col[((1LL * img * s.h + iy) * s.w + ix) * a.p.ldx]);
+        if (n_ok && iy >= 0 && iy < s.h && ix >= 0 && ix < s.w_in)
+          bv = to_f32(x_col[((1LL * img * s.h + iy) * s.w_in + ix) * a.p.ldx]);
       }
       a_tile[kr][lcol] = av;
       b_tile[kr][lcol] = bv;
@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(kThreads) wgrad_gemm(const WgradArgs<T> a) {
 
 template <typename T, int K>
 __global__ void __launch_bounds__(kLaneChannels * kLanes) wgrad_depthwise(const WgradArgs<T> a) {
-  const ConvShape& s = a.p.s;
+  const ConvShape& s = a.p;
   const int c = blockIdx.x * kLaneChannels + threadIdx.x, lane = threadIdx.y;
   float acc[K * K] = {};
   const long long p_begin = blockIdx.y * a.per_split;
@@ -292,11 +292,11 @@ __global__ void __launch_bounds__(kLaneChannels * kLanes) wgrad_depthwise(const 
       for (int ky = 0; ky < K; ++ky) {
         const int iy = oy * s.stride - s.pad + ky * s.dilation;
         if (iy < 0 || iy >= s.h) continue;
-        const T* row = a.p.x + (img * s.h + iy) * s.w * a.p.ldx + c;  // (W, ldx)
+        const T* row = a.p.x + (img * s.h + iy) * s.w_in * a.p.ldx + c;  // (W, ldx)
 #pragma unroll
         for (int kx = 0; kx < K; ++kx) {
           const int ix = ox * s.stride - s.pad + kx * s.dilation;
-          if (ix >= 0 && ix < s.w) acc[ky * K + kx] = fmaf(d, to_f32(row[static_cast<long long>(ix) * a.p.ldx]), acc[ky * K + kx]);
+          if (ix >= 0 && ix < s.w_in) acc[ky * K + kx] = fmaf(d, to_f32(row[static_cast<long long>(ix) * a.p.ldx]), acc[ky * K + kx]);
         }
       }
     }
@@ -308,7 +308,7 @@ __global__ void __launch_bounds__(kLaneChannels * kLanes) wgrad_depthwise(const 
 
 template <typename T>
 __global__ void __launch_bounds__(kLaneChannels * kLanes) channel_sums(const WgradArgs<T> a) {
-  const int c_out = a.p.s.c_out;
+  const int c_out = a.p.c_out;
   const int c = blockIdx.x * kLaneChannels + threadIdx.x, lane = threadIdx.y;
   const long long p_begin = blockIdx.y * a.per_split;
   const long long p_end = min(a.pixels, p_begin + a.per_split);
@@ -349,7 +349,7 @@ __global__ void silu_backward_kernel(const SiluBackwardParams<T> p) {
 void check_shape(const ConvShape& s) {
   if (!conv_can_implement(s))
     fail("unsupported shape (batch " + std::to_string(s.batch) + ", " + std::to_string(s.c_in) + "x" +
-         std::to_string(s.h) + "x" + std::to_string(s.w) + " -> " + std::to_string(s.c_out) + "x" +
+         std::to_string(s.h) + "x" + std::to_string(s.w_in) + " -> " + std::to_string(s.c_out) + "x" +
          std::to_string(s.ho) + "x" + std::to_string(s.wo) + ", k " + std::to_string(s.k) + ", stride " +
          std::to_string(s.stride) + ", pad " + std::to_string(s.pad) + ", groups " + std::to_string(s.groups) + ")");
 }
@@ -361,7 +361,7 @@ void check_shape(const ConvShape& s) {
 template <typename T>
 void conv_pack_weights_device(const ConvPackParams<T>& p, cudaStream_t stream) {
   if (p.w == nullptr || p.dst == nullptr) fail("null weights to pack");
-  const ConvShape t = p.transposed ? conv2d_dgrad_shape(p.s) : p.s;
+  const ConvShape t = p.transposed ? conv2d_dgrad_shape(p) : static_cast<const ConvShape&>(p);
   const GemmLayout l = gemm_layout(t);
   PackArgs<T> a;
   a.w = p.w;
@@ -384,71 +384,71 @@ ConvShape conv2d_dgrad_shape(const ConvShape& s) {
   ConvShape d;
   d.batch = s.batch;
   d.h = s.h + 2 * s.pad - s.dilation * (s.k - 1);
-  d.w = s.w + 2 * s.pad - s.dilation * (s.k - 1);
+  d.w_in = s.w_in + 2 * s.pad - s.dilation * (s.k - 1);
   d.c_in = s.c_out;
   d.ho = s.h;
-  d.wo = s.w;
+  d.wo = s.w_in;
   d.c_out = s.c_in;
   d.k = s.k;
   d.stride = 1;
   d.pad = s.dilation * (s.k - 1) - s.pad;
   d.groups = s.groups;
   d.dilation = s.dilation;
+  d.act = graph::Act::None;  // dx is linear in dz
   return d;
 }
 
 bool conv2d_dgrad_uses_forward_kernels(const ConvShape& s) {
   const ConvShape d = conv2d_dgrad_shape(s);
-  return conv_can_implement(s) && d.pad >= 0 && d.h >= 1 && d.w >= 1 && conv_can_implement(d);
+  return conv_can_implement(s) && d.pad >= 0 && d.h >= 1 && d.w_in >= 1 && conv_can_implement(d);
 }
 
 std::size_t conv2d_dgrad_inserted_elems(const ConvShape& s) {
   if (s.stride == 1) return 0;
   const ConvShape d = conv2d_dgrad_shape(s);
-  return static_cast<std::size_t>(s.batch) * d.h * d.w * s.c_out;
+  return static_cast<std::size_t>(s.batch) * d.h * d.w_in * s.c_out;
 }
 
 template <typename T>
 void conv2d_dgrad_naive(const ConvDgradParams<T>& p, cudaStream_t stream) {
-  check_shape(p.s);
+  check_shape(p);
   if (p.dz == nullptr || p.w == nullptr || p.dx == nullptr) fail("null dz, w or dx");
-  dgrad_naive_kernel<T><<<grid_blocks(1LL * p.s.batch * p.s.h * p.s.w * p.s.c_in), kThreads, 0, stream>>>(p);
+  dgrad_naive_kernel<T><<<grid_blocks(1LL * p.batch * p.h * p.w_in * p.c_in), kThreads, 0, stream>>>(p);
   YOLO12_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
 void conv2d_dgrad(const ConvDgradParams<T>& p, cudaStream_t stream) {
-  check_shape(p.s);
+  check_shape(p);
   if (p.dz == nullptr || p.w == nullptr || p.dx == nullptr) fail("null dz, w or dx");
-  if (p.lddz < p.s.c_out || p.lddx < p.s.c_in) fail("lddz / lddx smaller than the channels");
-  if (!conv2d_dgrad_uses_forward_kernels(p.s)) {
+  if (p.lddz < p.c_out || p.lddx < p.c_in) fail("lddz / lddx smaller than the channels");
+  if (!conv2d_dgrad_uses_forward_kernels(p)) {
     conv2d_dgrad_naive(p, stream);
     return;
   }
-  if (p.packed == nullptr || (p.s.stride > 1 && p.inserted == nullptr)) fail("missing dx workspace");
-  const ConvShape d = conv2d_dgrad_shape(p.s);
+  if (p.packed == nullptr || (p.stride > 1 && p.inserted == nullptr)) fail("missing dx workspace");
+  const ConvShape d = conv2d_dgrad_shape(p);
   ConvPackParams<T> pack;
-  pack.s = p.s;
+  static_cast<ConvShape&>(pack) = p;
   pack.w = p.w;
   pack.dst = p.packed;
   pack.transposed = true;
   conv_pack_weights_device(pack, stream);
   ConvParams<T> f;
-  f.s = d;
+  static_cast<ConvShape&>(f) = d;
   f.x = p.dz;
   f.ldx = p.lddz;
-  if (p.s.stride > 1) {
-    ScatterArgs<T> a{p.dz, p.lddz, p.inserted, p.s.c_out, p.s.ho, p.s.wo, d.h, d.w, p.s.stride,
-                     static_cast<long long>(conv2d_dgrad_inserted_elems(p.s))};
+  if (p.stride > 1) {
+    ScatterArgs<T> a{p.dz, p.lddz, p.inserted, p.c_out, p.ho, p.wo, d.h, d.w_in, p.stride,
+                     static_cast<long long>(conv2d_dgrad_inserted_elems(p))};
     zero_insert_kernel<T><<<grid_blocks(a.total), kThreads, 0, stream>>>(a);
     YOLO12_CUDA_CHECK_LAUNCH();
     f.x = p.inserted;
-    f.ldx = p.s.c_out;
+    f.ldx = p.c_out;
   }
   f.w = p.packed;
   f.y = p.dx;
   f.ldy = p.lddx;
-  f.silu = false;
   conv2d_forward(f, stream);
 }
 
@@ -459,7 +459,7 @@ std::size_t conv2d_wgrad_workspace_bytes(const ConvShape& s) {
 
 template <typename T>
 void conv2d_wgrad(const ConvWgradParams<T>& p, cudaStream_t stream) {
-  const ConvShape& s = p.s;
+  const ConvShape& s = p;
   check_shape(s);
   if (p.dz == nullptr || (p.dw != nullptr && p.x == nullptr)) fail("null dz or x");
   if (p.dw == nullptr && p.dbias == nullptr) return;

@@ -13,7 +13,8 @@
 // Layouts are those of conv.cuh: NHWC views (element (n, y, x, c) at ptr[((n * H + y) * W + x) * ld + c]);
 // W and dW are OIHW (c_out, c_in / groups, k, k), in the element type T (float or __half), as PyTorch
 // holds them. Accumulation is fp32 everywhere. Launches never synchronise; the workspaces are the
-// caller's (sizes from the *_bytes functions).
+// caller's (sizes from the *_bytes functions). Every params struct derives from the forward conv's
+// ConvShape (its attributes and sizes; act is ignored: the caller applies act' with silu_backward).
 #pragma once
 
 #include <cstddef>
@@ -28,9 +29,8 @@ namespace yolo12::cuda {
 // ---- weights packed on the device -----------------------------------------------------------------
 
 template <typename T>
-struct ConvPackParams {
-  ConvShape s;           // the conv whose weights w are (OIHW, the element type)
-  const T* w = nullptr;  // (s.c_out, s.c_in / s.groups, s.k, s.k)
+struct ConvPackParams : ConvShape {  // the conv whose weights w are (OIHW, the element type)
+  const T* w = nullptr;  // (c_out, c_in / groups, k, k)
   T* dst = nullptr;      // conv_packed_weight_elems(target) elements, 16-byte aligned
   bool transposed = false;  // false: target = s; true: target = conv2d_dgrad_shape(s) (swapped, flipped)
 };
@@ -42,22 +42,21 @@ void conv_pack_weights_device(const ConvPackParams<T>& p, cudaStream_t stream);
 
 // The stride-1 conv that computes dx: input dz zero-inserted to (B, Hu, Wu, c_out) with
 // Hu = H + 2 pad - dilation (k - 1) (likewise Wu), c_in and c_out swapped, pad' = dilation (k - 1) - pad,
-// same k, dilation and groups; its output is (B, H, W, c_in).
+// same k, dilation and groups, no activation; its output is (B, H, W, c_in).
 ConvShape conv2d_dgrad_shape(const ConvShape& s);
 // Whether conv2d_dgrad can use the forward kernels for s (pad <= dilation (k - 1) and the dx conv
 // passes conv_can_implement); otherwise it runs conv2d_dgrad_naive.
 bool conv2d_dgrad_uses_forward_kernels(const ConvShape& s);
 
 template <typename T>
-struct ConvDgradParams {
-  ConvShape s;             // the forward conv
+struct ConvDgradParams : ConvShape {  // the forward conv
   const T* dz = nullptr;   // (B, Ho, Wo, lddz) view, c_out channels used
   int lddz = 0;
   const T* w = nullptr;    // (c_out, c_in / groups, k, k), OIHW
   T* dx = nullptr;         // (B, H, W, lddx) view, c_in channels written
   int lddx = 0;
   T* packed = nullptr;     // workspace: conv_packed_weight_elems(conv2d_dgrad_shape(s)) elements, 16-byte aligned
-  T* inserted = nullptr;   // workspace: (B, Hu, Wu, c_out) when s.stride > 1 (conv2d_dgrad_inserted_elems)
+  T* inserted = nullptr;   // workspace: (B, Hu, Wu, c_out) when stride > 1 (conv2d_dgrad_inserted_elems)
 };
 std::size_t conv2d_dgrad_inserted_elems(const ConvShape& s);  // 0 when stride is 1
 template <typename T>
@@ -69,8 +68,7 @@ void conv2d_dgrad_naive(const ConvDgradParams<T>& p, cudaStream_t stream);
 // ---- dW and dbias -----------------------------------------------------------------------------------
 
 template <typename T>
-struct ConvWgradParams {
-  ConvShape s;
+struct ConvWgradParams : ConvShape {  // the forward conv
   const T* x = nullptr;      // (B, H, W, ldx) view, c_in channels used
   int ldx = 0;
   const T* dz = nullptr;     // (B, Ho, Wo, lddz) view, c_out channels used

@@ -19,9 +19,11 @@
 
 namespace yolo12::cuda {
 
+// The head's attributes (graph::DetectAttrs: nc, reg_max) and this call's views.
 template <typename T>  // float or __half
-struct DetectBackwardParams {
-  int batch = 1, nc = 80, reg_max = 16, levels = 3;
+struct DetectBackwardParams : graph::DetectAttrs {
+  int batch = 1;
+  int levels = 3;
   const T* box[kMaxDetectLevels] = {};  // per level (B, H_l, W_l, ldb) view, 4 * reg_max channels
   int ldb[kMaxDetectLevels] = {};
   const T* cls[kMaxDetectLevels] = {};  // per level (B, H_l, W_l, ldc) view, nc channels
