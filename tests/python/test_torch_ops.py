@@ -19,7 +19,8 @@ try:
     import torch
     import torch.nn.functional as F
     import yolo12_torch as yt
-except ImportError as e:  # tools/setup.sh sets YOLO12_TORCH_REQUIRED=1 once it built the extension
+except (ImportError, OSError) as e:  # OSError: a torch whose libraries are broken (a cut install)
+    # tools/setup.sh sets YOLO12_TORCH_REQUIRED=1 once it built the extension
     print("%s: %s" % ("FAIL" if os.environ.get("YOLO12_TORCH_REQUIRED") == "1" else "SKIP", e))
     sys.exit(1 if os.environ.get("YOLO12_TORCH_REQUIRED") == "1" else 77)
 
