@@ -216,9 +216,20 @@ def bench_detect(batch, iters, nc=80, reg_max=16):
     return r
 
 
+def failed(rep, what, e):
+    """A failed measurement is a note (and a traceback in the log), not the end of the run."""
+    traceback.print_exc()
+    rep.note("%s failed: %s: %s" % (what, type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+    torch.cuda.empty_cache()
+
+
 def run_ops(rep, scales, batches, iters, deadline):
     for scale in scales:
-        convs, attns = shapes(scale)
+        try:
+            convs, attns = shapes(scale)
+        except Exception as e:  # noqa: BLE001
+            failed(rep, "ops: the shapes of yolo12%s" % scale, e)
+            continue
         for batch in batches:
             totals = {"conv": [0, 0, {}], "attention": [0, 0, {}]}
             for kind, table, fn in (("conv", convs, bench_conv), ("attention", attns, bench_attention)):
@@ -226,7 +237,11 @@ def run_ops(rep, scales, batches, iters, deadline):
                     if time.time() > deadline:
                         rep.note("ops: out of time at yolo12%s batch %d %s %s" % (scale, batch, kind, key))
                         return
-                    r = fn(key, batch, iters)
+                    try:
+                        r = fn(key, batch, iters)
+                    except Exception as e:  # noqa: BLE001  (the totals then leave this shape out)
+                        failed(rep, "ops: yolo12%s batch %d %s %s" % (scale, batch, kind, key), e)
+                        continue
                     rep.add(dict(kind=kind, scale=scale, batch=batch, shape=str(key), count=count, **r))
                     t = totals[kind]
                     t[0] += 1
@@ -236,8 +251,14 @@ def run_ops(rep, scales, batches, iters, deadline):
             for kind, (n, layers, sums) in totals.items():
                 rep.add(dict(kind="op_total", scale=scale, op=kind, batch=batch, shapes=n, layers=layers, **sums))
     for batch in batches:
-        rep.add(dict(kind="detect", scale="n/s", batch=batch, shape="P3-P5 640, nc 80, reg_max 16", count=1,
-                     **bench_detect(batch, iters)))
+        if time.time() > deadline:
+            rep.note("ops: out of time before the Detect decode at batch %d" % batch)
+            return
+        try:
+            rep.add(dict(kind="detect", scale="n/s", batch=batch, shape="P3-P5 640, nc 80, reg_max 16", count=1,
+                         **bench_detect(batch, iters)))
+        except Exception as e:  # noqa: BLE001
+            failed(rep, "ops: Detect decode batch %d" % batch, e)
 
 
 def train_step_fn(m, batch, compiled=None):
