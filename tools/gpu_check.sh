@@ -328,7 +328,7 @@ if [ "$mode" = perf ]; then
   # The variants of this step (conv_detail.cuh): on by default; prev = the third session's defaults
   # (split-K on, the new kernels off); nonarrow / nodwtiled = one of the two new groups off.
   old_v=f16_bk64,dw_one_output,f16_split_k
-  profile_variants "${PERF_VARIANTS:-default prev=$old_v nonarrow=$old_v,dw_tiled_f16 nodwtiled=$old_v,f16_narrow,f16_narrow_stem}"
+  profile_variants "${PERF_VARIANTS:-default prev=$old_v nonarrow=$old_v,dw_tiled_f16 allnarrow=$old_v,f16_narrow,f16_narrow_wide,f16_narrow_stem,dw_tiled_f16}"
   for sc in ${scales//,/ }; do
     y12=$models/yolo12${sc}_peer.y12
     [ -f "$y12" ] || { note "yolo12-bench yolo12$sc: skipped (no $(basename "$y12"))"; continue; }

@@ -782,73 +782,95 @@ ConvShape yolo_shape(int batch, int h, int ci, int co, int k, int stride, int gr
 
 }  // namespace
 
-TEST_CASE("f16_plan takes conv2d_narrow_f16 for the narrow memory-bound convs at batch 32, and only there",
+TEST_CASE("f16_plan takes conv2d_narrow_f16 where it is measured faster, and what it can take under the variants",
           "[conv][host][narrow]") {
   cd::conv_variants() = cd::ConvVariants();  // the defaults, whatever YOLO12_CONV_VARIANTS says
   struct Expect {
     ConvShape s;
-    bool narrow;
+    bool picked;  // f16_plan under the defaults (f16_narrow: c_out <= 16, K <= 160)
+    bool takes;   // narrow_plan takes it (f16_plan picks it with all three narrow variants on)
     int bn, bk;
   };
   const Expect expect[] = {
-      {yolo_shape(32, 640, 3, 16, 3, 2), true, 16, 80},     // the stem (f16_narrow_stem)
-      {yolo_shape(32, 320, 16, 32, 3, 2), true, 32, 144},
-      {yolo_shape(32, 160, 32, 32, 1, 1), true, 32, 32},
-      {yolo_shape(32, 160, 16, 8, 3, 1), true, 8, 144},
-      {yolo_shape(32, 160, 8, 16, 3, 1), true, 16, 80},
-      {yolo_shape(32, 160, 48, 64, 1, 1), true, 64, 48},
-      {yolo_shape(32, 80, 64, 64, 1, 1), true, 64, 64},
-      {yolo_shape(32, 80, 32, 16, 3, 1), true, 16, 288},
-      {yolo_shape(32, 80, 96, 128, 1, 1), true, 128, 96},
-      {yolo_shape(32, 80, 64, 80, 1, 1), true, 80, 64},
-      {yolo_shape(32, 80, 256, 32, 1, 1), true, 32, 256},
-      {yolo_shape(32, 160, 64, 64, 3, 2), false, 0, 0},    // K 576: the implicit GEMM
-      {yolo_shape(32, 80, 64, 64, 3, 1), false, 0, 0},
-      {yolo_shape(32, 40, 384, 64, 1, 1), false, 0, 0},    // K 384
-      {yolo_shape(32, 40, 64, 192, 1, 1), false, 0, 0},    // c_out 192
-      {yolo_shape(32, 16, 64, 128, 3, 2, 2), false, 0, 0}, // grouped
-      {yolo_shape(1, 80, 16, 16, 3, 1), false, 0, 0},      // batch 1 at 80x80: 50 tiles, fewer than the SMs
-      {yolo_shape(1, 640, 3, 16, 3, 2), true, 16, 80},     // the stem at batch 1: 800 tiles
-      {yolo_shape(32, 80, 320, 128, 1, 1), false, 0, 0},   // K 320 but c_out 128: two stages need 269 KB
-      {yolo_shape(32, 80, 320, 64, 1, 1), true, 64, 320},  // the largest K, one block per SM
+      {yolo_shape(32, 640, 3, 16, 3, 2), false, true, 16, 80},     // the stem (f16_narrow_stem, off)
+      {yolo_shape(32, 320, 16, 32, 3, 2), false, true, 32, 144},   // c_out 32 (f16_narrow_wide, off)
+      {yolo_shape(32, 160, 32, 32, 1, 1), false, true, 32, 32},
+      {yolo_shape(32, 160, 16, 8, 3, 1), true, true, 8, 144},
+      {yolo_shape(32, 160, 8, 16, 3, 1), true, true, 16, 80},
+      {yolo_shape(32, 80, 32, 16, 1, 1), true, true, 16, 32},
+      {yolo_shape(32, 80, 16, 16, 3, 1), true, true, 16, 144},
+      {yolo_shape(1, 160, 16, 8, 3, 1), true, true, 8, 144},       // batch 1: 200 tiles
+      {yolo_shape(32, 160, 48, 64, 1, 1), false, true, 64, 48},
+      {yolo_shape(32, 80, 64, 64, 1, 1), false, true, 64, 64},
+      {yolo_shape(32, 80, 32, 16, 3, 1), false, true, 16, 288},    // K 288 > 160
+      {yolo_shape(32, 80, 96, 128, 1, 1), false, true, 128, 96},
+      {yolo_shape(32, 80, 64, 80, 1, 1), false, true, 80, 64},
+      {yolo_shape(32, 80, 256, 32, 1, 1), false, true, 32, 256},
+      {yolo_shape(32, 160, 64, 64, 3, 2), false, false, 0, 0},    // K 576: the implicit GEMM
+      {yolo_shape(32, 80, 64, 64, 3, 1), false, false, 0, 0},
+      {yolo_shape(32, 40, 384, 64, 1, 1), false, false, 0, 0},    // K 384
+      {yolo_shape(32, 40, 64, 192, 1, 1), false, false, 0, 0},    // c_out 192
+      {yolo_shape(32, 16, 64, 128, 3, 2, 2), false, false, 0, 0}, // grouped
+      {yolo_shape(1, 80, 16, 16, 3, 1), false, false, 0, 0},      // batch 1 at 80x80: 50 tiles, fewer than the SMs
+      {yolo_shape(1, 640, 3, 16, 3, 2), false, true, 16, 80},     // the stem at batch 1: 800 tiles
+      {yolo_shape(32, 80, 320, 128, 1, 1), false, false, 0, 0},   // K 320 but c_out 128: two stages need 269 KB
+      {yolo_shape(32, 80, 320, 64, 1, 1), false, true, 64, 320},  // the largest K, one block per SM
+  };
+  auto all_on = [] {
+    cd::conv_variants() = cd::ConvVariants();
+    cd::conv_variants().f16_narrow_wide = cd::conv_variants().f16_narrow_stem = true;
   };
   for (const Expect& e : expect) {
     INFO("B" << e.s.batch << " " << e.s.h << "x" << e.s.w_in << "x" << e.s.c_in << " -> " << e.s.c_out << " k" << e.s.k
              << " s" << e.s.stride << " g" << e.s.groups);
     REQUIRE(yolo12::cuda::conv_can_implement(e.s));
+    cd::conv_variants() = cd::ConvVariants();
+    CHECK((cd::f16_plan(e.s).algorithm == ConvAlgorithm::narrow_f16) == e.picked);
+    CHECK((plan_of(e.s, true).algorithm == ConvAlgorithm::narrow_f16) == e.picked);
+    CHECK((cd::narrow_plan(e.s, yolo12::cuda::device_info()).algorithm == ConvAlgorithm::narrow_f16) == e.takes);
+    all_on();
     const yolo12::cuda::ConvPlan plan = cd::f16_plan(e.s);
-    CHECK((plan.algorithm == ConvAlgorithm::narrow_f16) == e.narrow);
-    CHECK((plan_of(e.s, true).algorithm == ConvAlgorithm::narrow_f16) == e.narrow);
-    if (!e.narrow) continue;
+    CHECK((plan.algorithm == ConvAlgorithm::narrow_f16) == e.takes);
+    CHECK((plan_of(e.s, true).algorithm == ConvAlgorithm::narrow_f16) == e.takes);
+    CHECK(plan_of(e.s, false).algorithm != ConvAlgorithm::narrow_f16);  // fp32 never takes it
+    if (!e.takes) continue;
     CHECK(plan.bn == e.bn);
     CHECK(plan.bk == e.bk);
     CHECK(plan.bm == 128);
     CHECK((plan.stages >= 2 && plan.stages <= 4));
     CHECK(plan.smem_bytes == cd::narrow_layout(plan.bn, plan.bk, plan.stages).bytes);
     CHECK(static_cast<std::size_t>(plan.smem_bytes) <= yolo12::cuda::device_info().smem_per_block_optin);
-    // fp32 never takes it
-    CHECK(plan_of(e.s, false).algorithm != ConvAlgorithm::narrow_f16);
   }
-  CHECK(std::string(label_of(expect[0].s, true)) == "narrow_f16 n16");
-  CHECK(std::string(label_of(expect[3].s, true)) == "narrow_f16 n8");
-  // The two switches: f16_narrow for the others, f16_narrow_stem for the small-c_in convs (which then go
-  // back to conv2d_direct_small_cin).
-  cd::conv_variants().f16_narrow = false;
-  CHECK(plan_of(expect[2].s, true).algorithm == ConvAlgorithm::implicit_gemm_f16);
-  CHECK(plan_of(expect[0].s, true).algorithm == ConvAlgorithm::narrow_f16);
-  cd::conv_variants().f16_narrow_stem = false;
-  CHECK(plan_of(expect[0].s, true).algorithm == ConvAlgorithm::direct_small_cin);
+  // The three switches, one at a time: f16_narrow for the measured-faster convs, f16_narrow_wide for
+  // the rest of what the kernel takes, f16_narrow_stem for the small-c_in convs (else
+  // conv2d_direct_small_cin).
+  cd::conv_variants() = cd::ConvVariants();
   CHECK(std::string(label_of(expect[0].s, true)) == "direct_small_cin");
+  CHECK(std::string(label_of(expect[3].s, true)) == "narrow_f16 n8");
+  CHECK(std::string(label_of(expect[2].s, true)).rfind("implicit_gemm_f16", 0) == 0);
+  cd::conv_variants().f16_narrow = false;
+  CHECK(plan_of(expect[3].s, true).algorithm == ConvAlgorithm::implicit_gemm_f16);
+  cd::conv_variants().f16_narrow_wide = true;  // the wider ones, and (wide includes them) the narrow ones
+  CHECK(plan_of(expect[2].s, true).algorithm == ConvAlgorithm::narrow_f16);
+  CHECK(plan_of(expect[3].s, true).algorithm == ConvAlgorithm::narrow_f16);
+  CHECK(plan_of(expect[0].s, true).algorithm == ConvAlgorithm::direct_small_cin);
+  cd::conv_variants().f16_narrow_stem = true;
+  CHECK(plan_of(expect[0].s, true).algorithm == ConvAlgorithm::narrow_f16);
+  CHECK(std::string(label_of(expect[0].s, true)) == "narrow_f16 n16");
   cd::conv_variants() = cd::ConvVariants();
   // The names YOLO12_CONV_VARIANTS takes: exact, so "f16_narrow_stem" alone leaves f16_narrow off.
   const cd::ConvVariants only_stem = cd::parse_conv_variants("f16_narrow_stem");
   CHECK(only_stem.f16_narrow_stem);
   CHECK_FALSE(only_stem.f16_narrow);
+  CHECK_FALSE(only_stem.f16_narrow_wide);
   CHECK_FALSE(only_stem.f16_bk64);
-  const cd::ConvVariants all = cd::parse_conv_variants("f16_bk64,dw_one_output,f16_split_k,f16_narrow,f16_narrow_stem");
-  CHECK((all.f16_bk64 && all.dw_one_output && all.f16_split_k && all.f16_narrow && all.f16_narrow_stem));
+  const cd::ConvVariants all =
+      cd::parse_conv_variants("f16_bk64,dw_one_output,f16_split_k,f16_narrow,f16_narrow_wide,f16_narrow_stem,dw_tiled_f16");
+  CHECK((all.f16_bk64 && all.dw_one_output && all.f16_split_k && all.f16_narrow && all.f16_narrow_wide &&
+         all.f16_narrow_stem && all.dw_tiled_f16));
   const cd::ConvVariants none = cd::parse_conv_variants("none");
-  CHECK_FALSE((none.f16_bk64 || none.dw_one_output || none.f16_split_k || none.f16_narrow || none.f16_narrow_stem));
+  CHECK_FALSE((none.f16_bk64 || none.dw_one_output || none.f16_split_k || none.f16_narrow || none.f16_narrow_wide ||
+               none.f16_narrow_stem || none.dw_tiled_f16));
 }
 
 TEST_CASE("conv2d_narrow_f16 replayed on the CPU matches the reference (layout, loads, fragments, epilogue)",
@@ -900,13 +922,14 @@ TEST_CASE("conv2d_forward runs conv2d_narrow_f16 on large narrow convs (the stem
       with(make_case(2, 100, 97, 21, 40, 3, 1, 1), false, true, 3, 0),         // odd c_in: scalar gather
   };
   int i = 0;
+  cd::conv_variants().f16_narrow_wide = cd::conv_variants().f16_narrow_stem = true;  // all it takes
   for (const Case& c : cases) {
     INFO(describe(c));
     CHECK(plan_of(c.s, true).algorithm == ConvAlgorithm::narrow_f16);
     check_case<__half>(c, 6000 + i++, Kernel::Forward);
   }
-  // The same convs with both narrow variants off (implicit GEMM, direct small-c_in kernel) also match.
-  cd::conv_variants().f16_narrow = cd::conv_variants().f16_narrow_stem = false;
+  // The same convs with the narrow variants off (implicit GEMM, direct small-c_in kernel) also match.
+  cd::conv_variants().f16_narrow = cd::conv_variants().f16_narrow_wide = cd::conv_variants().f16_narrow_stem = false;
   for (const Case& c : cases) {
     CHECK(plan_of(c.s, true).algorithm != ConvAlgorithm::narrow_f16);
     check_case<__half>(c, 6100 + i++, Kernel::Forward);

@@ -11,7 +11,8 @@
 //   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu), in fp16 over
 //                                               large grids dwconv_tiled_f16 (variant dw_tiled_f16)
 //   fp16, f16_plan() says narrow_f16         -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
-//                                               short K, many pixels (the stem too, variant f16_narrow_stem)
+//                                               short K, many pixels (f16_narrow; wider and longer convs
+//                                               with f16_narrow_wide, the stem with f16_narrow_stem)
 //   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
 //   everything else, fp16                    -> conv2d_implicit_gemm_f16 (conv_implicit_gemm.cu), split-K
 //                                               where f16_plan() says so
@@ -93,7 +94,8 @@ namespace conv_detail {
 
 ConvVariants parse_conv_variants(const char* list) {
   ConvVariants v;
-  v.f16_bk64 = v.dw_one_output = v.f16_split_k = v.f16_narrow = v.f16_narrow_stem = v.dw_tiled_f16 = false;
+  v.f16_bk64 = v.dw_one_output = v.f16_split_k = v.f16_narrow = v.f16_narrow_wide = v.f16_narrow_stem =
+      v.dw_tiled_f16 = false;
   const std::string s = list ? list : "";
   std::size_t begin = 0;
   while (begin <= s.size()) {
@@ -104,6 +106,7 @@ ConvVariants parse_conv_variants(const char* list) {
     else if (name == "dw_one_output") v.dw_one_output = true;
     else if (name == "f16_split_k") v.f16_split_k = true;
     else if (name == "f16_narrow") v.f16_narrow = true;
+    else if (name == "f16_narrow_wide") v.f16_narrow_wide = true;
     else if (name == "f16_narrow_stem") v.f16_narrow_stem = true;
     else if (name == "dw_tiled_f16") v.dw_tiled_f16 = true;
     begin = end + 1;

@@ -97,25 +97,33 @@ __host__ __device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// Kernel variants, all on by default. f16_bk64 and dw_one_output since 2026-11-30 (measured on the
-// H200: yolo12n fp16 batch 1 1.74 -> 1.29 ms, batch 32 7.48 -> 6.85 ms; docs/benchmarks-gpu.md);
-// f16_split_k since the third session (its figures are in docs/kernels-conv.md); f16_narrow and
-// f16_narrow_stem (conv_narrow.cu) not yet measured. The environment variable YOLO12_CONV_VARIANTS (a
+// Kernel variants. f16_bk64 and dw_one_output since 2026-11-30 (measured on the H200: yolo12n fp16
+// batch 1 1.74 -> 1.29 ms, batch 32 7.48 -> 6.85 ms; docs/benchmarks-gpu.md); f16_split_k since the third
+// session (docs/kernels-conv.md). conv_narrow.cu and dwconv_tiled_f16 were measured on 2026-12-01
+// (docs/kernels-conv.md, "Narrow and tiled depthwise"): conv2d_narrow_f16 beats the implicit GEMM only
+// where c_out <= 16 and K <= 160 (1.1-1.5x there, 0.35-0.9x elsewhere), and loses to
+// conv2d_direct_small_cin on the stem (0.96x), so only f16_narrow is on of the three; dw_tiled_f16 is on
+// (0.37 vs 0.50 ms per yolo12n batch 32). The environment variable YOLO12_CONV_VARIANTS (a
 // comma-separated list of the names below, or "none") replaces the defaults when set; tests set the
 // fields directly. Not thread-safe: set them before any launch.
 struct ConvVariants {
-  bool f16_bk64 = true;         // fp16 implicit GEMM: 64-wide K tiles (3 stages), epilogue staged through
-                                // shared memory for 16-byte stores (off: 32-wide K tiles)
-  bool dw_one_output = true;    // dwconv_direct: one output per thread when the grid would not fill the GPU
-  bool f16_split_k = true;      // fp16 implicit GEMM at BK 64: split-K over a cluster when the output tiles
-                                // are too few for the GPU (batch 1 at low resolution)
-  bool f16_narrow = true;       // fp16 convs with few output channels and a short K (c_out <= 128, k*k*c_in
-                                // <= 320) over many pixels: conv2d_narrow_f16, weights resident in shared
-                                // memory, a persistent grid streaming 128-pixel tiles
-  bool f16_narrow_stem = true;  // the same kernel for the small-c_in convs (the stem), instead of
-                                // conv2d_direct_small_cin
-  bool dw_tiled_f16 = true;     // fp16 depthwise over large grids: dwconv_tiled_f16 (input tile in shared memory)
+  bool f16_bk64 = true;           // fp16 implicit GEMM: 64-wide K tiles (3 stages), epilogue staged through
+                                  // shared memory for 16-byte stores (off: 32-wide K tiles)
+  bool dw_one_output = true;      // dwconv_direct: one output per thread when the grid would not fill the GPU
+  bool f16_split_k = true;        // fp16 implicit GEMM at BK 64: split-K over a cluster when the output tiles
+                                  // are too few for the GPU (batch 1 at low resolution)
+  bool f16_narrow = true;         // conv2d_narrow_f16 (weights resident in shared memory, a persistent grid
+                                  // streaming 128-pixel tiles) for the convs it wins on: c_out <= 16 and
+                                  // k*k*c_in <= 160 (kNarrowPickMaxN, kNarrowPickMaxK) over many pixels
+  bool f16_narrow_wide = false;   // ... and for the rest of what it takes (c_out <= 128, K <= 320)
+  bool f16_narrow_stem = false;   // ... and for the small-c_in convs (the stem), instead of
+                                  // conv2d_direct_small_cin
+  bool dw_tiled_f16 = true;       // fp16 depthwise over large grids: dwconv_tiled_f16 (input tile in shared memory)
 };
+// Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
+// 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.
+constexpr int kNarrowPickMaxN = 16;
+constexpr int kNarrowPickMaxK = 160;
 ConvVariants& conv_variants();
 // Parses a YOLO12_CONV_VARIANTS value: comma-separated names (exact, unknown ones are ignored), "none"
 // or "" for all off.

@@ -453,9 +453,11 @@ ConvPlan f16_plan(const ConvShape& s) {
   const ConvVariants& v = conv_variants();
   // conv2d_narrow_f16 where it takes the shape and its variant is on (the small-c_in convs, which would
   // otherwise go to conv2d_direct_small_cin, under their own switch).
-  if (conv2d_direct_small_cin_supports(s) ? v.f16_narrow_stem : v.f16_narrow) {
+  if (conv2d_direct_small_cin_supports(s) ? v.f16_narrow_stem : (v.f16_narrow || v.f16_narrow_wide)) {
     const ConvPlan narrow = narrow_plan(s, dev);
-    if (narrow.algorithm == ConvAlgorithm::narrow_f16) return narrow;
+    const bool wins = narrow.bn <= kNarrowPickMaxN && narrow.bk <= kNarrowPickMaxK;  // where it was measured faster
+    if (narrow.algorithm == ConvAlgorithm::narrow_f16 && (wins || v.f16_narrow_wide || conv2d_direct_small_cin_supports(s)))
+      return narrow;
   }
   return implicit_gemm_plan(s, dev, v);
 }

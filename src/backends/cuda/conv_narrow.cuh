@@ -24,8 +24,8 @@ constexpr int kNarrowThreads = 128;  // 4 warps; warp w computes rows [32 w, 32 
 constexpr int kNarrowWarpRows = 32;
 constexpr int kNarrowStageRows = 8;  // rows a warp stages at a time before its 16-byte stores
 constexpr int kNarrowMaxN = 128;     // c_out the kernel takes (the N tile is all of it)
-constexpr int kNarrowMaxK = 320;     // k16 it takes: 3x3 up to 32 input channels, 1x1 up to 320 (a first guess
-                                     // at where the convs stop being memory-bound)
+constexpr int kNarrowMaxK = 320;     // k16 it takes: 3x3 up to 32 input channels, 1x1 up to 320
+// Where f16_plan picks it by default: kNarrowPickMaxN, kNarrowPickMaxK (conv_detail.cuh).
 
 // The N tile for n_g output channels: 8, 16, 32, 48, 64, 80, 96 or 128.
 __host__ __device__ inline int narrow_bn(int n_g) {
