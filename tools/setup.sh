@@ -61,6 +61,49 @@ sanitizer_ci() {
   bash fuzz/run.sh "$san"
 }
 
+# ---- PyTorch operators (python/yolo12_torch, docs/torch.md); test mode only ----------------------
+# torch and ultralytics from PyPI when missing (PyPI's torch is the CUDA build: 5.9 GB installed, about
+# 9 minutes on the development machine; YOLO12_NO_TORCH=1 skips all of this and the torch tests then
+# report "skipped"), then yolo12_torch built in place, CPU-only unless a GPU is visible.
+# An install that fails (no network, a slow or refusing index, a full disk, YOLO12_TORCH_INSTALL_TIMEOUT
+# seconds passed, default 1800) is no test failure: the torch tests then report "skipped". Once torch
+# and ultralytics import, a failing extension build stops the setup (set -e) and the tests must pass.
+torch_install() {  # returns 1 when torch, ultralytics or Python's headers could not be installed
+  local SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  if ! python3 -c "import torch, ultralytics" 2>/dev/null; then
+    echo "setup: installing torch and ultralytics for the yolo12_torch tests (a large download)"
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+      $SUDO apt-get update -qq || return 1
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-pip >/dev/null ||
+        return 1
+    fi
+    # Debian's python3 is "externally managed": allow pip to install beside its packages. No cache: the
+    # wheels would take the disk twice.
+    PIP_BREAK_SYSTEM_PACKAGES=1 timeout "${YOLO12_TORCH_INSTALL_TIMEOUT:-1800}" \
+      python3 -m pip install -q --progress-bar off --no-cache-dir torch ultralytics || return 1
+    python3 -c "import torch, ultralytics" || return 1
+  fi
+  if ! python3 -c "import os, sysconfig; assert os.path.isfile(sysconfig.get_paths()['include'] + '/Python.h')" 2>/dev/null; then
+    $SUDO apt-get update -qq || return 1  # the extension build needs Python's headers
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-dev >/dev/null ||
+      return 1
+  fi
+}
+if [ "$mode" = test ] && [ "${YOLO12_NO_TORCH:-0}" != 1 ]; then
+  if torch_install; then
+    torch_cuda=0
+    nvidia-smi -L >/dev/null 2>&1 && torch_cuda=auto
+    torch_tmp=$BUILD_DIR/yolo12_torch  # the objects; the module lands in python/yolo12_torch/yolo12_torch
+    case $torch_tmp in /*) ;; *) torch_tmp=$PWD/$torch_tmp ;; esac
+    echo "setup: building yolo12_torch (CUDA kernels: $torch_cuda)"
+    (cd python/yolo12_torch && YOLO12_TORCH_CUDA=$torch_cuda MAX_JOBS=$JOBS \
+       python3 setup.py -q build_ext --inplace --build-temp "$torch_tmp" >/dev/null)
+    export YOLO12_TORCH_REQUIRED=1  # the torch tests now fail, not skip, when the package does not import
+  else
+    echo "setup: torch install failed; the yolo12_torch tests will report skipped"
+  fi
+fi
+
 # Both modes configure every switch they depend on, so that a demo build and a test build can share
 # BUILD_DIR: on a machine without CUDA the test build reuses the demo's objects.
 case "$mode" in

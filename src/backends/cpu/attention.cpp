@@ -80,6 +80,10 @@ YOLO12_CPU_INLINE void attention_task_impl(const AttentionParams& p, std::ptrdif
         for (int i = 0; i < MR; ++i) sum[i] += s[j * MR + i];
       // out = P V / sum
       const int rows = std::min(MR, qb - is * MR);
+      if (p.lse) {
+        float* lse = p.lse + (static_cast<std::ptrdiff_t>(b) * p.heads + h) * n * p.area + t0 + i0 + is * MR;
+        for (int i = 0; i < rows; ++i) lse[i] = mx[i] + std::log(sum[i]);
+      }
       for (std::ptrdiff_t ds = 0; ds < vstrips; ++ds) {
         tile_kernel(static_cast<int>(n), s, vp.data() + ds * n * NR, tile);
         const int dims = static_cast<int>(std::min<std::ptrdiff_t>(NR, p.dv - ds * NR));

@@ -7,6 +7,8 @@
 //   out[h * dv + d, i] = sum_j p_ij * v[h, d, j]  (d < dv)
 // where q[h, d, t] is channel q_c0 + h * q_head_stride + d of the q view at token t (likewise k, v).
 // If v_image is given, v[h, d, t] is also written there as channel h * dv + d (the pe conv's input).
+// If lse is given, the softmax statistics ln sum_j exp(s_ij) of every query are written there too
+// (index (b * heads + h) * H*W + token), for a backward pass (python/yolo12_torch).
 // One task per (image, chunk, head); queries go in blocks of 48 so the score block stays in cache,
 // and both products (q.k and p.v) run on the GEMM register-tile kernel (gemm_tile.hpp).
 #pragma once
@@ -25,6 +27,7 @@ struct AttentionParams : graph::AttentionAttrs {
   TensorView v;         // (B, *, H, W): likewise with v_head_stride
   TensorView out;       // (B, heads * dv, H, W)
   TensorView v_image;   // optional (B, heads * dv, H, W)
+  float* lse = nullptr; // optional (B, heads, H*W)
   int batch = 1;
 };
 

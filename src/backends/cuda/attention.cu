@@ -40,8 +40,20 @@ constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ __forceinline__ float load_as_float(const float* p) { return *p; }
 __device__ __forceinline__ float load_as_float(const __half* p) { return __half2float(*p); }
+__device__ __forceinline__ float load_as_float(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 __device__ __forceinline__ void store_from_float(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_from_float(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void store_from_float(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+constexpr float kLn2 = 0.6931471805599453f;
+
+// The softmax statistics of one query (p.lse, optional): ln sum_j exp(scale * q.k_j) from the running
+// max m2 (in log2 units of the scaled score) and the running sum l.
+template <typename T>
+__device__ __forceinline__ void store_lse(const AreaAttentionParams<T>& p, int b, int h, long long token, float m2,
+                                          float l) {
+  if (p.lse != nullptr) p.lse[(static_cast<long long>(b) * p.heads + h) * p.tokens + token] = (m2 + log2f(l)) * kLn2;
+}
 
 // ---- rowwise kernel: one thread per query ---------------------------------------------------------
 //
@@ -120,6 +132,7 @@ __global__ void __launch_bounds__(kRowwiseQueries)
   }
 
   if (!active) return;
+  store_lse(p, b, h, static_cast<long long>(c) * chunk_tokens + qi, m, l);
   const float inv_l = 1.f / l;
   T* out = p.out + (tok0 + qi) * p.ldo + h * DV;  // (dv) channels of this token and head
 #pragma unroll
@@ -501,6 +514,11 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
   const float inv0 = 1.f / l0, inv1 = 1.f / l1;
+  if (t == 0) {
+    const long long first = static_cast<long long>(c) * chunk_tokens;  // the chunk's first token in the image
+    if (row0 < chunk_tokens) store_lse(p, b, h, first + row0, m0 * s_scale, l0);
+    if (row1 < chunk_tokens) store_lse(p, b, h, first + row1, m1 * s_scale, l1);
+  }
   __half* out = p.out + tok0 * p.ldo + h * DV;  // (Nc, ldo) head h
 #pragma unroll
   for (int j = 0; j < DV / 8; ++j) {
@@ -607,6 +625,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
       l += f * wf[16 + r];
       acc += f * wf[32 + r * DV + col];
     }
+    if (col == 0) store_lse(p, b, h, static_cast<long long>(c) * chunk_tokens + q0 + r, m * s_scale, l);
     out[static_cast<long long>(q0 + r) * p.ldo + col] = __float2half_rn(acc / l);
   }
 }
@@ -777,5 +796,10 @@ template void area_attention_forward<float>(const AreaAttentionParams<float>&, c
 template void area_attention_forward<__half>(const AreaAttentionParams<__half>&, cudaStream_t);
 template void area_attention_forward_with<float>(const AreaAttentionParams<float>&, AreaAttentionKernel, cudaStream_t);
 template void area_attention_forward_with<__half>(const AreaAttentionParams<__half>&, AreaAttentionKernel, cudaStream_t);
+// bf16 (rowwise only) for python/yolo12_torch
+template AreaAttentionKernel area_attention_select<__nv_bfloat16>(const AreaAttentionParams<__nv_bfloat16>&);
+template void area_attention_forward<__nv_bfloat16>(const AreaAttentionParams<__nv_bfloat16>&, cudaStream_t);
+template void area_attention_forward_with<__nv_bfloat16>(const AreaAttentionParams<__nv_bfloat16>&, AreaAttentionKernel,
+                                                         cudaStream_t);
 
 }  // namespace yolo12::cuda

@@ -19,8 +19,12 @@
 // fp32 or fp16, any alignment; the oracle). area_attention_forward picks one (area_attention_select).
 // Launches never allocate or synchronise (the split kernel raises its shared-memory limit once per
 // device with allow_dynamic_smem, which is no stream operation).
+// Optionally each kernel also keeps the softmax statistics, lse[b, h, t] = ln sum_j exp(scale *
+// <q[t,h,:], k[j,h,:]>) over the chunk of token t, for a backward pass (python/yolo12_torch).
+// bf16 runs on the rowwise kernel only.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -29,7 +33,7 @@
 namespace yolo12::cuda {
 
 // The graph op's attributes (heads, dqk, dv, q/k/v head strides, area, scale) and this call's views.
-template <typename T>  // float or __half; softmax and accumulation in fp32
+template <typename T>  // float, __half or __nv_bfloat16; softmax and accumulation in fp32
 struct AreaAttentionParams : graph::AttentionAttrs {
   const T* q = nullptr;  // (B, N, ldq) token-major view (NHWC with N = H*W)
   const T* k = nullptr;  // (B, N, ldk)
@@ -39,6 +43,7 @@ struct AreaAttentionParams : graph::AttentionAttrs {
   int ldo = 0;
   T* v_image = nullptr;  // optional (B, N, ldvi), heads * dv channels written
   int ldvi = 0;
+  float* lse = nullptr;  // optional (B, heads, N) fp32: the softmax statistics (see above)
   int batch = 1, tokens = 0;
 };
 
