@@ -1,8 +1,8 @@
 // graph/graph.hpp - the static graph every backend executes.
 //
 // build_graph() expands the model file's module-level architecture (docs/model-format.md, "Layers";
-// graph/builder.cpp) into a flat list of primitive ops in execution order (the op
-// table in graph/ops.hpp), for one input size, followed by a head. Values are per-image feature maps
+// graph/builder.cpp and its module table, graph/modules/) into a flat list of primitive ops in
+// execution order (the op table in graph/ops.hpp), for one input size, followed by a head. Values are per-image feature maps
 // (C, H, W); the batch is the executor's business, and so is the memory layout (the CPU backend
 // stores NCHW, the CUDA backend NHWC). An op reads and writes *channel slices* of values (ValueRef),
 // so a Concat costs nothing: producers write straight into their slice of the concat buffer, and a

@@ -1,7 +1,8 @@
-// tests/unit/test_graph.cpp - the graph builder (src/graph/builder.cpp): op counts per layer type,
-// dataflow of the whole YOLO12n / YOLO11n / YOLOv8n graphs (every read after its write, concat
-// slices disjoint and covering), the required tensor list against numbers and shapes derived here
-// independently (and Ultralytics' own parameter counts), and bad headers.
+// tests/unit/test_graph.cpp - the graph builder (src/graph/builder.cpp) and its module table
+// (src/graph/modules): op counts per layer type, dataflow of the whole YOLO12n / YOLO11n / YOLOv8n
+// graphs (every read after its write, concat slices disjoint and covering), the required tensor list
+// against numbers and shapes derived here independently (and Ultralytics' own parameter counts),
+// every module of the table built on a fixture, and bad headers.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -13,12 +14,14 @@
 
 #include "catch.hpp"
 #include "graph/graph.hpp"
+#include "graph/modules/module.hpp"
 #include "yolo12/errors.hpp"
 
 using nlohmann::json;
 using yolo12::graph::AttentionOp;
 using yolo12::graph::ConvOp;
 using yolo12::graph::Graph;
+using yolo12::graph::Module;
 using yolo12::graph::Op;
 using yolo12::graph::OpKind;
 using yolo12::graph::ParamSpec;
@@ -199,6 +202,21 @@ std::map<OpKind, int> count_ops(const Graph& g, const std::string& prefix) {
   for (const Op& op : g.ops)
     if (op.name.compare(0, prefix.size(), prefix) == 0) ++n[op.kind()];
   return n;
+}
+
+// The ModelError messages of build_graph (640 x 640) and of required_params for `h`; each must throw.
+std::vector<std::string> build_errors(const json& h) {
+  std::vector<std::string> msgs;
+  for (int pass = 0; pass < 2; ++pass) {
+    try {
+      if (pass == 0) yolo12::graph::build_graph(h, 640, 640);
+      else yolo12::graph::required_params(h);
+      FAIL("no error");
+    } catch (const yolo12::ModelError& e) {
+      msgs.push_back(e.what());
+    }
+  }
+  return msgs;
 }
 
 // A small network: stem to stride 32, then `block` (layer 5, on the P5 map of 64 channels), and a
@@ -563,6 +581,14 @@ TEST_CASE("bad headers throw ModelError naming the layer", "[graph]") {
   // Input size not a multiple of 32.
   throws_with(header_with(kYolo12n), {"multiple"}, 640, 600);
   {
+    // A Detect on the input image (the only layer, so from -1 is allowed): refused by name. The
+    // builder before the module table read a layer output at index -1 here (out of bounds).
+    json h = header_with(R"([{"index":0,"type":"Detect","from":[-1],"nc":80,"reg_max":16,"ch":[3],"legacy":true,"c2":8,"c3":8}])");
+    h["strides"] = {1};
+    throws_with(h, {"layer 0", "Detect", "reads the input image"}, 64, 64);
+    REQUIRE_THROWS_AS(yolo12::graph::required_params(h), yolo12::ModelError);
+  }
+  {
     // area 3 on a 2 x 3 map (6 tokens) works, on a 2 x 2 map (4 tokens) it cannot: caught when the
     // graph is built, not during an inference.
     json block = {{"type", "A2C2f"}, {"c1", 64}, {"c2", 64}, {"n", 1}, {"a2", true}, {"area", 3}, {"residual", false},
@@ -578,16 +604,9 @@ TEST_CASE("out-of-range, non-integral and non-finite fields throw ModelError nam
   // (undefined behaviour, caught by UBSan); the checked reader and the 64-bit shape arithmetic
   // reject them with a message that says what is wrong.
   auto throws_with = [](const json& h, const std::vector<std::string>& parts) {
-    for (int pass = 0; pass < 2; ++pass) {  // build_graph and required_params read the same fields
-      try {
-        if (pass == 0) yolo12::graph::build_graph(h, 640, 640);
-        else yolo12::graph::required_params(h);
-        FAIL("no error");
-      } catch (const yolo12::ModelError& e) {
-        const std::string msg = e.what();
-        INFO(msg);
-        for (const auto& p : parts) REQUIRE(msg.find(p) != std::string::npos);
-      }
+    for (const std::string& msg : build_errors(h)) {  // build_graph and required_params read the same fields
+      INFO(msg);
+      for (const auto& p : parts) REQUIRE(msg.find(p) != std::string::npos);
     }
   };
   auto with = [](int layer, const char* key, const json& value) {
@@ -618,5 +637,127 @@ TEST_CASE("out-of-range, non-integral and non-finite fields throw ModelError nam
     // Upsample of the 20 x 20 P5 map by 2^23: 167772160 pixels a side, beyond the 2^24 limit.
     json h = with(9, "scale", json(1 << 23));
     throws_with(h, {"layer 9", "output height", "outside"});
+  }
+}
+
+namespace {
+
+// The ops layer `i` emitted: named "model.i", "model.i.<sub-module>" or "model.i <- model.f" (copies).
+std::map<OpKind, int> layer_ops(const Graph& g, int i) {
+  const std::string p = "model." + std::to_string(i);
+  std::map<OpKind, int> n;
+  for (const Op& op : g.ops)
+    if (op.name == p || op.name.compare(0, p.size() + 1, p + ".") == 0 || op.name.compare(0, p.size() + 1, p + " ") == 0)
+      ++n[op.kind()];
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("the module table: every type it lists builds on a fixture model", "[graph][modules]") {
+  const std::vector<Module>& table = yolo12::graph::module_table();
+  REQUIRE(!table.empty());
+  std::set<std::string> types;
+  for (const Module& m : table) {
+    INFO("module " << m.type);
+    REQUIRE(types.insert(m.type).second);  // each type once
+    REQUIRE(yolo12::graph::find_module(m.type) == &m);
+    REQUIRE(m.shape != nullptr);
+    REQUIRE(m.expand != nullptr);
+  }
+  REQUIRE(yolo12::graph::find_module("FancyBlock") == nullptr);
+
+  // The fixtures: the three whole models of this file, YOLO12n with turbo attention and residual
+  // A2C2f, and tiny_header() with SPPF's cv1 without activation and a C3k2 of no blocks.
+  struct Fixture {
+    json header;
+    std::map<std::string, int> rewritten;  // for check_dataflow
+  };
+  std::vector<Fixture> fixtures = {{header_with(kYolo12n), {}}, {header_with(kYolo11n), {{"model.10.cat", 128}}},
+                                   {header_with(kYolov8n), {}}};
+  {
+    json h = header_with(kYolo12n);
+    for (auto& L : h["layers"])
+      if (L["type"] == "A2C2f" && L["a2"] == true) L["attn"] = "qk_v", L["pe_k"] = 5, L["residual"] = true;
+    fixtures.push_back({h, {}});
+  }
+  fixtures.push_back({tiny_header({{"type", "SPPF"}, {"c1", 64}, {"c2", 64}, {"k", 3}, {"cv1_act", "none"}}), {}});
+  fixtures.push_back({tiny_header({{"type", "C3k2"}, {"c1", 64}, {"c2", 64}, {"n", 0}, {"c3k", true}, {"e", 0.5}, {"g", 1}, {"shortcut", false}}), {}});
+
+  std::map<std::string, int> layers_of_type;
+  for (std::size_t f = 0; f < fixtures.size(); ++f) {
+    const json& h = fixtures[f].header;
+    INFO("fixture " << f);
+    const Graph g = yolo12::graph::build_graph(h, 320, 256);
+    check_dataflow(g, fixtures[f].rewritten);
+    REQUIRE(yolo12::graph::required_params(h).size() == g.params.size());
+    const int n = static_cast<int>(h["layers"].size());
+    for (int i = 0; i < n; ++i) {
+      const std::string type = h["layers"][i]["type"];
+      INFO("layer " << i << " (" << type << ")");
+      const Module* m = yolo12::graph::find_module(type);
+      REQUIRE(m != nullptr);
+      ++layers_of_type[type];
+      const std::map<OpKind, int> ops = layer_ops(g, i);
+      int total = 0, copies = 0;
+      for (const auto& [kind, count] : ops) {
+        total += count;
+        if (kind == OpKind::Copy) copies += count;
+      }
+      if (m->hosts_inputs) {
+        REQUIRE(total == copies);  // a Concat is free, or copies what lives elsewhere
+      } else {
+        REQUIRE(total > 0);
+      }
+      if (m->head) {
+        REQUIRE(i == n - 1);
+        // The head's layer produced every map the graph ends at.
+        for (const ValueRef& r : g.outputs) {
+          bool written = false;
+          for (const Op& op : g.ops) {
+            std::vector<ValueRef> reads, writes;
+            op_refs(op, reads, writes);
+            for (const ValueRef& w : writes) written = written || (w.value == r.value && op.name.rfind("model." + std::to_string(i) + ".", 0) == 0);
+          }
+          REQUIRE(written);
+        }
+      }
+    }
+  }
+  for (const Module& m : table) {
+    INFO("module type " << m.type << " has no layer in this test's fixtures: add one");
+    REQUIRE(layers_of_type[m.type] > 0);
+  }
+}
+
+TEST_CASE("an unknown layer type's error lists every type of the module table", "[graph][modules]") {
+  const std::vector<Module>& table = yolo12::graph::module_table();
+  std::string listed;  // the table's types in its order, as the message lists them
+  for (const Module& m : table) listed += (listed.empty() ? "" : ", ") + std::string(m.type);
+  REQUIRE(yolo12::graph::module_types() == listed);
+
+  json h = header_with(kYolo12n);
+  h["layers"][7]["type"] = "FancyBlock";
+  for (const std::string& msg : build_errors(h)) {
+    INFO(msg);
+    REQUIRE(msg.find("model layer 7 (FancyBlock): unknown module type; this engine implements " + listed + ";") !=
+            std::string::npos);
+    for (const Module& m : table) REQUIRE(msg.find(m.type) != std::string::npos);
+  }
+
+  // A model without a head: the message names the table's heads.
+  std::string heads;
+  for (const Module& m : table)
+    if (m.head) heads += (heads.empty() ? "" : " or ") + std::string(m.type);
+  REQUIRE(!heads.empty());
+  REQUIRE(yolo12::graph::module_types(/*heads_only=*/true, " or ") == heads);
+  h = header_with(kYolo12n);
+  h["layers"].erase(21);
+  try {
+    yolo12::graph::build_graph(h, 640, 640);
+    FAIL("no error");
+  } catch (const yolo12::ModelError& e) {
+    INFO(e.what());
+    REQUIRE(std::string(e.what()).find("the last layer must be " + heads + ";") != std::string::npos);
   }
 }

@@ -7,7 +7,8 @@ being filled (its conv helpers check and store the weights), `rec` the layer's p
 entry is the layer's object in docs/model-format.md, with "type" set. `check_yaml`, where a family has
 one, cross-checks the family's own yaml arguments (see pt_arch.check_against_yaml).
 
-Adding a family: one file here with its reader, one row below, and the builder's side in src/graph.
+Adding a family: one file here with its reader, one row below, and the builder's side in src/graph/modules
+(docs/architecture.md, "A module").
 """
 
 from typing import Callable, NamedTuple, Optional
