@@ -154,18 +154,10 @@ ConvSpec with_pad(ConvSpec s, int pad) {
   s.a.pad = pad;
   return s;
 }
-// The fusions and the slices of a spec.
-ConvSpec fused(ConvSpec s, bool gamma, bool residual, bool silu, int x_c0 = 0, int x_extra = 0, int y_c0 = 0,
-               int y_extra = 0, int r_c0 = 0, int r_extra = 0) {
-  s.gamma = gamma;
-  s.residual = residual;
-  s.a.act = silu ? graph::Act::SiLU : graph::Act::None;
-  s.x_c0 = x_c0;
-  s.x_extra = x_extra;
-  s.y_c0 = y_c0;
-  s.y_extra = y_extra;
-  s.r_c0 = r_c0;
-  s.r_extra = r_extra;
+// The fusions and the slices of a spec (conv_options' arguments).
+template <typename... Options>
+ConvSpec fused(ConvSpec s, Options... options) {
+  static_cast<ConvOptions&>(s) = conv_options(options...);
   return s;
 }
 // The CPU kernels' edges: x, y and the residual always slices of wider values.
@@ -181,7 +173,7 @@ ConvSpec cpu_edge(int batch, int ci, int co, int h, int w, int k, int stride, in
 enum class ConvShare { none, x_and_y, residual_and_y };
 
 OpCase conv_case(const ConvSpec& s, ConvShare share, std::uint64_t seed) {
-  const graph::ConvAttrs& a = s.a;
+  const graph::ConvAttrs a = s.attrs();
   const int ho = static_cast<int>(a.out_size(s.h)), wo = static_cast<int>(a.out_size(s.w));
   CaseBuilder cb(s.batch, seed);
   graph::ValueRef x, y, r;
@@ -218,30 +210,41 @@ OpCase conv_case(const ConvSpec& s, ConvShare share, std::uint64_t seed) {
 
 }  // namespace
 
+ConvOptions conv_options(bool gamma, bool residual, bool silu, int x_c0, int x_extra, int y_c0, int y_extra, int r_c0,
+                         int r_extra) {
+  return ConvOptions{true, gamma, residual, silu, x_c0, x_extra, y_c0, y_extra, r_c0, r_extra};
+}
+
+graph::ConvAttrs ConvSpec::attrs() const {
+  graph::ConvAttrs out = a;
+  out.act = silu ? graph::Act::SiLU : graph::Act::None;
+  return out;
+}
+
 std::string ConvSpec::describe() const {
   std::ostringstream m;
   m << "conv " << a.k << "x" << a.k << "/" << a.stride << " p" << a.pad << " d" << a.dilation << " g" << a.groups
     << " " << a.c_in << "->" << a.c_out << " " << h << "x" << w << " batch " << batch << " | x " << x_c0 << "+"
     << a.c_in << "+" << x_extra << " y " << y_c0 << "+" << a.c_out << "+" << y_extra << " r " << r_c0 << "+"
     << a.c_out << "+" << r_extra << " | bias " << bias << " gamma " << gamma << " residual " << residual << " silu "
-    << a.silu();
+    << silu;
   return m.str();
 }
 
 const int kConvSliceOffsets[5] = {0, 0, 8, 3, 16};
 const int kConvAlignedOffsets[5] = {0, 0, 8, 16, 16};
 
-void conv_random_options(ConvSpec& s, const std::function<int(int, int)>& pick, const int (&x_offsets)[5]) {
-  s.gamma = pick(0, 1);
-  s.residual = pick(0, 1);
-  s.a.act = pick(0, 1) ? graph::Act::SiLU : graph::Act::None;
-  s.bias = pick(0, 5) != 0;
-  s.x_c0 = x_offsets[pick(0, 4)];
-  s.x_extra = x_offsets[pick(0, 4)];
-  s.y_c0 = kConvSliceOffsets[pick(0, 4)];
-  s.y_extra = kConvSliceOffsets[pick(0, 4)];
-  s.r_c0 = kConvSliceOffsets[pick(0, 4)];
-  s.r_extra = kConvSliceOffsets[pick(0, 4)];
+void conv_random_options(ConvOptions& o, const std::function<int(int, int)>& pick, const int (&x_offsets)[5]) {
+  o.gamma = pick(0, 1);
+  o.residual = pick(0, 1);
+  o.silu = pick(0, 1);
+  o.bias = pick(0, 5) != 0;
+  o.x_c0 = x_offsets[pick(0, 4)];
+  o.x_extra = x_offsets[pick(0, 4)];
+  o.y_c0 = kConvSliceOffsets[pick(0, 4)];
+  o.y_extra = kConvSliceOffsets[pick(0, 4)];
+  o.r_c0 = kConvSliceOffsets[pick(0, 4)];
+  o.r_extra = kConvSliceOffsets[pick(0, 4)];
 }
 
 const std::vector<ConvSpec>& conv_fixed_specs() {
@@ -562,13 +565,15 @@ struct AttnShape {
 };
 
 // One attention case. pad: channels past the last head in every value; off: channel offset of the
-// views; sharp: scale 2.5 / sqrt(dqk) (a peaked softmax) rather than the model's 1 / sqrt(dqk).
-OpCase attention_case(const AttnShape& s, AttnLayout layout, int pad, int off, bool sharp, std::uint64_t seed) {
+// views; sharp: scale 2.5 / sqrt(dqk) (a peaked softmax) rather than the model's 1 / sqrt(dqk); dqk:
+// the q and k dims per head (32 in every model; PSA's dv is twice it).
+OpCase attention_case(const AttnShape& s, AttnLayout layout, int pad, int off, bool sharp, std::uint64_t seed,
+                      int dqk = 32) {
   graph::AttentionAttrs a;
   a.heads = s.heads;
   a.area = s.area;
-  a.dqk = 32;
-  a.dv = layout == AttnLayout::psa ? 64 : 32;
+  a.dqk = dqk;
+  a.dv = layout == AttnLayout::psa ? 2 * dqk : 32;
   const int stride = layout == AttnLayout::turbo ? 32 : 2 * a.dqk + a.dv;
   a.q_head_stride = a.k_head_stride = a.v_head_stride = stride;
   a.scale = (sharp ? 2.5f : 1.f) / std::sqrt(static_cast<float>(a.dqk));
@@ -600,7 +605,9 @@ OpCase attention_case(const AttnShape& s, AttnLayout layout, int pad, int off, b
     << " tokens each) heads " << s.heads << " dv " << a.dv << " scale " << a.scale << " | q " << cb.operand(op.q)
     << " k " << cb.operand(op.k) << " v " << cb.operand(op.v) << " out " << cb.operand(op.out) << " v_image "
     << cb.operand(op.v_image);
-  return cb.op(m.str(), op, {t, exact()});
+  OpCase c = cb.op(m.str(), op, {t, exact()});
+  c.cuda_rejects = dqk != 32;
+  return c;
 }
 
 std::vector<OpCase> attention_cases() {
@@ -629,6 +636,9 @@ std::vector<OpCase> attention_cases() {
         // Aligned: 16-byte views in fp16 (the tensor-core kernels); unaligned: odd offsets (rowwise).
         v.push_back(attention_case(s, layout, aligned ? 8 : 5, aligned ? 16 : 3, i++ % 3 != 0, seed++));
       }
+  // PSA with smaller heads: the CPU runs them, the CUDA kernels take dqk 32 only (and say so).
+  v.push_back(attention_case({1, 4, 9, 1, 1}, AttnLayout::psa, 3, 2, false, seed++, 16));
+  v.push_back(attention_case({1, 10, 13, 2, 4}, AttnLayout::psa, 3, 2, true, seed++, 8));
   return v;
 }
 

@@ -64,14 +64,20 @@ void conv_reference(const graph::ConvAttrs& a, const HostView& x, const float* w
 void attention_reference(const graph::AttentionAttrs& a, const HostView& q, const HostView& k, const HostView& v,
                          int batch, const RefOut& out, const RefOut& v_image, float (*round_p)(float) = nullptr);
 
-// A conv case: the op's attributes, the input size, what the epilogue fuses and where the operands
-// sit: x is channels [x_c0, x_c0 + c_in) of a value of x_c0 + c_in + x_extra channels, likewise y
-// and the residual. (bias off: a zero bias in the suite, no bias pointer in the kernel tests.)
-struct ConvSpec {
+// What a conv case fuses and where its operands sit: x is channels [x_c0, x_c0 + c_in) of a value of
+// x_c0 + c_in + x_extra channels, likewise y and the residual. (bias off: a zero bias in the suite, no
+// bias pointer in the kernel tests.)
+struct ConvOptions {
+  bool bias = true, gamma = false, residual = false, silu = true;
+  int x_c0 = 0, x_extra = 0, y_c0 = 0, y_extra = 0, r_c0 = 0, r_extra = 0;
+};
+ConvOptions conv_options(bool gamma, bool residual, bool silu, int x_c0 = 0, int x_extra = 0, int y_c0 = 0,
+                         int y_extra = 0, int r_c0 = 0, int r_extra = 0);
+// A conv case: the op's attributes (attrs() has the activation of `silu`), the input size and the options.
+struct ConvSpec : ConvOptions {
   graph::ConvAttrs a;
   int batch = 1, h = 0, w = 0;
-  int x_c0 = 0, x_extra = 0, y_c0 = 0, y_extra = 0, r_c0 = 0, r_extra = 0;
-  bool bias = true, gamma = false, residual = false;
+  graph::ConvAttrs attrs() const;
   std::string describe() const;
 };
 // The conv shapes every conv kernel path needs and their edges (op_cases.cpp; the kernel tests run
@@ -80,9 +86,9 @@ const std::vector<ConvSpec>& conv_fixed_specs();
 // Random convs (1x1, k x k, grouped, depthwise; odd sizes, stride 1 and 2, every fusion, slices):
 // `count` of them from `seed`.
 std::vector<ConvSpec> conv_random_specs(int count, std::uint64_t seed);
-// Random fusions and slice placements for s; pick(lo, hi) draws an int, x_offsets are the 5 channel
+// Random fusions and slice placements; pick(lo, hi) draws an int, x_offsets are the 5 channel
 // offsets x may take (the kernel tests pass 16-byte aligned ones for vector gathers).
-void conv_random_options(ConvSpec& s, const std::function<int(int, int)>& pick, const int (&x_offsets)[5]);
+void conv_random_options(ConvOptions& o, const std::function<int(int, int)>& pick, const int (&x_offsets)[5]);
 extern const int kConvSliceOffsets[5];    // {0, 0, 8, 3, 16}
 extern const int kConvAlignedOffsets[5];  // {0, 0, 8, 16, 16}
 
@@ -109,6 +115,9 @@ struct OpCase {
   std::vector<Tolerance> tol;    // per written slice (op.writes(), invalid ones included), or {raw}
   int batch = 1;
   std::uint64_t seed = 0;
+  // Attributes the CUDA kernels do not take (the CPU does): test_ops_gpu checks that cuda::bind_op
+  // refuses them with a ModelError, as an executor is refused the model.
+  bool cuda_rejects = false;
   bool head() const { return graph.ops.empty(); }
   // The slices the case writes (the op's valid writes; none for a head case, which writes `raw`).
   std::vector<graph::ValueRef> writes() const;
