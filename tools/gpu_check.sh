@@ -114,7 +114,7 @@ fi
 cmake_args+=(${EXTRA_CMAKE_ARGS:-})
 [ "$mode" != cli ] && { timeout 120 cmake -S "$root" -B "$build" "${cmake_args[@]}" > "$out/configure.log" 2>&1 || note "configure FAILED (see configure.log)"; }
 gpu_tests=()
-for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu; do [ -f "$f" ] && gpu_tests+=("$(basename "${f%.*}")"); done
+for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu tests/ops/test_*.cu; do [ -f "$f" ] && gpu_tests+=("$(basename "${f%.*}")"); done
 targets=(yolo12)
 case "$mode" in
   all|test) targets+=("${gpu_tests[@]}") ;;

@@ -50,7 +50,7 @@ sanitizer_ci() {
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
   fi
-  for p in tests/unit/test_*.cpp; do targets+=("$(basename "$p" .cpp)"); done
+  for p in tests/unit/test_*.cpp tests/ops/test_*.cpp; do targets+=("$(basename "$p" .cpp)"); done
   [ -f cli/image_header.cpp ] && targets+=(fuzz_image_header)
   [ -f cli/tests/test_cli_units.cpp ] && targets+=(test_cli_units)  # the CLI's unit tests (label cpu) too
   CXX=clang++ CC=clang cmake -S . -B "$san" -DCMAKE_BUILD_TYPE=Release -DYOLO12_WITH_CUDA=OFF \

@@ -1,11 +1,16 @@
-// tests/gpu/test_conv.cu - conv2d_forward (and the naive oracle kernel) against a CPU reference in
-// double, over many shapes: odd H/W, stride 2, dilation, groups, depthwise 3/5/7, channel counts that
-// are not multiples of 8, c_in = 3, residual/gamma/SiLU on and off, and channel-slice reads and writes
-// (ldx > c_in, ldy > c_out, pointers offset into the buffer) with guard values around the slice.
+// tests/gpu/test_conv.cu - the conv kernels themselves, against the shared conv reference in double
+// (tests/ops: conv_reference, on this file's NHWC buffers): the kernel variants switched off, the
+// naive oracle kernel, split-K over a cluster, conv2d_narrow_f16 and dwconv_tiled_f16 launched
+// directly and replayed on the CPU, the plans the dispatcher picks, CUDA-graph capture. Shapes: the
+// suite's fixed conv shapes (every kernel path and its edges) and its random ones, plus each kernel's
+// own: odd H/W, stride 2, dilation, groups, depthwise 3/5/7, channel counts that are not multiples of
+// 8, c_in = 3, residual/gamma/SiLU on and off, and channel-slice reads and writes (ldx > c_in, ldy >
+// c_out, pointers offset into the buffer) with guard values around the slice. conv2d_forward at the
+// default variants, through the executor's bind, is the shared op suite's (tests/ops, test_ops_gpu).
 //
 // Bounds: fp32 rel L2 < 1e-5 against double. fp16: rel L2 against double (computed on the same
-// half-rounded inputs) at most twice that of a naive fp16 CPU implementation (fp32 accumulation,
-// output rounded to half). Every output element is poisoned with NaN first and must be written; every
+// half-rounded inputs) at most twice that of a naive fp16 implementation (the reference's output
+// rounded to half). Every output element is poisoned with NaN first and must be written; every
 // element outside the slice must keep its guard value bit for bit.
 //
 // [.bench] (not run by default): the yolo12n-at-640 conv shapes at batch 1 and 32, fp16 and fp32,
@@ -31,9 +36,12 @@
 #include "backends/cuda/conv_gemm.cuh"
 #include "backends/cuda/conv_narrow.cuh"
 #include "backends/cuda/mma.cuh"
+#include "ops/op_suite.hpp"
 
 using yolo12::cuda::ConvParams;
 using yolo12::cuda::ConvShape;
+using yolo12::test::ops::round_half;
+namespace ops = yolo12::test::ops;
 
 namespace {
 
@@ -43,13 +51,10 @@ namespace {
     if (e_ != cudaSuccess) FAIL(#call << " failed: " << cudaGetErrorString(e_));         \
   } while (0)
 
-// A conv case: the shape plus how the views sit inside their buffers and what is fused.
-struct Case {
+// A conv case: the shape plus how the views sit inside their buffers and what is fused (the shared
+// suite's ConvOptions: x view = channels [x_c0, x_c0 + c_in) of a buffer of x_c0 + c_in + x_extra).
+struct Case : ops::ConvOptions {
   ConvShape s;
-  int x_c0 = 0, x_extra = 0;  // x view = channels [x_c0, x_c0 + c_in) of a buffer of x_c0 + c_in + x_extra
-  int y_c0 = 0, y_extra = 0;
-  int r_c0 = 0, r_extra = 0;
-  bool bias = true, gamma = false, residual = false, silu = true;
 };
 
 std::string describe(const Case& c) {
@@ -86,8 +91,6 @@ Case make_case(int b, int h, int w, int ci, int co, int k, int stride, int group
   return c;
 }
 
-float round_half(float v) { return __half2float(__float2half_rn(v)); }
-
 // Host data of one case: inputs (already rounded to the precision under test), weights in PyTorch
 // layout, and the double reference.
 struct HostCase {
@@ -98,40 +101,17 @@ struct HostCase {
   int ldx, ldy, ldr;
 };
 
-// out[n, oy, ox, c] over the slice only, (B, Ho, Wo, c_out) dense. Acc is double or float; inputs
-// are taken as given (the caller rounds them), `round_out` rounds the result to half.
-template <typename Acc>
-std::vector<double> reference(const Case& c, const HostCase& h, bool round_out) {
+// The shared conv reference on the case's buffers: out[n, oy, ox, c] over the slice only, (B, Ho, Wo,
+// c_out) dense; inputs taken as given (the caller rounds them).
+std::vector<double> reference(const Case& c, const HostCase& h) {
   const ConvShape& s = c.s;
-  const int cin_g = s.c_in / s.groups, n_g = s.c_out / s.groups;
   std::vector<double> out(static_cast<std::size_t>(s.batch) * s.ho * s.wo * s.c_out);
-  for (int n = 0; n < s.batch; ++n)
-    for (int oy = 0; oy < s.ho; ++oy)
-      for (int ox = 0; ox < s.wo; ++ox)
-        for (int co = 0; co < s.c_out; ++co) {
-          const int g = co / n_g;
-          Acc acc = 0;
-          for (int ky = 0; ky < s.k; ++ky) {
-            const int iy = oy * s.stride - s.pad + ky * s.dilation;
-            if (iy < 0 || iy >= s.h) continue;
-            for (int kx = 0; kx < s.k; ++kx) {
-              const int ix = ox * s.stride - s.pad + kx * s.dilation;
-              if (ix < 0 || ix >= s.w_in) continue;
-              const float* xp = &h.x[((static_cast<std::size_t>(n) * s.h + iy) * s.w_in + ix) * h.ldx + c.x_c0 + g * cin_g];
-              for (int ci = 0; ci < cin_g; ++ci)
-                acc += static_cast<Acc>(xp[ci]) *
-                       static_cast<Acc>(h.w[((static_cast<std::size_t>(co) * cin_g + ci) * s.k + ky) * s.k + kx]);
-            }
-          }
-          Acc v = acc + (c.bias ? static_cast<Acc>(h.bias[co]) : Acc(0));
-          if (c.silu) v = v / (Acc(1) + std::exp(-v));
-          if (c.gamma) v *= static_cast<Acc>(h.gamma[co]);
-          const std::size_t pix = (static_cast<std::size_t>(n) * s.ho + oy) * s.wo + ox;
-          if (c.residual) v += static_cast<Acc>(h.res[pix * h.ldr + c.r_c0 + co]);
-          double r = static_cast<double>(v);
-          if (round_out) r = round_half(static_cast<float>(r));
-          out[pix * s.c_out + co] = r;
-        }
+  yolo12::graph::ConvAttrs a = s;
+  a.act = c.silu ? yolo12::graph::Act::SiLU : yolo12::graph::Act::None;
+  const ops::HostView x{h.x.data(), h.ldx, c.x_c0, s.c_in, s.h, s.w_in, true};
+  const ops::HostView r = c.residual ? ops::HostView{h.res.data(), h.ldr, c.r_c0, s.c_out, s.ho, s.wo, true} : ops::HostView{};
+  ops::conv_reference(a, x, h.w.data(), c.bias ? h.bias.data() : nullptr, c.gamma ? h.gamma.data() : nullptr, r,
+                      s.batch, ops::RefOut{out.data(), s.c_out, 0, s.c_out, s.ho, s.wo, true});
   return out;
 }
 
@@ -488,14 +468,18 @@ Result evaluate(const Case& c, const HostCase& h, const std::vector<T>& yt, Resu
     const bool outside = i < kGuard || i >= kGuard + ny || !in_slice[i - kGuard];
     if (outside && bits_of(yt[i]) != guard_bits) ++r.guard_changed;
   }
-  const std::vector<double> ref = reference<double>(c, h, false);
+  const std::vector<double> ref = reference(c, h);
   for (double v : ref) {
     if (!std::isfinite(v)) ++r.nonfinite_ref;
     r.ref_norm += v * v;
   }
   r.ref_norm = std::sqrt(r.ref_norm);
   r.err = rel_l2(got, ref);
-  if (kHalf) r.err_naive = rel_l2(reference<float>(c, h, true), ref);
+  if (kHalf) {
+    std::vector<double> naive(ref.size());
+    for (std::size_t i = 0; i < ref.size(); ++i) naive[i] = round_half(static_cast<float>(ref[i]));
+    r.err_naive = rel_l2(naive, ref);
+  }
   return r;
 }
 
@@ -521,111 +505,34 @@ void check_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   }
 }
 
-// A case with its fusions and slice placement set.
-Case with_options(Case c, bool gamma, bool res, bool silu, int x_c0 = 0, int x_extra = 0, int y_c0 = 0,
-                  int y_extra = 0, int r_c0 = 0, int r_extra = 0) {
-  c.gamma = gamma;
-  c.residual = res;
-  c.silu = silu;
-  c.x_c0 = x_c0;
-  c.x_extra = x_extra;
-  c.y_c0 = y_c0;
-  c.y_extra = y_extra;
-  c.r_c0 = r_c0;
-  c.r_extra = r_extra;
+// A case with its fusions and slice placement set (ops::conv_options' arguments).
+template <typename... Options>
+Case with_options(Case c, Options... options) {
+  static_cast<ops::ConvOptions&>(c) = ops::conv_options(options...);
   return c;
 }
 
-// The fixed cases: every kernel path and its edges.
+// A shared conv spec (tests/ops) as a case of this file.
+Case from_spec(const ops::ConvSpec& sp) {
+  Case c;
+  static_cast<ops::ConvOptions&>(c) = sp;
+  static_cast<yolo12::graph::ConvAttrs&>(c.s) = sp.attrs();
+  c.s.batch = sp.batch;
+  c.s.h = sp.h;
+  c.s.w_in = sp.w;
+  finish_shape(c.s);
+  return c;
+}
+
+// The suite's fixed cases (every kernel path and its edges) and random cases.
 std::vector<Case> fixed_cases() {
   std::vector<Case> v;
-  auto add = [&](const Case& c, auto... options) { v.push_back(with_options(c, options...)); };
-  // 1x1 GEMMs: several M, N, K tiles; aligned and unaligned slices.
-  add(make_case(2, 20, 20, 96, 160, 1, 1, 1), false, false, true);
-  add(make_case(1, 13, 11, 64, 32, 1, 1, 1), true, true, true, 0, 0, 32, 64, 64, 0);
-  add(make_case(3, 9, 17, 40, 72, 1, 1, 1), false, true, false, 8, 16, 8, 8, 0, 8);
-  add(make_case(1, 7, 5, 21, 19, 1, 1, 1), true, false, true, 3, 5, 1, 2);       // odd channels and offsets
-  add(make_case(2, 16, 16, 256, 136, 1, 1, 1), false, false, true);             // several K tiles
-  add(make_case(1, 33, 35, 8, 8, 1, 1, 1), false, true, true);
-  add(make_case(1, 4, 4, 768, 24, 1, 1, 1), false, false, false);
-  // Large M (over 264 blocks of 128 rows): the 128-row tiles (N tiles of 32, 64 and 128).
-  add(make_case(1, 184, 185, 64, 64, 1, 1, 1), false, true, true, 0, 64, 64, 0);
-  add(make_case(1, 184, 184, 96, 136, 1, 1, 1), true, false, true);
-  add(make_case(1, 185, 183, 16, 72, 3, 1, 1), false, false, true);
-  add(make_case(1, 186, 184, 27, 24, 1, 1, 1), false, true, true, 3, 0, 8, 0);
-  add(make_case(2, 130, 131, 24, 40, 3, 1, 1), false, false, true, 0, 0, 0, 0);
-  // 3x3 stride 1 and 2, the stem (c_in 3), odd sizes.
-  add(make_case(1, 17, 19, 32, 48, 3, 1, 1), false, true, true, 0, 32, 16, 0, 0, 0);
-  add(make_case(2, 21, 15, 3, 16, 3, 2, 1), false, false, true);
-  add(make_case(1, 13, 14, 3, 13, 3, 2, 1), true, true, true, 0, 1, 3, 0, 1, 2);   // small c_in, scalar stores
-  add(make_case(1, 15, 15, 4, 24, 5, 1, 1), false, true, false, 0, 4, 8, 8, 8, 0); // small c_in, 16-byte stores
-  add(make_case(2, 9, 10, 2, 64, 1, 1, 1), false, false, true);
-  add(make_case(1, 40, 40, 3, 72, 3, 2, 1), false, false, true);                   // c_out > 64: implicit GEMM
-  // Medium M: the 64x64 tiles with several blocks along M and N.
-  add(make_case(1, 60, 75, 32, 48, 3, 1, 1), false, true, true);
-  add(make_case(1, 50, 50, 64, 160, 1, 1, 1), true, false, true, 0, 0, 16, 16);
-  add(make_case(1, 24, 24, 64, 64, 3, 2, 1), false, false, true, 64, 0, 0, 64);
-  add(make_case(1, 10, 11, 13, 29, 3, 2, 1), true, true, true, 5, 0, 7, 3, 3, 1);
-  add(make_case(1, 9, 9, 16, 8, 5, 1, 1), false, false, true);
-  add(make_case(1, 12, 10, 24, 16, 3, 1, 1, 2), false, false, true);             // dilation 2
-  add(make_case(1, 6, 6, 8, 8, 3, 1, 1), false, false, true);
-  { Case c = make_case(1, 8, 9, 16, 24, 4, 2, 1); c.s.pad = 1; finish_shape(c.s); add(c, false, true, true); }
-  { Case c = make_case(1, 7, 7, 16, 16, 3, 1, 1); c.s.pad = 0; finish_shape(c.s); add(c, false, false, true); }
-  // Grouped (turbo's Conv 3x3 groups 2 and 4) and a grouped 1x1.
-  add(make_case(1, 16, 16, 64, 128, 3, 2, 2), false, false, true);
-  add(make_case(2, 11, 13, 48, 32, 3, 1, 4), true, false, true, 16, 0, 0, 16);
-  add(make_case(1, 9, 9, 36, 60, 1, 1, 3), false, true, false);
-  add(make_case(1, 8, 8, 20, 20, 3, 1, 5), false, false, true);
-  // Depthwise 3/5/7, stride 1 and 2, channels not multiples of 8, slices.
-  add(make_case(2, 20, 20, 64, 64, 7, 1, 64), false, true, false);
-  add(make_case(1, 13, 11, 40, 40, 5, 1, 40), false, false, true);
-  add(make_case(1, 17, 15, 37, 37, 3, 1, 37), true, true, true, 3, 0, 5, 2, 1, 0);
-  add(make_case(2, 16, 17, 24, 24, 3, 2, 24), false, false, true, 0, 0, 24, 8);
-  add(make_case(1, 9, 9, 128, 128, 7, 1, 128), false, false, false, 128, 128, 128, 0);
-  add(make_case(1, 5, 6, 8, 8, 5, 2, 8), false, false, true);
+  for (const ops::ConvSpec& sp : ops::conv_fixed_specs()) v.push_back(from_spec(sp));
   return v;
 }
-
-// Slice offsets (x_c0, x_extra, ...) the random cases pick from; the second set keeps x 16-byte aligned.
-constexpr int kSliceOffsets[5] = {0, 0, 8, 3, 16};
-constexpr int kAlignedOffsets[5] = {0, 0, 8, 16, 16};
-
-// Random fusions (gamma, residual, SiLU, bias) and slice placements for c; pick(lo, hi) draws an int.
-template <typename Pick>
-void random_options(Case& c, Pick& pick, const int* x_offsets) {  // x_offsets: 5 values
-  c.gamma = pick(0, 1);
-  c.residual = pick(0, 1);
-  c.silu = pick(0, 1);
-  c.bias = pick(0, 5) != 0;
-  c.x_c0 = x_offsets[pick(0, 4)];
-  c.x_extra = x_offsets[pick(0, 4)];
-  c.y_c0 = kSliceOffsets[pick(0, 4)];
-  c.y_extra = kSliceOffsets[pick(0, 4)];
-  c.r_c0 = kSliceOffsets[pick(0, 4)];
-  c.r_extra = kSliceOffsets[pick(0, 4)];
-}
-
 std::vector<Case> random_cases(int count, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   std::vector<Case> v;
-  while (static_cast<int>(v.size()) < count) {
-    const int kind = pick(0, 3);  // 0: 1x1, 1: kxk, 2: grouped, 3: depthwise
-    const int k = kind == 0 ? 1 : (kind == 3 ? 3 + 2 * pick(0, 2) : (pick(0, 4) == 0 ? 5 : 3));
-    const int stride = pick(0, 2) == 0 ? 2 : 1;
-    int groups = 1, ci = pick(1, 80), co = pick(1, 80);
-    if (kind == 2) {
-      groups = pick(2, 4);
-      ci = groups * pick(1, 20);
-      co = groups * pick(1, 20);
-    } else if (kind == 3) {
-      ci = co = groups = pick(2, 90);
-    }
-    Case c = make_case(pick(1, 2), pick(1, 19), pick(1, 19), ci, co, k, stride, groups);
-    if (!yolo12::cuda::conv_can_implement(c.s)) continue;
-    random_options(c, pick, kSliceOffsets);
-    v.push_back(c);
-  }
+  for (const ops::ConvSpec& sp : ops::conv_random_specs(count, seed)) v.push_back(from_spec(sp));
   return v;
 }
 
@@ -646,24 +553,6 @@ TEST_CASE("conv_can_implement accepts valid shapes and rejects inconsistent ones
   bad = ok.s;
   bad.batch = 0;
   REQUIRE_FALSE(yolo12::cuda::conv_can_implement(bad));
-}
-
-TEST_CASE("conv2d_forward fp32 matches the double reference on fixed shapes", "[conv][gpu]") {
-  const auto cases = fixed_cases();
-  for (std::size_t i = 0; i < cases.size(); ++i) check_case<float>(cases[i], 100 + i, Kernel::Forward);
-}
-
-TEST_CASE("conv2d_forward fp16 is within twice a naive fp16 conv's error on fixed shapes", "[conv][gpu]") {
-  const auto cases = fixed_cases();
-  for (std::size_t i = 0; i < cases.size(); ++i) check_case<__half>(cases[i], 200 + i, Kernel::Forward);
-}
-
-TEST_CASE("conv2d_forward matches the reference on random shapes", "[conv][gpu]") {
-  const auto cases = random_cases(120, 12345);
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    check_case<float>(cases[i], 1000 + i, Kernel::Forward);
-    check_case<__half>(cases[i], 2000 + i, Kernel::Forward);
-  }
 }
 
 TEST_CASE("fp16 split-K over a cluster: the plan splits small-M long-K convs, and they match the reference",
@@ -755,7 +644,7 @@ std::vector<Case> narrow_cases(int count, std::uint64_t seed) {
     const int co = couts[v.size() % (sizeof couts / sizeof couts[0])];
     Case c = make_case(pick(1, 3), pick(5, 41), pick(5, 41), ci, co, k, stride, 1, dil);
     if (!yolo12::cuda::conv_can_implement(c.s) || cd::narrow_plan(c.s, one_sm()).algorithm != ConvAlgorithm::narrow_f16) continue;
-    random_options(c, pick, vec ? kAlignedOffsets : kSliceOffsets);
+    ops::conv_random_options(c, pick, vec ? ops::kConvAlignedOffsets : ops::kConvSliceOffsets);
     v.push_back(c);
   }
   return v;
@@ -986,7 +875,7 @@ std::vector<Case> dw_tiled_cases(int per, std::uint64_t seed) {
       for (int rep = 0; rep < per; ++rep) {
         const int c = 8 * pick(1, 17);
         Case cs = make_case(pick(1, 3), pick(k, 45), pick(k, 45), c, c, k, stride, c);
-        random_options(cs, pick, kAlignedOffsets);
+        ops::conv_random_options(cs, pick, ops::kConvAlignedOffsets);
         cs.x_extra = 8 * pick(0, 2);
         cs.y_c0 = 8 * pick(0, 2);
         cs.y_extra = 8 * pick(0, 1);

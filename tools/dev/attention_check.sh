@@ -32,12 +32,16 @@ build() {
   "$nvcc_bin" "${common[@]}" -DYOLO12_TEST_NEEDS_GPU=1 -DYOLO12_CATCH_IMPL -c tests/test_main.cpp -o "$bin/test_main.o" &
   "$nvcc_bin" "${common[@]}" -c tests/support.cpp -o "$bin/support.o" &
   "$nvcc_bin" "${common[@]}" -c tests/gpu/test_attention.cu -o "$bin/test_attention.o" &
+  # The shared reference (tests/ops) and the graph helpers it uses.
+  for f in tests/ops/op_suite.cpp tests/ops/op_cases.cpp src/graph/graph.cpp; do
+    "$nvcc_bin" "${common[@]}" -c "$f" -o "$bin/$(basename "$f" .cpp).o" || exit 1
+  done
   "$nvcc_bin" "${common[@]}" --expt-relaxed-constexpr -lineinfo -Xptxas -v -c src/backends/cuda/attention.cu \
     -o "$bin/attention.o" 2>"$logs/attention_ptxas.log" &
   wait %1 && wait %2 && wait %3 && wait %4
   grep -E "registers|spill" "$logs/attention_ptxas.log" || true
   "$nvcc_bin" "$arch" "$bin/test_main.o" "$bin/support.o" "$bin/test_attention.o" "$bin/attention.o" \
-    -o "$bin/test_attention"
+    "$bin/op_suite.o" "$bin/op_cases.o" "$bin/graph.o" -o "$bin/test_attention"
   echo "built $bin/test_attention"
 }
 

@@ -82,7 +82,7 @@ struct CpuExecutor::State final : ValueViews {
   void bind() {
     for (const graph::Op& op : g.ops) {
       const BindContext ctx{g, *weights, op.name};
-      steps.push_back(graph::visit_op(op, [&](const auto& o) { return cpu::bind(o, ctx); }));
+      steps.push_back(bind_op(op, ctx));
     }
     const std::string head_name = "head";
     head = bind_head(g.head, BindContext{g, *weights, head_name});

@@ -50,6 +50,12 @@ struct BindContext {
 YOLO12_GRAPH_OPS(YOLO12_CPU_BIND)
 #undef YOLO12_CPU_BIND
 
+// The one dispatch: any op of the graph through its bind above (the executor's, and the shared op
+// tests', tests/ops).
+inline Step bind_op(const graph::Op& op, const BindContext& ctx) {
+  return graph::visit_op(op, [&](const auto& o) { return bind(o, ctx); });
+}
+
 // The head's decode after the last op: raw head output (batch, C, A) float32 into `raw`.
 using HeadStep = std::function<void(const ValueViews&, int batch, float* raw, ThreadPool&)>;
 HeadStep bind_head(const graph::HeadSpec& head, const BindContext& ctx);

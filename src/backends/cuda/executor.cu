@@ -132,7 +132,7 @@ class ExecutorImpl final : public CudaExecutor {
   void bind() {
     for (const graph::Op& op : graph_.ops) {
       const BindContext<T> ctx{graph_, arena_.as<char>(), value_offset_, *weights_, cfg_.max_batch, op.name};
-      steps_.push_back(graph::visit_op(op, [&](const auto& o) { return cuda::bind<T>(o, ctx); }));
+      steps_.push_back(bind_op<T>(op, ctx));
     }
     const std::string head_name = "head";
     head_ = std::make_unique<DetectHead<T>>(
@@ -277,6 +277,11 @@ DeviceWeights::~DeviceWeights() {
 
 std::shared_ptr<const DeviceWeights> upload_weights(const model::ModelFile& file, const graph::Graph& graph,
                                                     Precision precision, int device) {
+  return upload_weights([&file](const std::string& name) { return file.tensor_f32(name); }, graph, precision, device);
+}
+
+std::shared_ptr<const DeviceWeights> upload_weights(const TensorSource& tensor, const graph::Graph& graph,
+                                                    Precision precision, int device) {
   YOLO12_CUDA_CHECK(cudaSetDevice(device));
   auto w = std::make_shared<DeviceWeights>();
   w->precision = precision;
@@ -304,7 +309,7 @@ std::shared_ptr<const DeviceWeights> upload_weights(const model::ModelFile& file
   }
   std::vector<unsigned char> host(std::max<std::size_t>(top, kAlign), 0);
   for (const Item& it : items) {
-    const std::vector<float> src = file.tensor_f32(it.name);
+    const std::vector<float> src = tensor(it.name);
     unsigned char* dst = host.data() + w->offsets[it.name];
     if (it.conv) {
       const ConvShape s = conv_shape(graph, *it.conv, 1);

@@ -44,6 +44,11 @@ namespace yolo12::cuda {
 // every input size). Synchronous; called once per model and precision.
 std::shared_ptr<const DeviceWeights> upload_weights(const model::ModelFile& file, const graph::Graph& graph,
                                                     Precision precision, int device);
+// The same from any source of float32 tensors by name (the model file above; the shared op tests'
+// weights, tests/ops).
+using TensorSource = std::function<std::vector<float>(const std::string& name)>;
+std::shared_ptr<const DeviceWeights> upload_weights(const TensorSource& tensor, const graph::Graph& graph,
+                                                    Precision precision, int device);
 
 // What the plan costs, for the log and the benchmark.
 struct MemoryPlan {

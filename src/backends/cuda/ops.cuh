@@ -82,6 +82,13 @@ struct BindContext {
 YOLO12_GRAPH_OPS(YOLO12_CUDA_BIND)
 #undef YOLO12_CUDA_BIND
 
+// The one dispatch: any op of the graph through its bind above (the executor's, and the shared op
+// tests', tests/ops).
+template <typename T>
+Step bind_op(const graph::Op& op, const BindContext<T>& ctx) {
+  return graph::visit_op(op, [&](const auto& o) { return bind<T>(o, ctx); });
+}
+
 // The launch of a step whose kernel parameters carry the batch in `batch`: the parameters bound at
 // build time, with the batch of each inference filled in.
 template <typename P>
