@@ -121,6 +121,7 @@ case "$mode" in
   perf) if [ "${PERF_ALL_TESTS:-0}" = 1 ]; then targets+=("${gpu_tests[@]}"); else targets+=(test_conv test_preprocess test_roofline); fi ;;
 esac
 [ -f bench/bench.cpp ] && targets+=(yolo12-bench)
+[ "$mode" = perf ] && [ -f bench/multi_device_bench.cpp ] && targets+=(yolo12-multi-bench)
 # BASELINE_SRC (perf mode): a source archive of an earlier commit (`git archive COMMIT | gzip`), built
 # beside this one (its yolo12-bench only) and timed on the same models in the same call, so a change's
 # speed is compared with what it replaced on the same machine and day (issue 10's "within 5%").
@@ -340,6 +341,19 @@ if [ "$mode" = perf ]; then
       note "bench yolo12$sc ($name): $(grep -F "net(graph)" "$out/bench_yolo12${sc}_$name.log" | tr -s ' ' | cut -c1-45 | tr '\n' ';')"
     done
   done
+  # End to end over device lists (yolo12-multi-bench: DetectorPool, a worker per entry, synthetic
+  # 1280x720 frames, batch 32, fp16): PERF_MULTI_DEVICES, default "0 0,0" (one GPU, then two detectors
+  # on it: the pool's code paths; real scaling needs a second GPU, e.g. "0 0,1").
+  if [ -x "$build/yolo12-multi-bench" ]; then
+    for sc in ${scales//,/ }; do
+      y12=$models/yolo12${sc}_peer.y12
+      [ -f "$y12" ] || continue
+      margs=(); for l in ${PERF_MULTI_DEVICES:-0 0,0}; do margs+=(--devices "$l"); done
+      timeout 60 "$build/yolo12-multi-bench" "$y12" "${margs[@]}" --batch 32 --half --seconds 4 --warmup 2 \
+        --json "$out/multi_yolo12${sc}.json" > "$out/multi_yolo12${sc}.log" 2>&1 || note "yolo12-multi-bench yolo12$sc FAILED"
+      note "multi yolo12$sc: $(tail -n 4 "$out/multi_yolo12${sc}.log" | tr -s ' ' | tr '\n' ';' | cut -c1-200)"
+    done
+  fi
   if [ -n "${baseline_pid:-}" ]; then
     wait "$baseline_pid"
     if [ -x "$baseline_dir/build/yolo12-bench" ]; then
@@ -367,6 +381,10 @@ if [ "$mode" = perf ]; then
       san_job racecheck test_conv "test_conv_$tag" "[$tag]~[host]"
     done
     san_job memcheck test_roofline test_roofline '[roofline]~[host]~measure_roofline*'
+    if [ -x "$build/tests/test_ops_gpu" ]; then  # the shared op suite (PERF_ALL_TESTS=1 builds it)
+      san_job memcheck test_ops_gpu test_ops_gpu '*'
+      san_job racecheck test_ops_gpu test_ops_gpu '*'
+    fi
     san_job memcheck test_preprocess test_preprocess '*'
     san_report
   fi
