@@ -203,10 +203,11 @@ std::vector<std::string> normalize_arguments(const std::vector<std::string>& arg
       }
       if (o->flag) {
         if (parse_bool(token, value) != (renamed && renamed->inverted)) out.push_back("--" + option);
+      } else if (value.empty()) {
+        throw UsageError(token + ": needs a value");
       } else if (option == "imgsz" || option == "classes") {
         out.push_back("--" + option + "=" + list_value(value));
       } else {
-        if (value.empty()) throw UsageError(token + ": needs a value");
         out.push_back("--" + option + "=" + value);
       }
     } else {

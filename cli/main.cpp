@@ -213,13 +213,13 @@ int run(int argc, char** argv) {
                  "cpu, cuda, cuda:N, N or auto (CUDA when available); a list (cuda:0,1 or 0,1) spreads the work")
       ->capture_default_str();
   std::string imgsz_text, classes_text;  // integer lists, split by parse_int_list()
-  app.add_option("--imgsz", imgsz_text, "Network input size: N (square) or H W, multiples of 32; default: the model's")
+  CLI::Option* imgsz_option = app.add_option("--imgsz", imgsz_text, "Network input size: N (square) or H W, multiples of 32; default: the model's")
       ->type_name("N|H W");
   app.add_flag("--rect", opt.rect, "Letterbox to the smallest multiple-of-32 rectangle instead of the full size");
   app.add_option("--conf", opt.conf, "Confidence threshold (default 0.25; 0.1 with --track)");
   app.add_option("--iou", opt.iou, "NMS IoU threshold")->capture_default_str();
   app.add_option("--max-det", opt.max_det, "Most detections kept per image")->capture_default_str();
-  app.add_option("--classes", classes_text, "Keep only these class ids (e.g. --classes 0 2 5)")->type_name("ID...");
+  CLI::Option* classes_option = app.add_option("--classes", classes_text, "Keep only these class ids (e.g. --classes 0 2 5)")->type_name("ID...");
   app.add_flag("--agnostic-nms", opt.agnostic_nms, "Class-agnostic NMS");
   app.add_flag("--half", opt.half, "FP16 inference (CUDA only; the CPU runs FP32)");
   app.add_option("--batch", opt.batch, "Images per detect() call")->capture_default_str();
@@ -308,6 +308,13 @@ int run(int argc, char** argv) {
   ProtectedFiles protect;
   std::string run_dir;
   try {
+    // Given with nothing in it (`--imgsz ""`, `imgsz=`) is an error, not the model's default.
+    auto require_value = [](const CLI::Option* o, const std::string& text, const char* what) {
+      if (o->count() > 0 && text.find_first_not_of(' ') == std::string::npos)
+        throw UsageError(o->get_name() + ": an empty value; give " + what);
+    };
+    require_value(imgsz_option, imgsz_text, "one size or two (height width)");
+    require_value(classes_option, classes_text, "class indices, e.g. 0,2");
     opt.imgsz = parse_int_list("--imgsz", imgsz_text);
     opt.classes = parse_int_list("--classes", classes_text);
     detector_options = check_options(opt, &devices);

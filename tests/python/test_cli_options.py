@@ -110,6 +110,9 @@ class Spellings(RunTest):
             ("tracker=botsort.yaml",): "only ByteTrack",
             ("--threads", "-1"): "--threads -1",
             ("--save-conf",): "add --save-txt",
+            ("--imgsz", ""): "--imgsz: an empty value",   # not the model's default size
+            ("imgsz=",): "imgsz=: needs a value",
+            ("--classes", " "): "--classes: an empty value",
         }
         project = os.path.join(self.tmp, "never")
         for args, message in cases.items():

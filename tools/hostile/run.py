@@ -332,8 +332,12 @@ def input_cases(a, work, model):
     for then in ("stall", "close"):
         s = Server(mjpeg_handler(frames, 5, then))
         servers.append(s)
-        cases.append((f"stream-frames-then-{then}", m + [f"http://127.0.0.1:{s.port}/s.mjpg"], {"error", "success"},
-                      [lambda r: r["seconds"] < 90 or "too slow"]))
+        # Every connection serves 5 frames, then stalls or closes: the reconnect budget (3 tries in all,
+        # frames do not refill it) with 5 s without a frame per try must end it: 4 x 5 s + the 0.5, 1, 2 s
+        # waits, under 40 s. (With the defaults, 30 s and 5 tries, the bound is about 3 minutes.)
+        cases.append((f"stream-frames-then-{then}",
+                      m + ["--stream-timeout", "5", "--stream-retries", "3", f"http://127.0.0.1:{s.port}/s.mjpg"],
+                      {"error", "success"}, [lambda r: r["seconds"] < 40 or "too slow"]))
     s = Server(lambda conn: time.sleep(3600))
     servers.append(s)
     cases.append(("stream-plain-stall", m + [f"http://127.0.0.1:{s.port}/s.mjpg"], {"error"},
