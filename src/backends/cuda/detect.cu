@@ -31,11 +31,8 @@ __global__ void detect_decode_kernel(DetectHeadParams<T> p) {
   if (a >= p.anchors) return;
 
   // Which level this anchor is in, and its cell.
-  int level = 0, local = a;
-  while (level + 1 < p.levels && local >= p.h[level] * p.w[level]) {
-    local -= p.h[level] * p.w[level];
-    ++level;
-  }
+  int local = 0;
+  const int level = anchor_level(p.h, p.w, p.levels, a, local);
   const int gy = local / p.w[level], gx = local % p.w[level];
   const long long pix = (static_cast<long long>(n) * p.h[level] + gy) * p.w[level] + gx;
   const T* box = p.box[level] + pix * p.ldb[level];  // (4 * reg_max)

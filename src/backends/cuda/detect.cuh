@@ -36,6 +36,18 @@ namespace yolo12::cuda {
 
 constexpr int kMaxDetectLevels = 4;
 
+// The level of head-output anchor a (levels concatenated P3, P4, ...; h, w each level's grid) and its
+// cell index within that level. Shared by the decode and its backward.
+__host__ __device__ inline int anchor_level(const int* h, const int* w, int levels, int a, int& local) {
+  int level = 0;
+  local = a;
+  while (level + 1 < levels && local >= h[level] * w[level]) {
+    local -= h[level] * w[level];
+    ++level;
+  }
+  return level;
+}
+
 struct DetectCandidate {
   float x1, y1, x2, y2;  // input pixels (not offset by class)
   float score;

@@ -18,11 +18,8 @@ __global__ void __launch_bounds__(kThreads) detect_decode_backward_kernel(const 
   const int n = blockIdx.y;
   const int a = blockIdx.x * blockDim.x + threadIdx.x;
   if (a >= p.anchors) return;
-  int level = 0, local = a;
-  while (level + 1 < p.levels && local >= p.h[level] * p.w[level]) {
-    local -= p.h[level] * p.w[level];
-    ++level;
-  }
+  int local = 0;
+  const int level = anchor_level(p.h, p.w, p.levels, a, local);
   const long long pix = static_cast<long long>(n) * p.h[level] * p.w[level] + local;
   const T* box = p.box[level] + pix * p.ldb[level];    // (4 * reg_max)
   const T* cls = p.cls[level] + pix * p.ldc[level];    // (nc)
