@@ -18,7 +18,8 @@
 #          tests; the per-op profile of yolo12n fp16 at batch 1 and 32 under each setting of
 #          PERF_VARIANTS (the defaults, and the newest variants off one group at a time); yolo12-bench
 #          fp16 at batch 1 and 32 on yolo12n and yolo12s (PERF_SCALES; the peer's random weights,
-#          `bench/torch_peer.py save`) with the variants on and off; then, in the time left,
+#          `bench/torch_peer.py save`) under each setting of PERF_BENCH_VARIANTS (default: the defaults,
+#          one stream, no programmatic launches, neither); then, in the time left,
 #          compute-sanitizer memcheck and racecheck on the new kernels' test cases ([narrow], [dwtiled]:
 #          one process each), memcheck on the roofline probes and on test_preprocess.
 #   cli    only the carried CLI step (no build): .carry/cli/yolo12-infer, made elsewhere by
@@ -258,14 +259,23 @@ san_report() {  # waits for the sanitizer processes, one summary line each
     note "compute-sanitizer $1 $2: $([ "$rc" = 0 ] && echo clean || echo "rc=$rc") | $summ | $passed"
   done
 }
-# Per-op profile of yolo12n fp16 at batch 1 and 32 under each conv-variant setting of the list (name=value
-# of YOLO12_CONV_VARIANTS; "default" leaves it unset).
+# The environment of one entry of a variant list (sets envv and name): "name" leaves
+# YOLO12_CONV_VARIANTS unset (the defaults), "name=value" sets it, "name:VAR=value[+VAR=value...]"
+# sets those variables instead (e.g. serial:YOLO12_CUDA_STREAMS=1, nopdl:YOLO12_CUDA_PDL=0).
+variant_env() {
+  local pv=$1
+  name=${pv%%[=:]*}
+  if [ "$pv" = "$name" ]; then envv=(env -u YOLO12_CONV_VARIANTS)
+  elif [ "${pv:${#name}:1}" = ":" ]; then local r=${pv#*:}; envv=(env -u YOLO12_CONV_VARIANTS ${r//+/ })
+  else envv=(env "YOLO12_CONV_VARIANTS=${pv#*=}"); fi
+}
+# Per-op profile of yolo12n fp16 at batch 1 and 32 under each conv-variant setting of the list (entries
+# as variant_env reads them).
 profile_variants() {
   local pv name envv
   [ -x "$build/yolo12-bench" ] && [ -f "$models/yolo12n_rand.y12" ] || { note "profile: skipped (no yolo12-bench or yolo12n_rand.y12)"; return; }
   for pv in $1; do
-    name=${pv%%=*}
-    if [ "$pv" = "$name" ]; then envv=(env -u YOLO12_CONV_VARIANTS); else envv=(env "YOLO12_CONV_VARIANTS=${pv#*=}"); fi
+    variant_env "$pv"
     "${envv[@]}" timeout 120 "$build/yolo12-bench" "$models/yolo12n_rand.y12" --batch 1,32 --precision fp16 \
       --iters 50 --warmup 10 --profile-ops 40 --json "$out/profile_$name.json" > "$out/profile_$name.log" 2>&1
     note "profile ($name): $(grep -E '^n ' "$out/profile_$name.log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
@@ -333,9 +343,8 @@ if [ "$mode" = perf ]; then
   for sc in ${scales//,/ }; do
     y12=$models/yolo12${sc}_peer.y12
     [ -f "$y12" ] || { note "yolo12-bench yolo12$sc: skipped (no $(basename "$y12"))"; continue; }
-    for pv in ${PERF_BENCH_VARIANTS:-default prev=$old_v}; do
-      name=${pv%%=*}
-      if [ "$pv" = "$name" ]; then envv=(env -u YOLO12_CONV_VARIANTS); else envv=(env "YOLO12_CONV_VARIANTS=${pv#*=}"); fi
+    for pv in ${PERF_BENCH_VARIANTS:-default serial:YOLO12_CUDA_STREAMS=1 nopdl:YOLO12_CUDA_PDL=0 neither:YOLO12_CUDA_STREAMS=1+YOLO12_CUDA_PDL=0}; do
+      variant_env "$pv"
       "${envv[@]}" timeout 90 "$build/yolo12-bench" "$y12" --batch 1,32 --precision fp16 --iters 100 \
         --json "$out/bench_yolo12${sc}_$name.json" > "$out/bench_yolo12${sc}_$name.log" 2>&1 || note "yolo12-bench yolo12$sc ($name) FAILED"
       note "bench yolo12$sc ($name): $(grep -F "net(graph)" "$out/bench_yolo12${sc}_$name.log" | tr -s ' ' | cut -c1-45 | tr '\n' ';')"

@@ -266,7 +266,9 @@ def train_step_fn(m, batch, compiled=None):
     m.args = get_cfg()
     opt = torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9)
     scaler = torch.amp.GradScaler("cuda")
-    fwd = compiled or m
+    # Not `compiled or m`: bool() of a compiled module calls its __len__, which torch 2.11 makes raise
+    # "DetectionModel does not support len()" (the H200 run of 2026-12-01).
+    fwd = m if compiled is None else compiled
 
     def step():
         opt.zero_grad(set_to_none=True)

@@ -18,14 +18,21 @@ constexpr std::uint64_t kP5 = 0x27D4EB2F165667C5ull;
 
 inline std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
+// Little-endian reads on any host: one unaligned load, swapped on a big-endian one.
 inline std::uint64_t load64(const unsigned char* p) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);  // little-endian on any host
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
   return v;
 }
 inline std::uint64_t load32(const unsigned char* p) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap32(v);
+#endif
   return v;
 }
 

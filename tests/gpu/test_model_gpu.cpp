@@ -163,6 +163,22 @@ TEST_CASE("whole model: raw head on the GPU equals the CPU backend and Ultralyti
     std::size_t bad = 0;
     for (float v : gpu_out) bad += std::isfinite(v) ? 0 : 1;
     CHECK(bad == 0);
+    // The multi-stream schedule (the default, executor.cuh) gives the serial order's result bit for bit.
+    {
+      const char* prev = std::getenv("YOLO12_CUDA_STREAMS");
+      const std::string keep = prev ? prev : "";
+      setenv("YOLO12_CUDA_STREAMS", "1", 1);
+      std::vector<float> serial_out;
+      try {
+        Detector serial(model, o);
+        serial_out = serial.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
+      } catch (...) {
+        if (prev) setenv("YOLO12_CUDA_STREAMS", keep.c_str(), 1); else unsetenv("YOLO12_CUDA_STREAMS");
+        throw;
+      }
+      if (prev) setenv("YOLO12_CUDA_STREAMS", keep.c_str(), 1); else unsetenv("YOLO12_CUDA_STREAMS");
+      CHECK(serial_out == gpu_out);
+    }
     const double e_cpu = rel_l2(gpu_out.data(), cpu_out.data(), cpu_out.size());
     const double e_ref = rel_l2(gpu_out.data(), ref.data.data(), ref.data.size());
     const double e_cpu_ref = rel_l2(cpu_out.data(), ref.data.data(), ref.data.size());

@@ -186,7 +186,10 @@ class Models(unittest.TestCase):
                 with torch.autocast("cuda", dtype=torch.float16):
                     self.assertLess(rel(p(x)[0], m(x)[0]), 2e-2, cfg + " autocast fp16")
 
-    def train_steps(self, amp, steps=3):
+    def train_steps(self, amp, steps=3, resync=False):
+        """`steps` SGD steps of an unpatched and a patched yolo12n from the same weights and batch. With
+        `resync`, each step after the first starts the patched model from the reference's weights, buffers
+        and momentum, so every step compares the operators at the same point."""
         m = P.build("yolo12n.yaml", seed=3).to(DEV)
         m.args = P.get_cfg()
         p = yt.patch(copy.deepcopy(m))
@@ -205,27 +208,40 @@ class Models(unittest.TestCase):
                 grads.append([q.grad for q in model.parameters() if q.requires_grad])
                 opt.step()
             out.append((losses, grads))
+            if resync:
+                with torch.no_grad():
+                    pd = p.state_dict()
+                    for k, v in m.state_dict().items():
+                        pd[k].copy_(v)
+                    for qa, qb in zip(m.parameters(), p.parameters()):
+                        ma, mb = opts[0].state.get(qa, {}), opts[1].state.get(qb, {})
+                        if ma.get("momentum_buffer") is not None:
+                            mb["momentum_buffer"].copy_(ma["momentum_buffer"])
         return m, out
 
     def test_training_fp32(self):
-        """Losses within 1e-4 and gradients within 1e-3 at the first step; the later steps start from
-        weights that differ by float32 rounding, which train-mode BatchNorm amplifies (test_torch_patch.py
-        checks the steps exactly in float64), so they get 1e-2."""
+        """Three steps, each from the reference's weights (resync): losses within 1e-4 and gradients within
+        1e-3 at every step. Free-running (each model on its own weights), float32 rounding in the first
+        steps changes the loss's discrete choices (the task-aligned assigner's anchors, train-mode
+        BatchNorm's statistics) by step 3: on the H200 three A2C2f gradients then differed by 0.6 while
+        step 1 agreed within 1e-3 (2026-12-01). So free-running only the losses are held, to 1e-2; the
+        gradient gap is printed. The float64 steps of test_torch_patch.py run free and exact."""
         # The reference in true float32: cuDNN's convs and matmuls default to TF32 on this GPU.
         tf32 = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
         torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
         try:
-            m, steps = self.train_steps(False)
+            m, steps = self.train_steps(False, resync=True)
+            _, free = self.train_steps(False)
         finally:
             torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32
         names = [n for n, q in m.named_parameters() if q.requires_grad]
         for i, (losses, (ga, gb)) in enumerate(steps):
-            # The losses as the gradients: 1e-4 at the first step, 1e-2 once the weights differ (on the
-            # H200 with TF32 on, step 3 differed by 0.2 %).
+            self.assertAlmostEqual(losses[1] / losses[0], 1.0, delta=1e-4, msg="resync step %d %s" % (i, losses))
+            self.assertTrue(P.close_grads(ga, gb, 1e-3), "resync step %d: %s" % (i, P.grad_report(names, ga, gb)))
+        for i, (losses, (ga, gb)) in enumerate(free):
             self.assertAlmostEqual(losses[1] / losses[0], 1.0, delta=1e-4 if i == 0 else 1e-2,
-                                   msg="step %d %s" % (i, losses))
-            tol = 1e-3 if i == 0 else 1e-2
-            self.assertTrue(P.close_grads(ga, gb, tol), "step %d: %s" % (i, P.grad_report(names, ga, gb)))
+                                   msg="free step %d %s" % (i, losses))
+            print("free-running step %d: losses %s, worst gradients %s" % (i, losses, P.grad_report(names, ga, gb)))
 
     def test_training_amp(self):
         _, steps = self.train_steps(True)

@@ -5,6 +5,7 @@
 // every module of the table built on a fixture, and bad headers.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -14,7 +15,9 @@
 
 #include "catch.hpp"
 #include "graph/graph.hpp"
+#include "graph/memory_plan.hpp"
 #include "graph/modules/module.hpp"
+#include "graph/schedule.hpp"
 #include "yolo12/errors.hpp"
 
 using nlohmann::json;
@@ -760,4 +763,188 @@ TEST_CASE("an unknown layer type's error lists every type of the module table", 
     INFO(e.what());
     REQUIRE(std::string(e.what()).find("the last layer must be " + heads + ";") != std::string::npos);
   }
+}
+
+// ---- the multi-stream schedule (graph/schedule.hpp) ---------------------------------------------------
+
+namespace {
+
+// The bytes per value the CUDA executor plans: NHWC values of `elem` bytes for `batch` images, 256-byte
+// aligned (executor.cu, plan_memory).
+std::vector<std::size_t> value_bytes(const Graph& g, int batch, std::size_t elem) {
+  const std::vector<yolo12::graph::Lifetime> life = yolo12::graph::value_lifetimes(g);
+  std::vector<std::size_t> size(g.values.size(), 0);
+  for (std::size_t v = 0; v < size.size(); ++v)
+    if (life[v].first != yolo12::graph::Lifetime::kUnused)
+      size[v] = (elem * batch * g.values[v].c * g.values[v].h * g.values[v].w + 255) / 256 * 256;
+  return size;
+}
+
+// Each value on bytes of its own.
+yolo12::graph::ArenaLayout own_bytes(const std::vector<std::size_t>& size) {
+  yolo12::graph::ArenaLayout layout{std::vector<std::size_t>(size.size(), 0), size};
+  std::size_t top = 0;
+  for (std::size_t v = 0; v < size.size(); ++v) {
+    layout.offset[v] = top;
+    top += size[v];
+  }
+  return layout;
+}
+
+// reach[j][i]: op i is ordered before op j by stream order and waits, computed here from the
+// schedule's edges alone (not from its clocks).
+std::vector<std::vector<char>> reachability(const yolo12::graph::Schedule& s) {
+  const std::size_t n = s.stream.size(), words = (n + 63) / 64;
+  std::vector<std::vector<std::uint64_t>> bits(n, std::vector<std::uint64_t>(words, 0));
+  std::vector<int> last(static_cast<std::size_t>(s.streams), -1);
+  for (std::size_t j = 0; j < n; ++j) {
+    std::vector<int> preds = s.waits[j];
+    const int prev = last[static_cast<std::size_t>(s.stream[j])];
+    if (prev >= 0) preds.push_back(prev);
+    for (int p : preds) {
+      const auto up = static_cast<std::size_t>(p);
+      bits[j][up / 64] |= std::uint64_t{1} << (up % 64);
+      for (std::size_t k = 0; k < words; ++k) bits[j][k] |= bits[up][k];
+    }
+    last[static_cast<std::size_t>(s.stream[j])] = static_cast<int>(j);
+  }
+  std::vector<std::vector<char>> reach(n, std::vector<char>(n, 0));
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t i = 0; i < n; ++i) reach[j][i] = static_cast<char>((bits[j][i / 64] >> (i % 64)) & 1);
+  return reach;
+}
+
+// Ops on the longest chain of edges (the critical path in op counts).
+int critical_path(const yolo12::graph::Schedule& s) {
+  const std::size_t n = s.stream.size();
+  std::vector<int> depth(n, 1), last(static_cast<std::size_t>(s.streams), -1);
+  int best = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    std::vector<int> preds = s.waits[j];
+    if (last[static_cast<std::size_t>(s.stream[j])] >= 0) preds.push_back(last[static_cast<std::size_t>(s.stream[j])]);
+    for (int p : preds) depth[j] = std::max(depth[j], depth[static_cast<std::size_t>(p)] + 1);
+    last[static_cast<std::size_t>(s.stream[j])] = static_cast<int>(j);
+    best = std::max(best, depth[j]);
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("multi-stream schedule: every pair of ops that touch a common byte stays ordered", "[graph][schedule]") {
+  for (const char* layers : {kYolo12n, kYolo11n, kYolov8n}) {
+    for (auto [h, w] : {std::pair<int, int>{640, 640}, {256, 320}}) {
+      const Graph g = yolo12::graph::build_graph(header_with(layers), h, w);
+      const int n = static_cast<int>(g.ops.size());
+      const std::vector<yolo12::graph::Lifetime> life = yolo12::graph::value_lifetimes(g);
+      for (std::size_t elem : {2u, 4u}) {
+        const std::vector<std::size_t> size = value_bytes(g, 2, elem);
+        for (int ms : {1, 2, 4, 8}) {
+          INFO("layers " << std::string(layers).substr(0, 80) << " " << h << "x" << w << " elem " << elem
+                         << " max_streams " << ms);
+          const yolo12::graph::ConcurrentPlan plan = yolo12::graph::plan_concurrent(g, size, ms);
+          const yolo12::graph::ArenaLayout& layout = plan.layout;
+          const yolo12::graph::Schedule& s = plan.schedule;
+          // The layout: inside the arena, and values alive at once in execution order never share bytes.
+          REQUIRE(plan.bytes <= plan.naive_bytes);
+          for (std::size_t u = 0; u < size.size(); ++u) {
+            if (!layout.bytes[u]) continue;
+            REQUIRE(layout.offset[u] + layout.bytes[u] <= plan.bytes);
+            for (std::size_t v = u + 1; v < size.size(); ++v)
+              if (layout.bytes[v] && life[u].overlaps(life[v]))
+                REQUIRE((layout.offset[u] + layout.bytes[u] <= layout.offset[v] ||
+                         layout.offset[v] + layout.bytes[v] <= layout.offset[u]));
+          }
+          REQUIRE(s.streams >= 1);
+          REQUIRE(s.streams <= ms);
+          REQUIRE(s.stream.size() == g.ops.size());
+          std::vector<char> waited(static_cast<std::size_t>(n), 0);
+          for (int j = 0; j < n; ++j) {
+            REQUIRE((s.stream[j] >= 0 && s.stream[j] < s.streams));
+            for (int d : s.waits[j]) {
+              REQUIRE(d < j);
+              REQUIRE(s.stream[d] != s.stream[j]);
+              waited[d] = 1;
+            }
+          }
+          for (int j = 0; j < n; ++j) REQUIRE(static_cast<bool>(s.signals[j]) == static_cast<bool>(waited[j]));
+          const auto reach = reachability(s);
+          int conflicts = 0, unordered = 0, clock_mismatch = 0;
+          std::string first;
+          for (int j = 0; j < n; ++j)
+            for (int i = 0; i < j; ++i) {
+              clock_mismatch += static_cast<bool>(reach[j][i]) != s.ordered(i, j);
+              if (!yolo12::graph::ops_conflict(g, layout, i, j)) continue;
+              ++conflicts;
+              if (!reach[j][i] && unordered++ == 0) first = g.ops[i].name + " before " + g.ops[j].name;
+            }
+          INFO("first unordered conflicting pair: " << first);
+          REQUIRE(unordered == 0);
+          REQUIRE(clock_mismatch == 0);
+          REQUIRE(conflicts >= n - 1);  // at least a chain's worth: the test is not vacuous
+          if (ms == 1) {
+            REQUIRE(s.streams == 1);
+            for (int j = 0; j < n; ++j) REQUIRE(s.waits[j].empty());
+            REQUIRE(critical_path(s) == n);
+          } else {
+            REQUIRE(s.streams >= 2);
+            REQUIRE(critical_path(s) < n);
+          }
+          if (ms >= 4) {
+            // P3's box and class chains run side by side, and beside the neck's last op.
+            const std::string head = g.ops.back().name.substr(0, g.ops.back().name.find(".cv"));
+            auto op_index = [&](const std::string& name) {
+              for (int i = 0; i < n; ++i)
+                if (g.ops[i].name == name) return i;
+              FAIL("no op " << name);
+              return -1;
+            };
+            const int box = op_index(head + ".cv2.0.2"), cls = op_index(head + ".cv3.0.2");
+            int neck = n - 1;
+            while (neck > 0 && g.ops[neck].name.rfind(head + ".", 0) == 0) --neck;
+            INFO("head " << head << ": box " << box << ", class " << cls << ", neck's last op " << neck);
+            REQUIRE_FALSE(s.ordered(std::min(box, cls), std::max(box, cls)));
+            REQUIRE_FALSE(s.ordered(std::min(box, neck), std::max(box, neck)));
+            REQUIRE(critical_path(s) <= n - 12);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("multi-stream schedule: reused arena memory orders ops that share no value", "[graph][schedule]") {
+  // Scheduled as if every value had bytes of its own, the real plan's reuse leaves conflicting pairs
+  // unordered: the memory part of the dependencies is needed, and the test above would see it missing.
+  const Graph g = yolo12::graph::build_graph(header_with(kYolo12n), 640, 640);
+  const std::vector<std::size_t> size = value_bytes(g, 1, 2);
+  const yolo12::graph::ArenaLayout real = yolo12::graph::plan_concurrent(g, size, 1).layout;
+  const yolo12::graph::Schedule s = yolo12::graph::schedule_ops(g, own_bytes(size), 4);
+  const auto reach = reachability(s);
+  int unordered = 0;
+  for (std::size_t j = 0; j < g.ops.size(); ++j)
+    for (std::size_t i = 0; i < j; ++i)
+      if (yolo12::graph::ops_conflict(g, real, static_cast<int>(i), static_cast<int>(j)) && !reach[j][i]) ++unordered;
+  REQUIRE(unordered > 0);
+  // Two ops writing disjoint channel slices of one concat buffer do not conflict; a reader of the
+  // whole buffer conflicts with both.
+  int pairs = 0;
+  for (std::size_t j = 0; j < g.ops.size(); ++j)
+    for (std::size_t i = 0; i < j; ++i) {
+      const auto* a = g.ops[i].get_if<ConvOp>();
+      const auto* b = g.ops[j].get_if<ConvOp>();
+      if (!a || !b || a->out.value != b->out.value || a->out.c0 == b->out.c0) continue;
+      auto reads_value = [](const ConvOp* op, int v) { return op->in.value == v || op->residual.value == v; };
+      if (reads_value(a, b->out.value) || reads_value(b, a->out.value)) continue;  // a real dependency
+      REQUIRE_FALSE(yolo12::graph::ops_conflict(g, real, static_cast<int>(i), static_cast<int>(j)));
+      ++pairs;
+      for (std::size_t k = j + 1; k < g.ops.size(); ++k) {
+        const auto* c = g.ops[k].get_if<ConvOp>();
+        if (!c || c->in.value != a->out.value || c->in.c0 != 0 || c->in.c != g.values[c->in.value].c) continue;
+        REQUIRE(yolo12::graph::ops_conflict(g, real, static_cast<int>(i), static_cast<int>(k)));
+        REQUIRE(yolo12::graph::ops_conflict(g, real, static_cast<int>(j), static_cast<int>(k)));
+      }
+    }
+  REQUIRE(pairs > 0);
+  REQUIRE_THROWS_AS(yolo12::graph::schedule_ops(g, real, 0), yolo12::OptionError);
 }

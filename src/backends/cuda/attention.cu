@@ -32,6 +32,7 @@
 #include "common.cuh"
 #include "ops.cuh"
 #include "yolo12/errors.hpp"
+#include "launch.cuh"
 
 namespace yolo12::cuda {
 namespace {
@@ -68,6 +69,7 @@ constexpr int kRowwiseKeys = 32;      // key tile: 32 scores live in registers p
 template <typename T, int DQK, int DV>
 __global__ void __launch_bounds__(kRowwiseQueries)
     area_attention_rowwise(const AreaAttentionParams<T> p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   __shared__ float k_tile[kRowwiseKeys][DQK];  // (keys, dqk) of the current tile, zero past the chunk
   __shared__ float v_tile[kRowwiseKeys][DV];   // (keys, dv)
 
@@ -355,6 +357,7 @@ __device__ __forceinline__ void flash_copy_v_image(const AreaAttentionParams<__h
 template <int DV>
 __global__ void __launch_bounds__(kFlashWarps * 32)
     area_attention_flash_f16(const AreaAttentionParams<__half> p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   constexpr int kThreads = kFlashWarps * 32;
   constexpr int kKStride = kFlashDqk + kSmemPad;  // halves per staged K row
   constexpr int kVStride = DV + kSmemPad;         // halves per staged V row
@@ -547,6 +550,7 @@ constexpr int flash_split_smem_bytes() {
 template <int DV>
 __global__ void __launch_bounds__(kFlashWarps * 32)
     area_attention_flash_f16_split(const AreaAttentionParams<__half> p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   constexpr int kThreads = kFlashWarps * 32;
   extern __shared__ __align__(16) unsigned char smem[];
   // Per warp: K (kFlashKeys, kKStride) then V (kFlashKeys, kVStride) halves; reused for the merge.
@@ -657,16 +661,14 @@ template <typename T, int DQK, int DV>
 void launch_rowwise(const AreaAttentionParams<T>& p, cudaStream_t stream) {
   const int chunk_tokens = p.tokens / p.area;
   const dim3 grid(ceil_div(chunk_tokens, kRowwiseQueries), p.heads, p.batch * p.area);
-  area_attention_rowwise<T, DQK, DV><<<grid, kRowwiseQueries, 0, stream>>>(p);
-  YOLO12_CUDA_CHECK_LAUNCH();
+  launch_kernel(area_attention_rowwise<T, DQK, DV>, grid, kRowwiseQueries, 0, stream, p);
 }
 
 template <int DV>
 void launch_flash_f16(const AreaAttentionParams<__half>& p, cudaStream_t stream) {
   const int chunk_tokens = p.tokens / p.area;
   const dim3 grid(ceil_div(chunk_tokens, kFlashQueries), p.heads, p.batch * p.area);
-  area_attention_flash_f16<DV><<<grid, kFlashWarps * 32, 0, stream>>>(p);
-  YOLO12_CUDA_CHECK_LAUNCH();
+  launch_kernel(area_attention_flash_f16<DV>, grid, kFlashWarps * 32, 0, stream, p);
 }
 
 template <int DV>
@@ -675,8 +677,7 @@ void launch_flash_f16_split(const AreaAttentionParams<__half>& p, cudaStream_t s
   YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(area_attention_flash_f16_split<DV>), smem));
   const int chunk_tokens = p.tokens / p.area;
   const dim3 grid(ceil_div(chunk_tokens, 16), p.heads, p.batch * p.area);
-  area_attention_flash_f16_split<DV><<<grid, kFlashWarps * 32, smem, stream>>>(p);
-  YOLO12_CUDA_CHECK_LAUNCH();
+  launch_kernel(area_attention_flash_f16_split<DV>, grid, kFlashWarps * 32, smem, stream, p);
 }
 
 // Whether the tensor-core kernels can read these views: 16-byte aligned rows and head slices.

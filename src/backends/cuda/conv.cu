@@ -29,6 +29,7 @@
 #include "common.cuh"
 #include "conv_detail.cuh"
 #include "ops.cuh"
+#include "launch.cuh"
 
 namespace yolo12::cuda {
 
@@ -134,6 +135,7 @@ struct DirectNaiveParams {
 
 template <typename T>
 __global__ void conv2d_direct_naive(const DirectNaiveParams<T> a) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   const ConvParams<T>& p = a.p;
   const ConvShape& s = p;
   const long long total = 1LL * s.batch * s.ho * s.wo * s.c_out;
@@ -174,8 +176,7 @@ void launch_conv2d_direct_naive(const ConvParams<T>& p, cudaStream_t stream) {
   const long long total = 1LL * p.batch * p.ho * p.wo * p.c_out;
   const int threads = 256;
   const long long blocks = (total + threads - 1) / threads;
-  conv2d_direct_naive<T><<<static_cast<int>(blocks < 65536 * 8 ? blocks : 65536 * 8), threads, 0, stream>>>(a);
-  YOLO12_CUDA_CHECK_LAUNCH();
+  launch_kernel(conv2d_direct_naive<T>, static_cast<unsigned>(blocks < 65536 * 8 ? blocks : 65536 * 8), threads, 0, stream, a);
 }
 template void launch_conv2d_direct_naive<float>(const ConvParams<float>&, cudaStream_t);
 template void launch_conv2d_direct_naive<__half>(const ConvParams<__half>&, cudaStream_t);

@@ -21,6 +21,7 @@
 #include "conv_depthwise.cuh"
 #include "conv_detail.cuh"
 #include "mma.cuh"
+#include "launch.cuh"
 
 namespace yolo12::cuda::conv_detail {
 
@@ -69,6 +70,7 @@ __device__ __forceinline__ void store_vec(T* p, const float (&v)[V]) {
 // One thread: channels [cv*V, cv*V + V) of outputs (n, oy, ox0 .. ox0 + kOutX - 1).
 template <typename T, int K, int S, int V, int kOutX>
 __global__ void __launch_bounds__(256) dwconv_direct(const DwParams<T> a) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   constexpr int kSpan = (kOutX - 1) * S + K;  // input columns one row of the window group touches
   const int chunks = a.c_out / V;
   const int groups_x = (a.wo + kOutX - 1) / kOutX;
@@ -138,6 +140,7 @@ __global__ void __launch_bounds__(256) dwconv_direct(const DwParams<T> a) {
 // dwconv_tiled_f16: the block's loads, one barrier, each thread's pixel (conv_depthwise.cuh).
 template <int K, int S>
 __global__ void __launch_bounds__(kDwTiledThreads) dwconv_tiled_f16(const DwParams<__half> a) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   __shared__ __align__(16) __half xs[DwTile<K, S>::kXHalves];  // (kInH, kInW, 16) input tile
   __shared__ __align__(16) __half ws[DwTile<K, S>::kWHalves];  // (K * K, 16) weights
   const DwTileCoords at = dw_tile_coords(a, blockIdx.x, blockIdx.y, blockIdx.z);
@@ -153,8 +156,7 @@ void launch_dw_tiled(const DwParams<__half>& a, cudaStream_t stream) {
   const int pairs = dw_channel_pairs(a.c_out);
   const dim3 grid(static_cast<unsigned>(pairs * ceil_div(a.wo, kDwTileW)), static_cast<unsigned>(ceil_div(a.ho, kDwTileH)),
                   static_cast<unsigned>(a.batch));
-  dwconv_tiled_f16<K, S><<<grid, kDwTiledThreads, 0, stream>>>(a);
-  YOLO12_CUDA_CHECK_LAUNCH();
+  launch_kernel(dwconv_tiled_f16<K, S>, grid, kDwTiledThreads, 0, stream, a);
 }
 
 // Whether every view (and the packed weights) can be read and written in 16-byte vectors of channels.
@@ -179,8 +181,7 @@ template <typename T, int K, int S, int V, int kOutX>
 void launch_dw_out(const DwParams<T>& a, cudaStream_t stream) {
   const long long total = 1LL * a.batch * a.ho * ceil_div(a.wo, kOutX) * (a.c_out / V);
   const int threads = 256;
-  dwconv_direct<T, K, S, V, kOutX><<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, stream>>>(a);
-  YOLO12_CUDA_CHECK_LAUNCH();
+  launch_kernel(dwconv_direct<T, K, S, V, kOutX>, static_cast<unsigned>((total + threads - 1) / threads), threads, 0, stream, a);
 }
 
 template <typename T, int K, int S, int V>

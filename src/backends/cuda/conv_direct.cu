@@ -12,6 +12,7 @@
 
 #include "common.cuh"
 #include "conv_detail.cuh"
+#include "launch.cuh"
 
 namespace yolo12::cuda::conv_detail {
 
@@ -31,6 +32,7 @@ struct SmallCinParams : ConvParams<T> {  // the launch (w: (c_out, k_pad) packed
 // costs tens of instructions and this kernel does only 8 * k * k * c_in FMAs per index.
 template <typename T, typename I>
 __global__ void __launch_bounds__(kSmallCinThreads) conv2d_direct_small_cin(const SmallCinParams<T> a) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   extern __shared__ __align__(16) float ws[];  // (k*k*c_in, c_out_pad): weight of (tap, ci) for channel c
   const int taps = a.k * a.k;
   for (int i = threadIdx.x; i < taps * a.c_in * a.c_out_pad; i += blockDim.x) {
@@ -138,10 +140,9 @@ void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream)
   const int grid = static_cast<int>(blocks < max_blocks ? blocks : max_blocks);
   // int indices while idx + one grid stride stays far from overflow.
   if (total + 1LL * grid * kSmallCinThreads < (1LL << 30))
-    conv2d_direct_small_cin<T, int><<<grid, kSmallCinThreads, smem, stream>>>(a);
+    launch_kernel(conv2d_direct_small_cin<T, int>, grid, kSmallCinThreads, smem, stream, a);
   else
-    conv2d_direct_small_cin<T, long long><<<grid, kSmallCinThreads, smem, stream>>>(a);
-  YOLO12_CUDA_CHECK_LAUNCH();
+    launch_kernel(conv2d_direct_small_cin<T, long long>, grid, kSmallCinThreads, smem, stream, a);
 }
 template void launch_conv2d_direct_small_cin<float>(const ConvParams<float>&, cudaStream_t);
 template void launch_conv2d_direct_small_cin<__half>(const ConvParams<__half>&, cudaStream_t);

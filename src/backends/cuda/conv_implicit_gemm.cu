@@ -22,6 +22,7 @@
 #include "conv_detail.cuh"
 #include "conv_gemm.cuh"
 #include "mma.cuh"
+#include "launch.cuh"
 
 namespace yolo12::cuda::conv_detail {
 
@@ -71,6 +72,7 @@ constexpr int smem_row_halves(int bk) { return bk + 8; }
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool kPointwise, bool kVecA, int SPLIT = 1>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     conv2d_implicit_gemm_f16(const ImplicitGemmParams<__half> a) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   static_assert(SPLIT == 1 || BK == 64, "split-K reduces through the staged epilogue of BK = 64");
   static_assert(BM % SPLIT == 0, "each rank of a split finishes BM / SPLIT rows");
   constexpr int kThreads = WARPS_M * WARPS_N * 32;
@@ -296,10 +298,10 @@ template <auto kKernel, typename Args>
 void launch_with_smem(dim3 grid, dim3 block, int smem, const Args& a, cudaStream_t stream, int cluster_x = 1) {
   YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel), smem));
   if (cluster_x == 1) {
-    kKernel<<<grid, block, smem, stream>>>(a);
-    YOLO12_CUDA_CHECK_LAUNCH();
+    launch_kernel(kKernel, grid, block, static_cast<std::size_t>(smem), stream, a);
     return;
   }
+  // A cluster launch (split-K) keeps the plain stream order: no PDL attribute beside the cluster's.
   cudaLaunchAttribute cluster{};
   cluster.id = cudaLaunchAttributeClusterDimension;
   cluster.val.clusterDim.x = static_cast<unsigned>(cluster_x);
@@ -348,6 +350,7 @@ constexpr int kF32TileM = 64, kF32TileN = 64, kF32TileK = 16, kF32Threads = 256;
 
 template <bool kPointwise>
 __global__ void __launch_bounds__(kF32Threads) conv2d_implicit_gemm_f32(const ImplicitGemmParams<float> a) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   __shared__ __align__(16) float As[kF32TileK][kF32TileM];  // transposed: k rows, m contiguous
   __shared__ __align__(16) float Bs[kF32TileK][kF32TileN];
   const int tid = threadIdx.x;
@@ -484,9 +487,8 @@ void launch_conv2d_implicit_gemm_f32(const ConvParams<float>& p, cudaStream_t st
   const ImplicitGemmParams<float> a = make_params(p);
   const bool pointwise = p.k == 1 && p.stride == 1 && p.pad == 0;
   const dim3 grid(ceil_div(a.m, kF32TileM), ceil_div(a.n_g, kF32TileN), p.groups);
-  if (pointwise) conv2d_implicit_gemm_f32<true><<<grid, kF32Threads, 0, stream>>>(a);
-  else conv2d_implicit_gemm_f32<false><<<grid, kF32Threads, 0, stream>>>(a);
-  YOLO12_CUDA_CHECK_LAUNCH();
+  if (pointwise) launch_kernel(conv2d_implicit_gemm_f32<true>, grid, kF32Threads, 0, stream, a);
+  else launch_kernel(conv2d_implicit_gemm_f32<false>, grid, kF32Threads, 0, stream, a);
 }
 
 }  // namespace yolo12::cuda::conv_detail

@@ -23,6 +23,7 @@
 #include "conv_gemm.cuh"
 #include "conv_narrow.cuh"
 #include "mma.cuh"
+#include "launch.cuh"
 
 namespace yolo12::cuda::conv_detail {
 
@@ -30,6 +31,7 @@ namespace {
 
 template <int BN, bool kVecA>
 __global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const NarrowParams p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   static_assert(BN == 8 || BN % 16 == 0, "B fragments are read one n8 block (bn 8) or two at a time");
   constexpr int NI = BN / 8;
   constexpr int MI = kNarrowWarpRows / 16;
@@ -130,8 +132,7 @@ void launch_narrow(const NarrowParams& p, int smem, int max_grid, cudaStream_t s
   long long fit = 1LL * (per_sm > 0 ? per_sm : 1) * device_info().sm_count;
   if (max_grid > 0 && max_grid < fit) fit = max_grid;
   const int grid = static_cast<int>(p.tiles < fit ? p.tiles : fit);
-  kKernel<<<grid, kNarrowThreads, smem, stream>>>(p);
-  YOLO12_CUDA_CHECK_LAUNCH();
+  launch_kernel(kKernel, static_cast<unsigned>(grid), kNarrowThreads, static_cast<std::size_t>(smem), stream, p);
 }
 
 template <int BN>

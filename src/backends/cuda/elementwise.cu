@@ -17,6 +17,7 @@
 
 #include "common.cuh"
 #include "ops.cuh"
+#include "launch.cuh"
 
 namespace yolo12::cuda {
 namespace {
@@ -31,6 +32,7 @@ inline unsigned grid_for(long long n) {
 
 template <typename T>
 __global__ void upsample_nearest_kernel(UpsampleNearestParams<T> p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   const int ho = p.h * p.factor, wo = p.w * p.factor;
   const long long total = static_cast<long long>(p.batch) * ho * wo * p.c;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
@@ -59,6 +61,7 @@ bool vec16_fits(const void* x, int ldx, const void* y, int ldy, int c) {
 // I: index type of the vector count (int where it fits).
 template <typename T, typename I>
 __global__ void upsample_nearest_vec16_kernel(UpsampleNearestParams<T> p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   constexpr int V = 16 / static_cast<int>(sizeof(T));
   const I cv = p.c / V;
   const I total = static_cast<I>(p.batch) * p.h * p.w * cv;
@@ -82,6 +85,7 @@ __global__ void upsample_nearest_vec16_kernel(UpsampleNearestParams<T> p) {
 // One thread per 16-byte vector (pixel, v).
 template <typename T, typename I>
 __global__ void copy_channels_vec16_kernel(CopyChannelsParams<T> p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   constexpr int V = 16 / static_cast<int>(sizeof(T));
   const I cv = p.c / V;
   const I total = static_cast<I>(p.batch) * p.pixels * cv;
@@ -94,6 +98,7 @@ __global__ void copy_channels_vec16_kernel(CopyChannelsParams<T> p) {
 
 template <typename T>
 __global__ void max_pool_same_kernel(MaxPoolParams<T> p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   const int r = p.k / 2;
   const long long total = static_cast<long long>(p.batch) * p.h * p.w * p.c;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
@@ -117,6 +122,7 @@ __global__ void max_pool_same_kernel(MaxPoolParams<T> p) {
 
 template <typename T>
 __global__ void copy_channels_kernel(CopyChannelsParams<T> p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   const long long total = static_cast<long long>(p.batch) * p.pixels * p.c;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
@@ -128,6 +134,7 @@ __global__ void copy_channels_kernel(CopyChannelsParams<T> p) {
 
 template <typename T>
 __global__ void nchw_to_nhwc_kernel(NchwToNhwcParams<T> p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
   const long long total = static_cast<long long>(p.batch) * p.h * p.w * p.c;
   const long long plane = static_cast<long long>(p.h) * p.w;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
@@ -143,8 +150,7 @@ __global__ void nchw_to_nhwc_kernel(NchwToNhwcParams<T> p) {
 // stride, at most 65535 * 8 * 256) stays far from int overflow, else the 64-bit one.
 template <typename P>
 void launch_by_index_width(void (*kernel32)(P), void (*kernel64)(P), long long items, const P& p, cudaStream_t stream) {
-  if (items < std::numeric_limits<int>::max() / 2) kernel32<<<grid_for(items), kThreads, 0, stream>>>(p);
-  else kernel64<<<grid_for(items), kThreads, 0, stream>>>(p);
+  launch_kernel(items < std::numeric_limits<int>::max() / 2 ? kernel32 : kernel64, grid_for(items), kThreads, 0, stream, p);
 }
 
 }  // namespace
@@ -160,7 +166,7 @@ void upsample_nearest(const UpsampleNearestParams<T>& p, cudaStream_t stream) {
     launch_by_index_width(upsample_nearest_vec16_kernel<T, int>, upsample_nearest_vec16_kernel<T, long long>, vectors,
                           p, stream);
   } else {
-    upsample_nearest_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
+    launch_kernel(upsample_nearest_kernel<T>, grid_for(n), kThreads, 0, stream, p);
   }
   YOLO12_CUDA_CHECK_LAUNCH();
 }
@@ -169,8 +175,7 @@ template <typename T>
 void max_pool_same(const MaxPoolParams<T>& p, cudaStream_t stream) {
   const long long n = static_cast<long long>(p.batch) * p.h * p.w * p.c;
   if (n == 0) return;
-  max_pool_same_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
-  YOLO12_CUDA_CHECK_LAUNCH();
+  launch_kernel(max_pool_same_kernel<T>, grid_for(n), kThreads, 0, stream, p);
 }
 
 template <typename T>
@@ -181,7 +186,7 @@ void copy_channels(const CopyChannelsParams<T>& p, cudaStream_t stream) {
     launch_by_index_width(copy_channels_vec16_kernel<T, int>, copy_channels_vec16_kernel<T, long long>,
                           n / (16 / static_cast<int>(sizeof(T))), p, stream);
   } else {
-    copy_channels_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
+    launch_kernel(copy_channels_kernel<T>, grid_for(n), kThreads, 0, stream, p);
   }
   YOLO12_CUDA_CHECK_LAUNCH();
 }
@@ -190,8 +195,7 @@ template <typename T>
 void nchw_to_nhwc(const NchwToNhwcParams<T>& p, cudaStream_t stream) {
   const long long n = static_cast<long long>(p.batch) * p.h * p.w * p.c;
   if (n == 0) return;
-  nchw_to_nhwc_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(p);
-  YOLO12_CUDA_CHECK_LAUNCH();
+  launch_kernel(nchw_to_nhwc_kernel<T>, grid_for(n), kThreads, 0, stream, p);
 }
 
 namespace {

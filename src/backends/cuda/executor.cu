@@ -3,6 +3,7 @@
 #include "executor.cuh"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <type_traits>
@@ -15,6 +16,7 @@
 #include "elementwise.cuh"
 #include "graph/graph.hpp"
 #include "graph/memory_plan.hpp"
+#include "graph/schedule.hpp"
 #include "model/model_file.hpp"
 #include "preprocess.cuh"
 
@@ -22,6 +24,19 @@ namespace yolo12::cuda {
 namespace {
 
 constexpr std::size_t kAlign = 256;
+
+// How many streams the network may use (graph/schedule.hpp): YOLO12_CUDA_STREAMS, 1..16, default
+// kDefaultStreams. 1 is the serial execution order on the caller's stream.
+constexpr int kDefaultStreams = 4;
+int network_streams() {
+  const char* env = std::getenv("YOLO12_CUDA_STREAMS");
+  if (!env || !*env) return kDefaultStreams;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  if (*end != '\0' || v < 1 || v > 16)
+    throw OptionError(std::string("YOLO12_CUDA_STREAMS must be an integer from 1 to 16, got '") + env + "'");
+  return static_cast<int>(v);
+}
 
 std::string mib(std::size_t bytes) {
   std::ostringstream s;
@@ -39,13 +54,15 @@ class ExecutorImpl final : public CudaExecutor {
       : weights_(std::move(weights)), cfg_(cfg), stream_(stream) {
     if (cfg.max_batch < 1) throw OptionError("max_batch must be at least 1, got " + std::to_string(cfg.max_batch));
     graph_ = graph::build_graph(file.header(), cfg.input_h, cfg.input_w);
-    plan_memory();
+    plan_memory(network_streams());
     bind();
+    make_streams();
     log::info("cuda executor " + std::to_string(cfg.input_h) + "x" + std::to_string(cfg.input_w) + " batch " +
               std::to_string(cfg.max_batch) + (std::is_same<T, float>::value ? " fp32" : " fp16") + ": weights " +
               mib(weights_->bytes) + ", activations " + mib(plan_.activations) + " (naive " +
               mib(plan_.activations_naive) + "), workspace " + mib(plan_.workspace) + ", " +
-              std::to_string(plan_.ops) + " ops, " + std::to_string(plan_.values) + " values");
+              std::to_string(plan_.ops) + " ops, " + std::to_string(plan_.values) + " values, " +
+              std::to_string(sched_.streams) + " stream(s)");
     for (cudaEvent_t& e : ev_) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
   }
 
@@ -55,6 +72,12 @@ class ExecutorImpl final : public CudaExecutor {
     drop_graphs();
     for (cudaEvent_t e : ev_)
       if (e) cudaEventDestroy(e);
+    for (cudaEvent_t e : op_ev_)
+      if (e) cudaEventDestroy(e);
+    for (cudaEvent_t e : join_ev_)
+      if (e) cudaEventDestroy(e);
+    for (cudaStream_t st : side_)
+      if (st) cudaStreamDestroy(st);
   }
 
   ExecutorCaps caps() const override { return ExecutorCaps{true, true}; }
@@ -100,11 +123,17 @@ class ExecutorImpl final : public CudaExecutor {
   DeviceBuffer raw_in_, raw_out_;  // the parity path's buffers, made on its first use
   std::vector<GraphSlot> graphs_;  // index batch - 1
   cudaEvent_t ev_[4] = {};
+  // The multi-stream schedule of the network (graph/schedule.hpp): stream 0 is the caller's stream,
+  // side_[s - 1] stream s (made here, destroyed here); op_ev_[i] is recorded after op i where a later
+  // op on another stream waits for it; join_ev_[0] forks the side streams, join_ev_[s] joins stream s.
+  graph::Schedule sched_;
+  std::vector<cudaStream_t> side_;
+  std::vector<cudaEvent_t> op_ev_, join_ev_;
 
   T* value_ptr(int v) const { return arena_.as<T>(value_offset_[static_cast<std::size_t>(v)]); }
   int raw_elems(int batch) const { return batch * graph_.head.raw_channels() * graph_.head.raw_anchors(); }
 
-  void plan_memory() {
+  void plan_memory(int streams) {
     const graph::Graph& g = graph_;
     const int nv = static_cast<int>(g.values.size());
     // The input lives from before op 0 (the preprocess writes it) to its last reader; the outputs to
@@ -116,10 +145,11 @@ class ExecutorImpl final : public CudaExecutor {
       const graph::Value& val = g.values[v];
       size[v] = align_up(sizeof(T) * cfg_.max_batch * val.c * val.h * val.w, kAlign);
     }
-    const graph::ArenaPlan arena = graph::plan_arena(life, size);
-    value_offset_.assign(arena.offset.size(), 0);
-    for (std::size_t v = 0; v < arena.offset.size(); ++v)
-      if (arena.offset[v] != graph::ArenaPlan::kNone) value_offset_[v] = arena.offset[v];
+    // Values that two streams may use at once never share bytes (plan_concurrent); one stream: the
+    // serial plan_arena.
+    graph::ConcurrentPlan arena = graph::plan_concurrent(g, size, streams);
+    value_offset_ = arena.layout.offset;
+    sched_ = std::move(arena.schedule);
     plan_.activations = arena.bytes;
     plan_.activations_naive = arena.naive_bytes;
     plan_.weights = weights_->bytes;
@@ -219,8 +249,38 @@ class ExecutorImpl final : public CudaExecutor {
     preprocess_letterbox<T>(p, stream_);
   }
 
-  void enqueue_network(int batch) {
-    for (const Step& step : steps_) step.run(batch, stream_);
+  void make_streams() {
+    side_.assign(static_cast<std::size_t>(sched_.streams - 1), nullptr);
+    for (cudaStream_t& st : side_) YOLO12_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    op_ev_.assign(steps_.size(), nullptr);
+    for (std::size_t i = 0; i < steps_.size(); ++i)
+      if (sched_.signals[i]) YOLO12_CUDA_CHECK(cudaEventCreateWithFlags(&op_ev_[i], cudaEventDisableTiming));
+    join_ev_.assign(static_cast<std::size_t>(sched_.streams), nullptr);
+    for (cudaEvent_t& e : join_ev_) YOLO12_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+
+  cudaStream_t stream_of(int s) const { return s == 0 ? stream_ : side_[static_cast<std::size_t>(s - 1)]; }
+
+  // The network on the schedule's streams: the side streams fork from the caller's stream and join it
+  // again at the end, so that to the caller (and to a graph captured on its stream) this is one span
+  // of work. The same in a capture and in the parity path's plain launches.
+  void enqueue_network(int batch) override {
+    if (sched_.streams == 1) {
+      for (const Step& step : steps_) step.run(batch, stream_);
+      return;
+    }
+    YOLO12_CUDA_CHECK(cudaEventRecord(join_ev_[0], stream_));
+    for (cudaStream_t st : side_) YOLO12_CUDA_CHECK(cudaStreamWaitEvent(st, join_ev_[0], 0));
+    for (std::size_t i = 0; i < steps_.size(); ++i) {
+      const cudaStream_t st = stream_of(sched_.stream[i]);
+      for (int d : sched_.waits[i]) YOLO12_CUDA_CHECK(cudaStreamWaitEvent(st, op_ev_[static_cast<std::size_t>(d)], 0));
+      steps_[i].run(batch, st);
+      if (sched_.signals[i]) YOLO12_CUDA_CHECK(cudaEventRecord(op_ev_[i], st));
+    }
+    for (std::size_t s = 1; s < join_ev_.size(); ++s) {
+      YOLO12_CUDA_CHECK(cudaEventRecord(join_ev_[s], side_[s - 1]));
+      YOLO12_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_ev_[s], 0));
+    }
   }
 
   void drop_graphs() {

@@ -5,9 +5,14 @@
 //   weights    every conv's weights packed once (conv_pack_weights) into ONE device buffer (fp32 or fp16,
 //              bias and layer-scale gamma fp32), shared through a shared_ptr by every executor of the
 //              model, of any input size, and by clones;
-//   arena      ONE activation buffer; each NHWC value gets an offset planned from its lifetime in
-//              execution order (greedy best fit, as ggml-alloc): a value lives from the first op that
-//              touches it to the last, and a freed range is reused by later values;
+//   arena      ONE activation buffer; each NHWC value gets an offset (graph/schedule.hpp,
+//              plan_concurrent): two values share bytes only where every op touching one is ordered
+//              before every op touching the other, so that reuse never serialises branches;
+//   streams    the network runs on up to YOLO12_CUDA_STREAMS streams (default 4; 1 = the execution
+//              order on the caller's stream with ggml-alloc style reuse, graph/memory_plan.hpp): the
+//              caller's stream plus side streams this executor owns, forked from and joined back to
+//              the caller's stream with events, so independent branches (the Detect head's chains, a
+//              level's head beside the neck) run at once, in the captured graph and the parity path;
 //   workspace  Detect's candidate lists, the class filter, the staging block of the 8-bit images, the
 //              kept boxes; all sized for max_batch when the executor is built.
 // Every kernel's can_implement is asked while building, so an unsupported shape fails there with a
@@ -68,6 +73,9 @@ class CudaExecutor : public yolo12::Executor {
   virtual const MemoryPlan& plan() const = 0;
   virtual const std::vector<Step>& network() const = 0;  // the bound network ops, in execution order
   virtual cudaStream_t stream() const = 0;
+  // Enqueues the network alone for `batch` images on stream() as run() does (the schedule's streams
+  // fork from it and join it again), on whatever input the arena holds: the benchmark's figure.
+  virtual void enqueue_network(int batch) = 0;
 };
 
 // Builds the graph for cfg.input_h x cfg.input_w, plans the memory and checks every op. The stream is

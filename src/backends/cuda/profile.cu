@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "common.cuh"
+#include "launch.cuh"
 
 namespace yolo12::cuda {
 
@@ -36,13 +37,11 @@ void check_batch(const CudaExecutor& ex, int batch, int iters) {
 
 }  // namespace
 
-std::vector<double> time_network(const CudaExecutor& ex, int batch, int warmup, int iters) {
+std::vector<double> time_network(CudaExecutor& ex, int batch, int warmup, int iters) {
   check_batch(ex, batch, iters);
   cudaStream_t stream = ex.stream();
   Timed t(2);
-  t.graph = capture_graph(stream, [&] {
-    for (const Step& step : ex.network()) step.run(batch, stream);
-  });
+  t.graph = capture_graph(stream, [&] { ex.enqueue_network(batch); });
   YOLO12_CUDA_CHECK(cudaGraphInstantiate(&t.exec, t.graph, 0));
   std::vector<double> ms;
   for (int i = 0; i < warmup + iters; ++i) {
@@ -63,6 +62,9 @@ std::vector<OpRecord> profile_network(const CudaExecutor& ex, int batch, int war
   const std::vector<Step>& steps = ex.network();
   const std::size_t n = steps.size();
   Timed t(n + 1);
+  // One op at a time on one stream, each between two events: no side streams and no programmatic
+  // launches, so that an op's time is its own.
+  const PdlOff serial;
   t.graph = capture_graph(stream, [&] {
     YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(t.events[0], stream, cudaEventRecordExternal));
     for (std::size_t i = 0; i < n; ++i) {

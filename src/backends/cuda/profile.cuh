@@ -4,9 +4,11 @@
 // Both functions take an executor that has run() a batch of images at least once, so its input value
 // holds a letterboxed image (the kernels' times do not depend on the values), and enqueue only its
 // bound network ops (CudaExecutor::network()) on its stream, captured into CUDA graphs of their own:
-//   time_network    the whole network as one graph, replayed warmup + iters times, timed with events
-//                   around each replay: the figure comparable with PyTorch's "forward only" numbers;
-//   profile_network every op between two events inside one graph, replayed likewise; per op the median.
+//   time_network    the whole network as one graph (as the executor runs it: its streams, programmatic
+//                   launches), replayed warmup + iters times, timed with events around each replay:
+//                   the figure comparable with PyTorch's "forward only" numbers;
+//   profile_network every op between two events inside one graph, replayed likewise; per op the median
+//                   (serially, on one stream, without programmatic launches).
 // The executor itself carries no benchmark code.
 #pragma once
 
@@ -26,7 +28,7 @@ struct OpRecord {
 };
 
 // Milliseconds of each timed replay (iters values).
-std::vector<double> time_network(const CudaExecutor& ex, int batch, int warmup, int iters);
+std::vector<double> time_network(CudaExecutor& ex, int batch, int warmup, int iters);
 // One record per network op, in execution order.
 std::vector<OpRecord> profile_network(const CudaExecutor& ex, int batch, int warmup, int iters);
 
