@@ -1,0 +1,69 @@
+// src/backends/cuda/launch.cuh - the network kernels' launch, with programmatic dependent launch (PDL).
+//
+// With PDL (compute capability 9.0 and up) a kernel may be launched while the kernel before it in
+// its stream is still running: its blocks take the SM slots that the earlier kernel's last wave
+// leaves free and wait at pdl_begin() until that kernel has finished and its writes are visible. That
+// hides the launch gap and the tail of every kernel in a chain of small ones (batch 1). In a CUDA
+// graph captured from such launches the edges become programmatic edges.
+//
+// The rule that keeps this correct: a kernel launched by launch_kernel() calls pdl_begin() before
+// it reads or writes any activation. pdl_begin() lets the next kernel launch (once every block of
+// this one has started) and then waits for the previous one. Where a kernel is not launched with the
+// attribute (PDL off, an older GPU) both instructions do nothing.
+//
+// YOLO12_CUDA_PDL=0 turns the attribute off (for comparison); the default is on where the device
+// supports it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+#include "common.cuh"
+
+namespace yolo12::cuda {
+
+__device__ __forceinline__ void pdl_begin() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Launches on this thread go without the attribute while a PdlOff is alive (the per-op profiler,
+// which puts an event between every two kernels).
+inline thread_local int pdl_off_depth = 0;
+struct PdlOff {
+  PdlOff() { ++pdl_off_depth; }
+  ~PdlOff() { --pdl_off_depth; }
+  PdlOff(const PdlOff&) = delete;
+  PdlOff& operator=(const PdlOff&) = delete;
+};
+
+inline bool pdl_enabled() {
+  static const bool env_on = [] {
+    const char* env = std::getenv("YOLO12_CUDA_PDL");
+    return !(env && std::strcmp(env, "0") == 0);
+  }();
+  return env_on && pdl_off_depth == 0 && device_info().cc_major >= 9;
+}
+
+// kernel<<<grid, block, smem, stream>>>(params), with the PDL attribute where pdl_enabled().
+template <typename P>
+void launch_kernel(void (*kernel)(P), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream, const P& params) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  YOLO12_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, params));
+}
+
+}  // namespace yolo12::cuda
