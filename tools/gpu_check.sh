@@ -19,7 +19,7 @@
 #          PERF_VARIANTS (the defaults, and the newest variants off one group at a time); yolo12-bench
 #          fp16 at batch 1 and 32 on yolo12n and yolo12s (PERF_SCALES; the peer's random weights,
 #          `bench/torch_peer.py save`) under each setting of PERF_BENCH_VARIANTS (default: the defaults,
-#          one stream, no programmatic launches, neither); then, in the time left,
+#          one stream, programmatic launches on); then, in the time left,
 #          compute-sanitizer memcheck and racecheck on the new kernels' test cases ([narrow], [dwtiled]:
 #          one process each), memcheck on the roofline probes and on test_preprocess.
 #   cli    only the carried CLI step (no build): .carry/cli/yolo12-infer, made elsewhere by
@@ -343,7 +343,7 @@ if [ "$mode" = perf ]; then
   for sc in ${scales//,/ }; do
     y12=$models/yolo12${sc}_peer.y12
     [ -f "$y12" ] || { note "yolo12-bench yolo12$sc: skipped (no $(basename "$y12"))"; continue; }
-    for pv in ${PERF_BENCH_VARIANTS:-default serial:YOLO12_CUDA_STREAMS=1 nopdl:YOLO12_CUDA_PDL=0 neither:YOLO12_CUDA_STREAMS=1+YOLO12_CUDA_PDL=0}; do
+    for pv in ${PERF_BENCH_VARIANTS:-default serial:YOLO12_CUDA_STREAMS=1 pdl:YOLO12_CUDA_PDL=1}; do
       variant_env "$pv"
       "${envv[@]}" timeout 90 "$build/yolo12-bench" "$y12" --batch 1,32 --precision fp16 --iters 100 \
         --json "$out/bench_yolo12${sc}_$name.json" > "$out/bench_yolo12${sc}_$name.log" 2>&1 || note "yolo12-bench yolo12$sc ($name) FAILED"

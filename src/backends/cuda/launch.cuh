@@ -11,8 +11,9 @@
 // this one has started) and then waits for the previous one. Where a kernel is not launched with the
 // attribute (PDL off, an older GPU) both instructions do nothing.
 //
-// YOLO12_CUDA_PDL=0 turns the attribute off (for comparison); the default is on where the device
-// supports it.
+// Off by default: on the H200 (2026-12-01, tools/gpu_check.sh perf) it made yolo12n 2-3 % slower at
+// batch 1 and 32, with or without the multi-stream schedule (docs/benchmarks-gpu.md, "Fifth
+// session"). YOLO12_CUDA_PDL=1 turns it on, where the device supports it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -45,7 +46,7 @@ struct PdlOff {
 inline bool pdl_enabled() {
   static const bool env_on = [] {
     const char* env = std::getenv("YOLO12_CUDA_PDL");
-    return !(env && std::strcmp(env, "0") == 0);
+    return env && std::strcmp(env, "1") == 0;
   }();
   return env_on && pdl_off_depth == 0 && device_info().cc_major >= 9;
 }
