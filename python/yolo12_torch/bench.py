@@ -293,12 +293,14 @@ def random_batch(b, nc, seed=0):
     return {k: v.to(DEV) for k, v in cpu.items()}
 
 
-def run_train(rep, scales, batch, compile_scales, iters, deadline):
+def run_train(rep, scales, batch, compile_scales, iters, deadline, only=None):
     for scale in scales:
         variants = [("unpatched eager", False, False, False), ("unpatched eager channels_last", False, True, False),
                     ("patched eager", True, True, False)]
         if scale in compile_scales:
             variants += [("unpatched compile", False, True, True), ("patched compile", True, True, True)]
+        if only:  # entries "name" or "scale:name", "_" for a space
+            variants = [v for v in variants if v[0] in only or "%s:%s" % (scale, v[0]) in only]
         for name, patched, cl, comp in variants:
             if time.time() > deadline:
                 rep.note("train: out of time before yolo12%s %s" % (scale, name))
@@ -337,6 +339,7 @@ def main():
     ap.add_argument("--train-batch", type=int, default=32)
     ap.add_argument("--compile", default="n", help="scales also trained under torch.compile ('none': none)")
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--variants", default="", help="training variants to run: comma-separated 'name' or 'scale:name', '_' for a space (default: all)")
     ap.add_argument("--budget", type=float, default=300, help="seconds; what is left when they run out is skipped")
     a = ap.parse_args()
     if not torch.cuda.is_available() or not yt.with_cuda:
@@ -346,7 +349,8 @@ def main():
     deadline = START + a.budget
     scales, what = a.scales.split(","), a.what.split(",")
     if "train" in what:  # the training step first: it is the headline figure
-        run_train(rep, scales, a.train_batch, a.compile.split(","), 10, deadline)
+        run_train(rep, scales, a.train_batch, a.compile.split(","), 10, deadline,
+                  [v.strip().replace("_", " ") for v in a.variants.split(",") if v.strip()] or None)
     if "ops" in what:
         run_ops(rep, scales, [int(b) for b in a.batches.split(",")], a.iters, deadline)
     rep.note("total %.0f s" % (time.time() - START))

@@ -8,6 +8,7 @@
 #   3. the Python tests named by TESTS (default gpu: tests/python/test_torch_gpu.py; "gpu ops patch"
 #      adds the CPU tests that CI runs)
 #   4. the benchmarks (bench.py: training steps, then the per-op shapes) in the time that is left
+#      (BENCH_COMPILE: the scales also trained under torch.compile; BENCH_ARGS: more bench.py options)
 # Every step runs whatever the earlier ones gave (a failed build makes the tests fail at their import,
 # which their logs say) under its own timeout, cut to the time left. Results go to $OUT (default
 # ./out/torch_gpu_check): summary.json and summary.txt (every step's exit code and seconds, rewritten
@@ -66,7 +67,7 @@ record "build (CUDA)" $rc $(( $(date +%s) - s )) "$(python3 -c 'import torch; pr
 [ $rc -ne 0 ] && tail -30 "$out/build.log"
 
 export YOLO12_TORCH_REQUIRED=1  # a test that cannot import the package fails, it does not skip
-for t in ${TESTS:-gpu}; do
+for t in ${TESTS-gpu}; do  # TESTS="": none
   s=$(date +%s)
   timeout "$(limit "${TEST_TIMEOUT:-240}" 90)" python3 "tests/python/test_torch_$t.py" > "$out/test_$t.log" 2>&1
   rc=$?
@@ -78,7 +79,7 @@ s=$(date +%s)
 budget=$(( deadline - s - 30 ))  # bench.py stops starting rows at its budget; 30 s to finish one
 [ "$budget" -lt 30 ] && budget=30
 timeout $(( budget + 25 )) python3 "$here/bench.py" --out "$out" --budget "${BENCH_BUDGET:-$budget}" \
-  --compile "${BENCH_COMPILE:-n}" > "$out/bench.log" 2>&1
+  --compile "${BENCH_COMPILE:-n}" ${BENCH_ARGS:-} > "$out/bench.log" 2>&1
 rc=$?
 record bench $rc $(( $(date +%s) - s )) "$(tail -1 "$out/bench.log")"
 [ -f "$out/bench.md" ] && cat "$out/bench.md"
