@@ -2,13 +2,17 @@
 // several devices through the public API (yolo12/devices.hpp), the way the CLI spreads batches.
 //
 //   yolo12-multi-bench MODEL.y12 [--devices 0 --devices 0,1 ...] [--batch 32] [--half]
-//                      [--image 1280x720] [--seconds 5] [--warmup 2] [--json out.json]
+//                      [--image 1280x720] [--seconds 5] [--warmup 2] [--input host|pinned|device]
+//                      [--json out.json]
 //
 // For each device list: a DetectorPool, one worker thread per entry, each calling detect() on
 // batches of `batch` synthetic BGR frames (random pixels, a fresh set per worker) as fast as it
 // can, for --seconds after --warmup seconds. Reported: images/s over all workers (host wall time,
 // everything detect() does included: packing, H2D, letterbox, network, NMS, D2H) and the scaling
-// factor against the first list. Public API only.
+// factor against the first list. Public API only, but for --input pinned / device (CUDA builds), where
+// the frames are put in page-locked host memory or in device memory of the worker's GPU with the CUDA
+// runtime first (as a decoder that hands over pinned or GPU frames would), which detect() then reads
+// without the host copy (docs/api.md, "Images in pinned or device memory").
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -20,6 +24,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#if YOLO12_MULTI_BENCH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "yolo12/devices.hpp"
 #include "yolo12/yolo12.hpp"
@@ -33,13 +41,14 @@ struct Args {
   bool half = false;
   int width = 1280, height = 720;
   double seconds = 5, warmup = 2;
+  std::string input = "host";
   std::string json;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "error: %s\nusage: yolo12-multi-bench MODEL.y12 [--devices LIST]... [--batch N] [--half] "
-               "[--image WxH] [--seconds S] [--warmup S] [--json FILE]\n",
+               "[--image WxH] [--seconds S] [--warmup S] [--input host|pinned|device] [--json FILE]\n",
                why);
   std::exit(2);
 }
@@ -61,6 +70,7 @@ Args parse(int argc, char** argv) {
     } else if (k == "--seconds") a.seconds = std::atof(value().c_str());
     else if (k == "--warmup") a.warmup = std::atof(value().c_str());
     else if (k == "--json") a.json = value();
+    else if (k == "--input") a.input = value();
     else if (!k.empty() && k[0] == '-') usage(("unknown option " + k).c_str());
     else if (a.model.empty()) a.model = k;
     else usage("one model only");
@@ -68,6 +78,10 @@ Args parse(int argc, char** argv) {
   if (a.model.empty()) usage("no model");
   if (a.lists.empty()) a.lists = {"0"};
   if (a.batch < 1 || a.width < 1 || a.height < 1 || a.seconds <= 0 || a.warmup < 0) usage("impossible value");
+  if (a.input != "host" && a.input != "pinned" && a.input != "device") usage("--input is host, pinned or device");
+#if !YOLO12_MULTI_BENCH_CUDA
+  if (a.input != "host") usage("--input pinned / device need a CUDA build");
+#endif
   return a;
 }
 
@@ -90,6 +104,35 @@ Row run(const Args& a, const std::string& list) {
     std::mt19937 rng(static_cast<unsigned>(w + 1));
     for (auto& p : pixels[w]) p = static_cast<std::uint8_t>(rng() & 0xff);
   }
+  // Where the frames live: each worker's pixels as generated (host), or copied once into pinned or
+  // device memory (of the worker's own device) before the clock starts.
+  std::vector<const std::uint8_t*> frames(n, nullptr);
+  std::vector<void*> owned(n, nullptr);
+  for (std::size_t w = 0; w < n; ++w) frames[w] = pixels[w].data();
+#if YOLO12_MULTI_BENCH_CUDA
+  struct Release {
+    std::vector<void*>& p;
+    bool device;
+    ~Release() {
+      for (void* q : p)
+        if (q) device ? cudaFree(q) : cudaFreeHost(q);
+    }
+  } release{owned, a.input == "device"};
+  for (std::size_t w = 0; w < n && a.input != "host"; ++w) {
+    const std::size_t bytes = pixels[w].size();
+    if (a.input == "pinned") {
+      if (cudaMallocHost(&owned[w], bytes) != cudaSuccess) throw yolo12::Error("cudaMallocHost failed");
+      std::memcpy(owned[w], pixels[w].data(), bytes);
+    } else {
+      const std::string dev = pool[w].device_name();  // "cuda:N"
+      if (dev.rfind("cuda:", 0) != 0) throw yolo12::Error("--input device needs CUDA entries, got " + dev);
+      if (cudaSetDevice(std::atoi(dev.c_str() + 5)) != cudaSuccess || cudaMalloc(&owned[w], bytes) != cudaSuccess ||
+          cudaMemcpy(owned[w], pixels[w].data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+        throw yolo12::Error("cannot put the frames in the memory of " + dev);
+    }
+    frames[w] = static_cast<const std::uint8_t*>(owned[w]);
+  }
+#endif
   std::atomic<bool> measuring{false}, stop{false};
   std::vector<long long> batches(n, 0);
   std::vector<std::thread> threads;
@@ -97,7 +140,7 @@ Row run(const Args& a, const std::string& list) {
     threads.emplace_back([&, w] {
       std::vector<yolo12::ImageView> views;
       for (int b = 0; b < a.batch; ++b)
-        views.push_back({pixels[w].data() + frame * b, a.width, a.height, static_cast<std::size_t>(a.width) * 3,
+        views.push_back({frames[w] + frame * b, a.width, a.height, static_cast<std::size_t>(a.width) * 3,
                          yolo12::PixelFormat::BGR8});
       while (!stop.load()) {
         pool[w].detect(views);
@@ -132,9 +175,9 @@ int main(int argc, char** argv) {
     for (const std::string& list : a.lists) {
       rows.push_back(run(a, list));
       const Row& r = rows.back();
-      std::printf("devices %-12s workers %zu  batch %d %s %dx%d: %9.1f img/s end to end (%.2f ms per batch per worker)"
+      std::printf("devices %-12s workers %zu  batch %d %s %dx%d %s: %9.1f img/s end to end (%.2f ms per batch per worker)"
                   "  scaling %.2fx\n",
-                  r.devices.c_str(), r.workers, a.batch, a.half ? "fp16" : "fp32", a.width, a.height, r.images_per_s,
+                  r.devices.c_str(), r.workers, a.batch, a.half ? "fp16" : "fp32", a.width, a.height, a.input.c_str(), r.images_per_s,
                   r.ms_per_batch, rows.front().images_per_s > 0 ? r.images_per_s / rows.front().images_per_s : 0.0);
       std::fflush(stdout);
     }
@@ -145,7 +188,8 @@ int main(int argc, char** argv) {
   if (!a.json.empty()) {
     std::ofstream f(a.json);
     f << "{\"model\": \"" << a.model << "\", \"batch\": " << a.batch << ", \"precision\": \""
-      << (a.half ? "fp16" : "fp32") << "\", \"image\": [" << a.width << ", " << a.height << "], \"rows\": [";
+      << (a.half ? "fp16" : "fp32") << "\", \"image\": [" << a.width << ", " << a.height << "], \"input\": \""
+      << a.input << "\", \"rows\": [";
     for (std::size_t i = 0; i < rows.size(); ++i)
       f << (i ? ", " : "") << "{\"devices\": \"" << rows[i].devices << "\", \"workers\": " << rows[i].workers
         << ", \"images_per_s\": " << rows[i].images_per_s << ", \"scaling\": "

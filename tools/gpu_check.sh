@@ -119,7 +119,8 @@ for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu tests/ops/test_*.cu; do [ -f "
 targets=(yolo12)
 case "$mode" in
   all|test) targets+=("${gpu_tests[@]}") ;;
-  perf) if [ "${PERF_ALL_TESTS:-0}" = 1 ]; then targets+=("${gpu_tests[@]}"); else targets+=(test_conv test_preprocess test_roofline); fi ;;
+  perf) if [ -n "${PERF_TESTS:-}" ]; then targets+=($PERF_TESTS)  # only these GPU tests
+        elif [ "${PERF_ALL_TESTS:-0}" = 1 ]; then targets+=("${gpu_tests[@]}"); else targets+=(test_conv test_preprocess test_roofline); fi ;;
 esac
 [ -f bench/bench.cpp ] && targets+=(yolo12-bench)
 [ "$mode" = perf ] && [ -f bench/multi_device_bench.cpp ] && targets+=(yolo12-multi-bench)
@@ -356,11 +357,15 @@ if [ "$mode" = perf ]; then
   if [ -x "$build/yolo12-multi-bench" ]; then
     for sc in ${scales//,/ }; do
       y12=$models/yolo12${sc}_peer.y12
+      [ -f "$y12" ] || [ "$sc" != n ] || y12=$models/yolo12n_rand.y12  # the fixture's yolo12n, if no peer weights
       [ -f "$y12" ] || continue
       margs=(); for l in ${PERF_MULTI_DEVICES:-0 0,0}; do margs+=(--devices "$l"); done
-      timeout 60 "$build/yolo12-multi-bench" "$y12" "${margs[@]}" --batch 32 --half --seconds 4 --warmup 2 \
-        --json "$out/multi_yolo12${sc}.json" > "$out/multi_yolo12${sc}.log" 2>&1 || note "yolo12-multi-bench yolo12$sc FAILED"
-      note "multi yolo12$sc: $(tail -n 4 "$out/multi_yolo12${sc}.log" | tr -s ' ' | tr '\n' ';' | cut -c1-200)"
+      for inp in ${PERF_MULTI_INPUTS:-host}; do  # where the frames are: host, pinned, device
+        sfx=$([ "$inp" = host ] || echo "_$inp")
+        timeout 60 "$build/yolo12-multi-bench" "$y12" "${margs[@]}" --batch 32 --half --seconds 4 --warmup 2 --input "$inp" \
+          --json "$out/multi_yolo12${sc}${sfx}.json" > "$out/multi_yolo12${sc}${sfx}.log" 2>&1 || note "yolo12-multi-bench yolo12$sc ($inp) FAILED"
+        note "multi yolo12$sc ($inp): $(tail -n 4 "$out/multi_yolo12${sc}${sfx}.log" | tr -s ' ' | tr '\n' ';' | cut -c1-200)"
+      done
     done
   fi
   if [ -n "${baseline_pid:-}" ]; then

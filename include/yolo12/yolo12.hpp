@@ -35,8 +35,11 @@ enum class Device { Auto, Cpu, Cuda };
 enum class Precision { Fp32, Fp16 };
 enum class PixelFormat { BGR8, RGB8, BGRA8, RGBA8, GRAY8 };
 
-// A non-owning view of an 8-bit image in host memory. pitch is the distance in bytes between the
-// starts of two rows (>= width * channels). The pixels must stay valid during the detect() call.
+// A non-owning view of an 8-bit image. pitch is the distance in bytes between the starts of two rows
+// (>= width * channels). The pixels must stay valid during the detect() call. On the CUDA backend they
+// may also be in page-locked host memory (cudaMallocHost / cudaHostRegister: copied to the GPU
+// straight from there) or in device memory of the detector's GPU (read in place, no copy); the CPU
+// backend needs host memory (docs/api.md, "Images in pinned or device memory").
 struct ImageView {
   const std::uint8_t* data = nullptr;
   int width = 0;

@@ -15,10 +15,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include <cuda_runtime.h>
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
@@ -335,6 +337,81 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
   }
   std::printf("[real] %d model/image/mode combinations compared\n", compared);
   CHECK(compared > 0);
+}
+
+TEST_CASE("CUDA backend: images in pinned and device memory give the host image's detections bit for bit",
+          "[gpu][model]") {
+  // The first fixture model that is there (random or real weights); conf 0.001 so that the lists are
+  // long whatever the weights.
+  std::string model;
+  for (const auto& fx : read_json(test::test_data_dir() + "/fixtures.json")) {
+    const std::string m = fixture_model(fx);
+    if (!m.empty() && test::file_exists(m)) {
+      model = m;
+      break;
+    }
+  }
+  if (model.empty()) {
+    WARN("SKIPPED: no fixture model exported (tools/gpu_check.sh exports them)");
+    return;
+  }
+  INFO("model " << model);
+  // Three different 1280x720 BGR frames (smooth gradients plus noise), rows padded to a wider pitch.
+  const int W = 1280, H = 720;
+  const std::size_t pitch = W * 3 + 64, bytes = pitch * H;
+  std::vector<std::vector<std::uint8_t>> host(3, std::vector<std::uint8_t>(bytes, 0));
+  unsigned state = 12345;
+  for (int k = 0; k < 3; ++k)
+    for (int y = 0; y < H; ++y)
+      for (int x = 0; x < W * 3; ++x) {
+        state = state * 1664525u + 1013904223u;
+        host[k][y * pitch + x] = static_cast<std::uint8_t>((x * (k + 1) / 7 + y * (3 - k) / 5 + (state >> 27)) & 0xff);
+      }
+  auto view = [&](const std::uint8_t* p) { return ImageView{p, W, H, pitch, PixelFormat::BGR8}; };
+  DetectorOptions o;
+  o.device = Device::Cuda;
+  o.max_batch = 3;
+  o.conf = 0.001f;
+  for (Precision prec : {Precision::Fp32, Precision::Fp16}) {
+    o.precision = prec;
+    Detector det(model, o);
+    const std::vector<Result> want = det.detect({view(host[0].data()), view(host[1].data()), view(host[2].data())});
+    REQUIRE(want.size() == 3);
+    for (const Result& r : want) REQUIRE(!r.detections.empty());
+
+    std::uint8_t* pinned = nullptr;
+    std::uint8_t* device = nullptr;
+    REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&pinned), bytes) == cudaSuccess);
+    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&device), bytes) == cudaSuccess);
+    std::memcpy(pinned, host[0].data(), bytes);
+    REQUIRE(cudaMemcpy(device, host[1].data(), bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    // Mixed in one batch, and each alone.
+    std::vector<Result> got;
+    try {
+      got = det.detect({view(pinned), view(device), view(host[2].data())});
+      got.push_back(det.detect(view(device)));
+      got.push_back(det.detect(view(pinned)));
+    } catch (...) {
+      cudaFreeHost(pinned);
+      cudaFree(device);
+      throw;
+    }
+    cudaFreeHost(pinned);
+    cudaFree(device);
+    const int expect[5] = {0, 1, 2, 1, 0};
+    for (int i = 0; i < 5; ++i) {
+      INFO("result " << i << (prec == Precision::Fp16 ? " fp16" : " fp32"));
+      const auto& a = got[static_cast<std::size_t>(i)].detections;
+      const auto& b = want[static_cast<std::size_t>(expect[i])].detections;
+      REQUIRE(a.size() == b.size());
+      for (std::size_t d = 0; d < a.size(); ++d) {
+        REQUIRE(a[d].class_id == b[d].class_id);
+        REQUIRE(a[d].score == b[d].score);
+        REQUIRE((a[d].box.x1 == b[d].box.x1 && a[d].box.y1 == b[d].box.y1 && a[d].box.x2 == b[d].box.x2 &&
+                 a[d].box.y2 == b[d].box.y2));
+      }
+    }
+  }
 }
 
 TEST_CASE("CUDA backend: options and inputs it refuses", "[gpu][model]") {

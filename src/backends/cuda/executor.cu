@@ -119,7 +119,8 @@ class ExecutorImpl final : public CudaExecutor {
   std::unique_ptr<DetectHead<T>> head_;
   PinnedBuffer staging_host_;
   DeviceBuffer staging_dev_;
-  std::size_t staged_bytes_ = 0;
+  std::size_t staged_bytes_ = 0;              // the packed part of the block (the graph's staging copy)
+  std::vector<PinnedCopy> pinned_copies_;     // images in page-locked memory, copied before the graph
   DeviceBuffer raw_in_, raw_out_;  // the parity path's buffers, made on its first use
   std::vector<GraphSlot> graphs_;  // index batch - 1
   cudaEvent_t ev_[4] = {};
@@ -199,6 +200,7 @@ class ExecutorImpl final : public CudaExecutor {
     GraphSlot& slot = graph_for(r.batch);
     YOLO12_CUDA_CHECK(cudaGraphExecMemcpyNodeSetParams1D(slot.exec, slot.h2d, staging_dev_.get(), staging_host_.get(),
                                                          staged_bytes_, cudaMemcpyHostToDevice));
+    copy_pinned_images();
     YOLO12_CUDA_CHECK(cudaGraphLaunch(slot.exec, stream_));
     YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (r.device_times) {
@@ -233,7 +235,29 @@ class ExecutorImpl final : public CudaExecutor {
       staging_host_ = PinnedBuffer(cap);
       staging_dev_ = DeviceBuffer(cap);
     }
-    staged_bytes_ = preprocess_stage(images, geometry, staging_host_.get());
+    std::vector<PixelSource> sources(images.size());
+    bool all_pack = true;
+    for (std::size_t i = 0; i < images.size(); ++i) {
+      sources[i] = locate_pixels(images[i], weights_->device);
+      all_pack = all_pack && sources[i] == PixelSource::Pack;
+    }
+    pinned_copies_.clear();
+    if (all_pack) {
+      staged_bytes_ = preprocess_stage(images, geometry, staging_host_.get());
+    } else {
+      StagedBatch staged = preprocess_stage(images, geometry, sources, staging_host_.get(), nullptr);
+      staged_bytes_ = staged.packed_bytes;
+      pinned_copies_ = std::move(staged.pinned);
+    }
+  }
+
+  // The rows of the images in page-locked memory, straight from it into the device block, before the
+  // graph (whose staging copy covers only the packed part) runs on the same stream.
+  void copy_pinned_images() {
+    for (const PinnedCopy& c : pinned_copies_)
+      YOLO12_CUDA_CHECK(cudaMemcpy2DAsync(staging_dev_.as<unsigned char>() + c.dst_offset, c.row_bytes, c.src,
+                                          c.src_pitch, c.row_bytes, static_cast<std::size_t>(c.rows),
+                                          cudaMemcpyHostToDevice, stream_));
   }
 
   void enqueue_preprocess(int batch) {

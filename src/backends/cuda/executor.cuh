@@ -19,7 +19,8 @@
 // ModelError naming the op, never halfway through an inference.
 //
 // run() with images (fused preprocess + NMS): the images are packed into pinned staging memory on the
-// host; then ONE CUDA graph (per batch size, captured on first use) does H2D of the block, letterbox,
+// host (those already in page-locked memory are copied to the device straight from it, those in device
+// memory are read in place: preprocess.cuh); then ONE CUDA graph (per batch size, captured on first use) does H2D of the block, letterbox,
 // the network, decode, NMS and the D2H of the kept boxes and their counts; the host waits once, at the
 // end. Nothing is allocated and nothing synchronises inside. The H2D node's size is patched per call
 // (images differ in size). run() with a float tensor: the parity path (fp32 NCHW tensor in, raw head

@@ -74,8 +74,10 @@ __global__ void letterbox_kernel(PreprocessParams<T> p) {
   int rgb[3] = {114, 114, 114};
   const int dx = x - im.left, dy = y - im.top;
   if (dx >= 0 && dx < im.new_w && dy >= 0 && dy < im.new_h) {
-    const unsigned char* src = p.block + im.pixels;  // (src_h, src_w * bpp)
-    const long long row_bytes = static_cast<long long>(im.src_w) * im.bpp;
+    // (src_h, row_bytes): packed in the block, or the caller's device memory read in place
+    const unsigned char* src = im.src ? reinterpret_cast<const unsigned char*>(im.src) : p.block + im.pixels;
+    const long long row_bytes =
+        im.src ? static_cast<long long>(im.src_pitch) : static_cast<long long>(im.src_w) * im.bpp;
     if (im.identity) {
       const unsigned char* px = src + dy * row_bytes + static_cast<long long>(dx) * im.bpp;
 #pragma unroll
@@ -127,7 +129,35 @@ std::size_t preprocess_stage(const std::vector<ImageView>& images,
 
 std::size_t preprocess_stage(const std::vector<ImageView>& images,
                              const std::vector<pre::LetterboxParams>& geometry, void* block, cpu::ThreadPool* pool) {
+  return preprocess_stage(images, geometry, std::vector<PixelSource>(images.size(), PixelSource::Pack), block, pool)
+      .packed_bytes;
+}
+
+PixelSource locate_pixels(const ImageView& im, int device) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, im.data) != cudaSuccess) {
+    (void)cudaGetLastError();  // not a pointer the runtime knows: ordinary host memory
+    return PixelSource::Pack;
+  }
+  switch (a.type) {
+    case cudaMemoryTypeDevice:
+      if (a.device != device)
+        throw InputError("image pixels are in the memory of CUDA device " + std::to_string(a.device) +
+                         "; this detector runs on device " + std::to_string(device));
+      return PixelSource::Device;
+    case cudaMemoryTypeManaged:
+      return PixelSource::Device;
+    case cudaMemoryTypeHost:
+      return PixelSource::Pinned;
+    default:
+      return PixelSource::Pack;
+  }
+}
+
+StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
+                             const std::vector<PixelSource>& sources, void* block, cpu::ThreadPool* pool) {
   if (images.size() != geometry.size()) throw InputError("preprocess: one letterbox geometry per image is needed");
+  if (images.size() != sources.size()) throw InputError("preprocess: one pixel source per image is needed");
   for (std::size_t i = 0; i < images.size(); ++i) check_geometry(images[i], geometry[i], i);
   unsigned char* base = static_cast<unsigned char*>(block);
   auto* headers = reinterpret_cast<PreprocessImage*>(base);
@@ -177,12 +207,28 @@ std::size_t preprocess_stage(const std::vector<ImageView>& images,
   };
   std::vector<RowsTask> tasks;
   for (std::size_t i = 0; i < images.size(); ++i) {
+    if (sources[i] != PixelSource::Pack) continue;
     const ImageView& im = images[i];
     const std::size_t row = static_cast<std::size_t>(im.width) * headers[i].bpp;
     headers[i].pixels = off;
     const int rows_per_task = static_cast<int>(std::max<std::size_t>(1, kTaskBytes / row));
     for (int y = 0; y < im.height; y += rows_per_task) tasks.push_back({i, y, std::min(im.height, y + rows_per_task)});
     off = align_up(off + row * im.height, 256);
+  }
+  StagedBatch staged;
+  staged.packed_bytes = off;
+  // Pinned images after the packed part (copied by the caller), device ones read in place.
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    const ImageView& im = images[i];
+    const std::size_t row = static_cast<std::size_t>(im.width) * headers[i].bpp;
+    if (sources[i] == PixelSource::Pinned) {
+      headers[i].pixels = off;
+      staged.pinned.push_back({off, im.data, im.pitch, row, im.height});
+      off = align_up(off + row * im.height, 256);
+    } else if (sources[i] == PixelSource::Device) {
+      headers[i].src = reinterpret_cast<unsigned long long>(im.data);
+      headers[i].src_pitch = im.pitch;
+    }
   }
   const auto copy_rows = [&](std::ptrdiff_t t, int /*worker*/) {
     const RowsTask& task = tasks[static_cast<std::size_t>(t)];
@@ -202,7 +248,7 @@ std::size_t preprocess_stage(const std::vector<ImageView>& images,
   } else {
     for (std::ptrdiff_t t = 0; t < n; ++t) copy_rows(t, 0);
   }
-  return off;
+  return staged;
 }
 
 template <typename T>

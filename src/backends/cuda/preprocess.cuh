@@ -6,6 +6,10 @@
 // preprocess_stage() fills it on the host: the geometry of each image, the integer resize taps from
 // pre::resize_taps_x / _y (the same numbers the CPU uses, cached per size), and the pixel rows packed
 // densely (pitch = width * bytes per pixel, each image 256-byte aligned).
+// Images whose pixels are already in page-locked or device memory skip the host copy (locate_pixels):
+// a pinned image's rows go by one cudaMemcpy2DAsync from the caller's memory into the device block,
+// after the packed part; a device image (on the executor's device, or managed) is read in place by
+// the kernel through the address its header carries.
 // preprocess_letterbox() then runs one thread per output pixel: inside the resized area it blends the
 // four source pixels with pre::resize_blend_x / _y (the CPU's own integer arithmetic), outside it is
 // the pad value 114; channels are reordered to RGB (GRAY8 replicated), divided by 255 (true IEEE
@@ -31,6 +35,8 @@ namespace yolo12::cuda {
 // Per image, inside the staging block. Offsets are bytes from the start of the block.
 struct PreprocessImage {
   unsigned long long pixels = 0;  // offset of the packed pixels (src_h rows of src_w * bpp bytes)
+  unsigned long long src = 0;     // device address of the pixels when read in place (0: at `pixels`)
+  unsigned long long src_pitch = 0;  // bytes per row at `src`
   unsigned long long taps_x = 0;  // offset of new_w ResizeTap
   unsigned long long taps_y = 0;  // offset of new_h ResizeTap
   int src_w = 0, src_h = 0, bpp = 3;
@@ -60,6 +66,31 @@ std::size_t preprocess_stage(const std::vector<ImageView>& images,
 // byte for byte.
 std::size_t preprocess_stage(const std::vector<ImageView>& images,
                              const std::vector<pre::LetterboxParams>& geometry, void* block, cpu::ThreadPool* pool);
+
+// Where an image's pixels are, for the staging.
+enum class PixelSource {
+  Pack,    // pageable host memory: packed into the block on the host (then one copy with the block)
+  Pinned,  // page-locked host memory: one cudaMemcpy2DAsync from it into the device block
+  Device,  // memory of the executor's device (or managed memory): read in place by the kernel
+};
+// Asks the CUDA runtime what `im.data` points to. Throws InputError for memory of another device.
+PixelSource locate_pixels(const ImageView& im, int device);
+
+// A pinned image's rows, for the caller to copy into the device block before the letterbox runs.
+struct PinnedCopy {
+  std::size_t dst_offset = 0;  // into the device block
+  const void* src = nullptr;
+  std::size_t src_pitch = 0, row_bytes = 0;
+  int rows = 0;
+};
+struct StagedBatch {
+  std::size_t packed_bytes = 0;   // [0, packed_bytes) of the host block goes to the device block as is
+  std::vector<PinnedCopy> pinned;  // then these, after it
+};
+// preprocess_stage with the pixels of each image where `sources` says (one per image): Pack images as
+// above, Pinned ones placed after the packed part (their copies returned), Device ones not in the block.
+StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
+                             const std::vector<PixelSource>& sources, void* block, cpu::ThreadPool* pool);
 
 template <typename T>
 void preprocess_letterbox(const PreprocessParams<T>& p, cudaStream_t stream);
