@@ -39,7 +39,8 @@ enum class PixelFormat { BGR8, RGB8, BGRA8, RGBA8, GRAY8 };
 // (>= width * channels). The pixels must stay valid during the detect() call. On the CUDA backend they
 // may also be in page-locked host memory (cudaMallocHost / cudaHostRegister: copied to the GPU
 // straight from there) or in device memory of the detector's GPU (read in place, no copy); the CPU
-// backend needs host memory (docs/api.md, "Images in pinned or device memory").
+// backend needs host memory and refuses device memory with an InputError (docs/api.md, "Images in
+// pinned or device memory").
 struct ImageView {
   const std::uint8_t* data = nullptr;
   int width = 0;

@@ -10,5 +10,7 @@ std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const model::ModelFil
 
 bool cuda_device_available() { return false; }
 
+bool in_cuda_device_memory(const void*) { return false; }
+
 }  // namespace yolo12
 #endif

@@ -88,5 +88,8 @@ std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const model::ModelFil
                                            Precision precision, int input_h, int input_w);
 // True when this build has the CUDA backend and at least one CUDA device is visible.
 bool cuda_device_available();
+// True when `p` points into CUDA device memory (not host-readable); false without a CUDA device.
+// A CPU detector refuses such images instead of reading them (docs/api.md).
+bool in_cuda_device_memory(const void* p);
 
 }  // namespace yolo12

@@ -91,7 +91,7 @@ Pipeline::Pipeline(std::shared_ptr<const model::ModelFile> model, const Detector
       backend_(std::move(backend)),
       cache_(*backend_, executor_config(options_)) {
   // The configured shape now, so a bad model or size fails when the detector is made.
-  cache_.get(options_.input_height, options_.input_width);
+  host_images_only_ = !cache_.get(options_.input_height, options_.input_width).caps().fused_preprocess;
 }
 
 std::unique_ptr<Pipeline> Pipeline::clone() const {
@@ -113,6 +113,9 @@ std::vector<Result> Pipeline::detect(const std::vector<ImageView>& images) {
     } catch (const InputError& e) {
       throw InputError("image " + std::to_string(i) + ": " + e.what());
     }
+    if (host_images_only_ && in_cuda_device_memory(images[i].data))
+      throw InputError("image " + std::to_string(i) + ": its pixels are in CUDA device memory, which the " +
+                       backend_->device_name() + " backend cannot read; use a CUDA detector or copy the image to the host");
     geometry[i] = pre::letterbox_params(images[i].width, images[i].height, options_.input_height,
                                         options_.input_width, options_.rect, max_stride_);
   }

@@ -70,6 +70,7 @@ class Pipeline {
   int max_stride_ = 32;
   std::unique_ptr<Backend> backend_;
   ExecutorCache cache_;
+  bool host_images_only_ = true;  // the executor reads pixels on the host (no fused preprocess)
   // Host buffers of the stages the executor does not fuse.
   std::vector<float> input_;  // (batch, 3, H, W) letterboxed images
   std::vector<float> raw_;    // (batch, C, A) raw head output

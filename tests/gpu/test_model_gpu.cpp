@@ -415,6 +415,21 @@ TEST_CASE("CUDA backend: images in pinned and device memory give the host image'
       }
     }
   }
+  // A CPU detector cannot read device memory: a clear InputError, and it still works afterwards.
+  DetectorOptions oc;
+  oc.device = Device::Cpu;
+  Detector cpu(model, oc);
+  std::uint8_t* device = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&device), bytes) == cudaSuccess);
+  bool refused = false;
+  try {
+    cpu.detect(view(device));
+  } catch (const InputError& e) {
+    refused = std::string(e.what()).find("CUDA device memory") != std::string::npos;
+  }
+  cudaFree(device);
+  CHECK(refused);
+  CHECK(cpu.detect(view(host[0].data())).image_width == W);
 }
 
 TEST_CASE("CUDA backend: options and inputs it refuses", "[gpu][model]") {

@@ -52,6 +52,17 @@ bool cuda_device_available() {
   return count > 0;
 }
 
+bool in_cuda_device_memory(const void* p) {
+  static const bool any_device = cuda_device_available();  // no runtime calls per image without a GPU
+  if (!any_device || !p) return false;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice;
+}
+
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const model::ModelFile> model, int device,
                                            Precision precision, int input_h, int input_w) {
   int count = 0;
