@@ -791,23 +791,31 @@ yolo12::graph::ArenaLayout own_bytes(const std::vector<std::size_t>& size) {
   return layout;
 }
 
+// The ops each op directly follows in the schedule: the previous op of its stream and its waits.
+std::vector<std::vector<int>> predecessors(const yolo12::graph::Schedule& s) {
+  std::vector<std::vector<int>> preds(s.stream.size());
+  std::vector<int> last(static_cast<std::size_t>(s.streams), -1);
+  for (std::size_t j = 0; j < preds.size(); ++j) {
+    preds[j] = s.waits[j];
+    int& prev = last[static_cast<std::size_t>(s.stream[j])];
+    if (prev >= 0) preds[j].push_back(prev);
+    prev = static_cast<int>(j);
+  }
+  return preds;
+}
+
 // reach[j][i]: op i is ordered before op j by stream order and waits, computed here from the
 // schedule's edges alone (not from its clocks).
 std::vector<std::vector<char>> reachability(const yolo12::graph::Schedule& s) {
-  const std::size_t n = s.stream.size(), words = (n + 63) / 64;
+  const std::vector<std::vector<int>> preds = predecessors(s);
+  const std::size_t n = preds.size(), words = (n + 63) / 64;
   std::vector<std::vector<std::uint64_t>> bits(n, std::vector<std::uint64_t>(words, 0));
-  std::vector<int> last(static_cast<std::size_t>(s.streams), -1);
-  for (std::size_t j = 0; j < n; ++j) {
-    std::vector<int> preds = s.waits[j];
-    const int prev = last[static_cast<std::size_t>(s.stream[j])];
-    if (prev >= 0) preds.push_back(prev);
-    for (int p : preds) {
+  for (std::size_t j = 0; j < n; ++j)
+    for (int p : preds[j]) {
       const auto up = static_cast<std::size_t>(p);
       bits[j][up / 64] |= std::uint64_t{1} << (up % 64);
       for (std::size_t k = 0; k < words; ++k) bits[j][k] |= bits[up][k];
     }
-    last[static_cast<std::size_t>(s.stream[j])] = static_cast<int>(j);
-  }
   std::vector<std::vector<char>> reach(n, std::vector<char>(n, 0));
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t i = 0; i < n; ++i) reach[j][i] = static_cast<char>((bits[j][i / 64] >> (i % 64)) & 1);
@@ -816,14 +824,11 @@ std::vector<std::vector<char>> reachability(const yolo12::graph::Schedule& s) {
 
 // Ops on the longest chain of edges (the critical path in op counts).
 int critical_path(const yolo12::graph::Schedule& s) {
-  const std::size_t n = s.stream.size();
-  std::vector<int> depth(n, 1), last(static_cast<std::size_t>(s.streams), -1);
+  const std::vector<std::vector<int>> preds = predecessors(s);
+  std::vector<int> depth(preds.size(), 1);
   int best = 0;
-  for (std::size_t j = 0; j < n; ++j) {
-    std::vector<int> preds = s.waits[j];
-    if (last[static_cast<std::size_t>(s.stream[j])] >= 0) preds.push_back(last[static_cast<std::size_t>(s.stream[j])]);
-    for (int p : preds) depth[j] = std::max(depth[j], depth[static_cast<std::size_t>(p)] + 1);
-    last[static_cast<std::size_t>(s.stream[j])] = static_cast<int>(j);
+  for (std::size_t j = 0; j < preds.size(); ++j) {
+    for (int p : preds[j]) depth[j] = std::max(depth[j], depth[static_cast<std::size_t>(p)] + 1);
     best = std::max(best, depth[j]);
   }
   return best;

@@ -10,6 +10,7 @@
 #include "executor.cuh"
 #include "graph/graph.hpp"
 #include "model/model_file.hpp"
+#include "preprocess.cuh"
 
 namespace yolo12 {
 namespace {
@@ -54,13 +55,8 @@ bool cuda_device_available() {
 
 bool in_cuda_device_memory(const void* p) {
   static const bool any_device = cuda_device_available();  // no runtime calls per image without a GPU
-  if (!any_device || !p) return false;
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return a.type == cudaMemoryTypeDevice;
+  cudaPointerAttributes a;
+  return any_device && p && cuda::pointer_attributes(p, a) && a.type == cudaMemoryTypeDevice;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const model::ModelFile> model, int device,

@@ -236,19 +236,10 @@ class ExecutorImpl final : public CudaExecutor {
       staging_dev_ = DeviceBuffer(cap);
     }
     std::vector<PixelSource> sources(images.size());
-    bool all_pack = true;
-    for (std::size_t i = 0; i < images.size(); ++i) {
-      sources[i] = locate_pixels(images[i], weights_->device);
-      all_pack = all_pack && sources[i] == PixelSource::Pack;
-    }
-    pinned_copies_.clear();
-    if (all_pack) {
-      staged_bytes_ = preprocess_stage(images, geometry, staging_host_.get());
-    } else {
-      StagedBatch staged = preprocess_stage(images, geometry, sources, staging_host_.get(), nullptr);
-      staged_bytes_ = staged.packed_bytes;
-      pinned_copies_ = std::move(staged.pinned);
-    }
+    for (std::size_t i = 0; i < images.size(); ++i) sources[i] = locate_pixels(images[i], weights_->device);
+    StagedBatch staged = preprocess_stage(images, geometry, sources, staging_host_.get());
+    staged_bytes_ = staged.packed_bytes;
+    pinned_copies_ = std::move(staged.pinned);
   }
 
   // The rows of the images in page-locked memory, straight from it into the device block, before the

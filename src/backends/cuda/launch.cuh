@@ -11,9 +11,9 @@
 // this one has started) and then waits for the previous one. Where a kernel is not launched with the
 // attribute (PDL off, an older GPU) both instructions do nothing.
 //
-// Off by default: on the H200 (2026-12-01, tools/gpu_check.sh perf) it made yolo12n 2-3 % slower at
-// batch 1 and 32, with or without the multi-stream schedule (docs/benchmarks-gpu.md, "Fifth
-// session"). YOLO12_CUDA_PDL=1 turns it on, where the device supports it.
+// Off by default: on the H200 (2026-12-01, tools/gpu_check.sh perf) it was 0.3-2.4 % slower in seven
+// of eight cases (yolo12n and yolo12s, batch 1 and 32, one and four streams; docs/benchmarks-gpu.md,
+// "Fifth session"). YOLO12_CUDA_PDL=1 turns it on, where the device supports it.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -115,16 +115,23 @@ std::size_t preprocess_staging_bytes(const std::vector<ImageView>& images,
   return bytes;
 }
 
+StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
+                             const std::vector<PixelSource>& sources, void* block) {
+  std::size_t packed = 0;  // the pixels this thread (or the pool) copies
+  for (std::size_t i = 0; i < images.size() && i < sources.size(); ++i)
+    if (sources[i] == PixelSource::Pack)
+      packed += static_cast<std::size_t>(images[i].width) * images[i].height * pre::bytes_per_pixel(images[i].format);
+  if (packed >= kParallelBytes) {
+    std::unique_lock<std::mutex> lock(staging_pool_mutex(), std::try_to_lock);
+    if (lock.owns_lock()) return preprocess_stage(images, geometry, sources, block, &staging_pool());
+  }
+  return preprocess_stage(images, geometry, sources, block, nullptr);
+}
+
 std::size_t preprocess_stage(const std::vector<ImageView>& images,
                              const std::vector<pre::LetterboxParams>& geometry, void* block) {
-  std::size_t pixel_bytes = 0;
-  for (const auto& im : images)
-    pixel_bytes += static_cast<std::size_t>(im.width) * im.height * pre::bytes_per_pixel(im.format);
-  if (pixel_bytes >= kParallelBytes) {
-    std::unique_lock<std::mutex> lock(staging_pool_mutex(), std::try_to_lock);
-    if (lock.owns_lock()) return preprocess_stage(images, geometry, block, &staging_pool());
-  }
-  return preprocess_stage(images, geometry, block, nullptr);
+  return preprocess_stage(images, geometry, std::vector<PixelSource>(images.size(), PixelSource::Pack), block)
+      .packed_bytes;
 }
 
 std::size_t preprocess_stage(const std::vector<ImageView>& images,
@@ -133,12 +140,16 @@ std::size_t preprocess_stage(const std::vector<ImageView>& images,
       .packed_bytes;
 }
 
+bool pointer_attributes(const void* p, cudaPointerAttributes& a) {
+  a = cudaPointerAttributes{};
+  if (cudaPointerGetAttributes(&a, p) == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return false;
+}
+
 PixelSource locate_pixels(const ImageView& im, int device) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, im.data) != cudaSuccess) {
-    (void)cudaGetLastError();  // not a pointer the runtime knows: ordinary host memory
-    return PixelSource::Pack;
-  }
+  cudaPointerAttributes a;
+  if (!pointer_attributes(im.data, a)) return PixelSource::Pack;
   switch (a.type) {
     case cudaMemoryTypeDevice:
       if (a.device != device)

@@ -73,7 +73,11 @@ enum class PixelSource {
   Pinned,  // page-locked host memory: one cudaMemcpy2DAsync from it into the device block
   Device,  // memory of the executor's device (or managed memory): read in place by the kernel
 };
-// Asks the CUDA runtime what `im.data` points to. Throws InputError for memory of another device.
+// What the CUDA runtime knows of `p` (cudaPointerGetAttributes); false, and its error cleared, for a
+// pointer it does not know (ordinary host memory). The one place pointers are asked about: also
+// behind in_cuda_device_memory (core/executor.hpp), the CPU detector's check.
+bool pointer_attributes(const void* p, cudaPointerAttributes& a);
+// Where `im.data` is, from pointer_attributes. Throws InputError for memory of another device.
 PixelSource locate_pixels(const ImageView& im, int device);
 
 // A pinned image's rows, for the caller to copy into the device block before the letterbox runs.
@@ -89,6 +93,9 @@ struct StagedBatch {
 };
 // preprocess_stage with the pixels of each image where `sources` says (one per image): Pack images as
 // above, Pinned ones placed after the packed part (their copies returned), Device ones not in the block.
+// The Pack images' rows go through the staging pool as above; the overload with `pool` as above too.
+StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
+                             const std::vector<PixelSource>& sources, void* block);
 StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
                              const std::vector<PixelSource>& sources, void* block, cpu::ThreadPool* pool);
 
