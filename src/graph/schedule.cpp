@@ -76,11 +76,11 @@ Schedule schedule_ops(const Graph& g, const ArenaLayout& layout, int max_streams
   int used = 0;
   for (int j = 0; j < n; ++j) {
     const auto uj = static_cast<std::size_t>(j);
-    // Every earlier op j must come after (brute force: a few hundred ops).
+    // The earlier ops that op j must come after (brute force: a few hundred ops).
     std::vector<int> deps;
     for (int i = j - 1; i >= 0; --i)
       if (conflict(g, layout, acc[static_cast<std::size_t>(i)], acc[uj])) deps.push_back(i);  // newest first
-    // Known order from the dependencies alone: ordered(t, j) for t = a stream's tail?
+    // What the dependencies alone already order before j: per stream, the latest such op.
     std::vector<int> known(S, -1);
     for (int d : deps) {
       const std::vector<int>& c = s.clock[static_cast<std::size_t>(d)];
