@@ -93,6 +93,7 @@ yolo12::DetectorOptions check_options(const CliOptions& opt, std::vector<yolo12:
   d.precision = opt.half ? yolo12::Precision::Fp16 : yolo12::Precision::Fp32;
   d.max_batch = opt.batch;
   d.cpu_threads = opt.threads;
+  d.tune_kernels = opt.tune;
   return d;
 }
 
@@ -222,6 +223,7 @@ int run(int argc, char** argv) {
   CLI::Option* classes_option = app.add_option("--classes", classes_text, "Keep only these class ids (e.g. --classes 0 2 5)")->type_name("ID...");
   app.add_flag("--agnostic-nms", opt.agnostic_nms, "Class-agnostic NMS");
   app.add_flag("--half", opt.half, "FP16 inference (CUDA only; the CPU runs FP32)");
+  app.add_flag("--tune", opt.tune, "With --half on CUDA: time each conv's kernels on this GPU first and keep the fastest");
   app.add_option("--batch", opt.batch, "Images per detect() call")->capture_default_str();
   app.add_option("--threads", opt.threads, "CPU backend threads (0: all cores)")->capture_default_str();
   app.add_option("--vid-stride", opt.vid_stride, "Detect every Nth video frame (all frames are still saved)")

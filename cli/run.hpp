@@ -39,6 +39,7 @@ struct CliOptions {
   std::vector<int> classes;
   bool agnostic_nms = false;
   bool half = false;
+  bool tune = false;  // time the conv kernels on this GPU before the first batch (DetectorOptions::tune_kernels)
   int batch = 1;
   int vid_stride = 1;
   int threads = 0;  // CPU backend threads; 0 = all cores

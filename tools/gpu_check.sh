@@ -20,8 +20,8 @@
 #          fp16 at batch 1 and 32 on yolo12n and yolo12s (PERF_SCALES; the peer's random weights,
 #          `bench/torch_peer.py save`) under each setting of PERF_BENCH_VARIANTS (default: the defaults,
 #          one stream, programmatic launches on); then, in the time left,
-#          compute-sanitizer memcheck and racecheck on the new kernels' test cases ([narrow], [dwtiled]:
-#          one process each), memcheck on the roofline probes and on test_preprocess.
+#          compute-sanitizer memcheck and racecheck on the new kernels' test cases (the tags of PERF_SAN_TAGS,
+#          default "narrow dwtiled": one process each), memcheck on the roofline probes and on test_preprocess.
 #   cli    only the carried CLI step (no build): .carry/cli/yolo12-infer, made elsewhere by
 #          tools/dev/build_cli_static.sh, on the shared images with the real YOLO11n and YOLOv8n on the
 #          CPU, on CUDA and on CUDA in FP16, compared by tools/dev/compare_detections.py (`test` and
@@ -385,12 +385,21 @@ if [ "$mode" = perf ]; then
       note "baseline: build FAILED (see baseline_build.log)"
     fi
   fi
+  # PERF_NCU=1: Nsight Compute's counters for the first PERF_NCU_COUNT (default 16) kernels of yolo12n fp16
+  # at batch 32 (the letterbox, then the network's ops in order on one stream), into ncu_yolo12n_b32.txt.
+  if [ "${PERF_NCU:-0}" = 1 ] && command -v ncu > /dev/null && [ -f "$models/yolo12n_rand.y12" ]; then
+    YOLO12_CUDA_STREAMS=1 timeout "${PERF_NCU_TIMEOUT:-200}" ncu --clock-control none --launch-count "${PERF_NCU_COUNT:-16}" \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+      --section WarpStateStats "$build/yolo12-bench" "$models/yolo12n_rand.y12" --batch 32 --precision fp16 --iters 2 \
+      --warmup 0 > "$out/ncu_yolo12n_b32.txt" 2>&1
+    note "ncu: rc=$? ($(grep -c 'GPU Speed Of Light' "$out/ncu_yolo12n_b32.txt") kernels, $((SECONDS - started)) s so far)"
+  fi
   left=$(time_left)
   if [ "$left" -lt 30 ]; then
     note "compute-sanitizer: skipped (only ${left} s of PERF_BUDGET left)"
   else
     SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-$left}
-    for tag in narrow dwtiled; do  # one process per kernel, so a slow one cannot leave the other unchecked
+    for tag in ${PERF_SAN_TAGS:-narrow dwtiled}; do  # one process per kernel, so a slow one cannot leave the other unchecked
       san_job memcheck test_conv "test_conv_$tag" "[$tag]~[host]"
       san_job racecheck test_conv "test_conv_$tag" "[$tag]~[host]"
     done

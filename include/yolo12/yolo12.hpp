@@ -68,6 +68,11 @@ struct DetectorOptions {
   bool agnostic_nms = false;
   std::vector<int> classes;  // keep only these class ids (empty: all)
   int cpu_threads = 0;       // CPU backend threads; 0 = hardware concurrency
+  // CUDA backend, fp16: before the first inference of each batch size, time every kernel and tile that
+  // can run each convolution, on this GPU, and keep the fastest (a fraction of a second per batch size
+  // for yolo12n; the choice is fixed from then on, so results stay deterministic). Off: the built-in
+  // rules choose. The environment variable YOLO12_CONV_TUNE=1 turns it on as well.
+  bool tune_kernels = false;
   // Memory guard: the Detector refuses (OptionError, naming the bytes) a model + input size +
   // max_batch whose planned host memory (model, weights, activations, input and output; computed
   // from the model's metadata before anything is allocated) exceeds this. Raise it to go beyond.

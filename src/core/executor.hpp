@@ -39,6 +39,8 @@ struct ExecutorConfig {
   int max_batch = 1;
   Precision precision = Precision::Fp32;  // honoured by the CUDA backend
   int cpu_threads = 0;                    // CPU backend: 0 = hardware concurrency
+  bool tune_kernels = false;              // CUDA backend, fp16: time each conv's kernels per batch (see
+                                          // DetectorOptions::tune_kernels)
   post::NmsParams nms;                    // for executors with fused_nms
 };
 

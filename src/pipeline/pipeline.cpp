@@ -59,6 +59,7 @@ ExecutorConfig executor_config(const DetectorOptions& o) {
   c.max_batch = o.max_batch;
   c.precision = o.precision;
   c.cpu_threads = o.cpu_threads;
+  c.tune_kernels = o.tune_kernels;
   c.nms.conf = o.conf;
   c.nms.iou = o.iou;
   c.nms.max_det = o.max_det;

@@ -153,7 +153,16 @@ struct DeviceBuf {
 // NarrowHost: the same kernel replayed on the CPU (emulate_narrow below; no GPU needed).
 // DwTiled: dwconv_tiled_f16 launched directly (fp16, aligned depthwise shapes of any size); DwTiledHost:
 // the same replayed on the CPU (emulate_dw_tiled).
-enum class Kernel { Forward, Naive, Narrow, NarrowHost, DwTiled, DwTiledHost };
+// Candidate: conv2d_forward with plan candidate_run.index of conv_candidates(p) (the kernel tuning's
+// choices), recording how many candidates p has and the plan's name.
+enum class Kernel { Forward, Naive, Narrow, NarrowHost, DwTiled, DwTiledHost, Candidate };
+
+struct CandidateRun {
+  std::size_t index = 0;  // in: which candidate
+  std::size_t count = 0;  // out: how many the params have
+  std::string name;       // out: conv_plan_detail of the one run
+};
+CandidateRun candidate_run;
 
 struct NarrowRun {
   yolo12::cuda::ConvPlan plan;
@@ -434,6 +443,12 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
     yolo12::cuda::conv2d_forward<T>(p, nullptr);
   } else if (kernel == Kernel::Naive) {
     yolo12::cuda::conv2d_forward_naive<T>(p, nullptr);
+  } else if (kernel == Kernel::Candidate) {
+    const std::vector<yolo12::cuda::ConvPlan> plans = yolo12::cuda::conv_candidates(p);
+    candidate_run.count = plans.size();
+    const yolo12::cuda::ConvPlan& plan = plans[std::min(candidate_run.index, plans.size() - 1)];
+    candidate_run.name = yolo12::cuda::conv_plan_detail(plan);
+    yolo12::cuda::conv2d_forward<T>(p, plan, nullptr);
   } else if constexpr (kHalf) {
     if (kernel == Kernel::DwTiled) yolo12::cuda::conv_detail::launch_dwconv_tiled_f16(p, nullptr);
     else yolo12::cuda::conv_detail::launch_conv2d_narrow_f16(p, narrow_run.plan, nullptr, narrow_run.max_grid);
@@ -488,7 +503,7 @@ void check_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   constexpr bool kHalf = std::is_same<T, __half>::value;
   static const char* const kNames[] = {"conv2d_forward ", "conv2d_forward_naive ", "conv2d_narrow_f16 ",
                                        "conv2d_narrow_f16 replayed on the CPU ", "dwconv_tiled_f16 ",
-                                       "dwconv_tiled_f16 replayed on the CPU "};
+                                       "dwconv_tiled_f16 replayed on the CPU ", "conv_candidates "};
   INFO((kHalf ? "fp16 " : "fp32 ") << kNames[static_cast<int>(kernel)] << describe(c) << " seed " << seed);
   REQUIRE(yolo12::cuda::conv_can_implement(c.s));
   const Result r = run_case<T>(c, seed, kernel);
@@ -568,9 +583,10 @@ TEST_CASE("fp16 split-K over a cluster: the plan splits small-M long-K convs, an
   const SplitCase cases[] = {
       {with(make_case(1, 20, 20, 256, 64, 3, 1, 1), true, true, 0, 0, 64, 0), 8, 64},   // K 36 tiles: 4-5 per rank
       {with(make_case(1, 20, 20, 64, 64, 3, 1, 1), false, true), 4, 64},                // 9 tiles: 2, 2, 2, 3
-      {with(make_case(1, 20, 20, 256, 128, 1, 1, 1), false, false, 0, 0, 0, 16), 2, 64}, // 1x1, two N tiles
+      {with(make_case(1, 20, 20, 256, 128, 1, 1, 1), false, false, 0, 0, 0, 16), 1, 64}, // 1x1, K 4 tiles: 64x32, no split
       {with(make_case(1, 13, 11, 128, 20, 3, 1, 1), true, false), 8, 128},              // 128x32 tile, 20 channels
-      {with(make_case(1, 40, 40, 32, 32, 3, 1, 1), false, true), 2, 128},               // yolo12n's 32->32 @40
+      {with(make_case(1, 40, 40, 32, 32, 3, 1, 1), false, true), 1, 64},                // yolo12n's 32->32 @40: 64x32
+      {with(make_case(1, 96, 96, 64, 64, 3, 1, 1), false, true), 2, 64},                // 144 blocks: 2 reach 2 per SM
       {with(make_case(1, 10, 10, 256, 128, 3, 1, 2), false, false), 8, 64},             // grouped
       {with(make_case(1, 9, 7, 61, 72, 3, 1, 1), true, true, 3, 0, 8, 0), 4, 64},       // scalar A gathers, odd slice
       {with(make_case(2, 7, 9, 96, 40, 3, 2, 1), false, false), 4, 64},                 // stride 2, batch 2: one tile, 14 K tiles
@@ -731,9 +747,11 @@ TEST_CASE("f16_plan takes conv2d_narrow_f16 where it is measured faster, and wha
     CHECK(static_cast<std::size_t>(plan.smem_bytes) <= yolo12::cuda::device_info().smem_per_block_optin);
   }
   // The three switches, one at a time: f16_narrow for the measured-faster convs, f16_narrow_wide for
-  // the rest of what the kernel takes, f16_narrow_stem for the small-c_in convs (else
-  // conv2d_direct_small_cin).
+  // the rest of what the kernel takes, f16_narrow_stem for the small-c_in convs (else conv2d_stem_f16,
+  // or with f16_stem off conv2d_direct_small_cin).
   cd::conv_variants() = cd::ConvVariants();
+  CHECK(std::string(label_of(expect[0].s, true)) == "stem_f16");
+  cd::conv_variants().f16_stem = false;
   CHECK(std::string(label_of(expect[0].s, true)) == "direct_small_cin");
   CHECK(std::string(label_of(expect[3].s, true)) == "narrow_f16 n8");
   CHECK(std::string(label_of(expect[2].s, true)).rfind("implicit_gemm_f16", 0) == 0);
@@ -828,9 +846,16 @@ TEST_CASE("conv2d_forward runs conv2d_narrow_f16 on large narrow convs (the stem
 
 // ---- dwconv_tiled_f16 ----------------------------------------------------------------------------------
 
-TEST_CASE("dwconv_tiled_f16 takes the depthwise convs of yolo12n at batch 32, not those at batch 1",
+TEST_CASE("dwconv_tiled_f16 takes the depthwise convs of yolo12n; without dw_tiled_small only large grids",
           "[conv][host][dwtiled]") {
+  // The defaults: every aligned depthwise conv of yolo12n, batch 1 and 32 (dw_tiled_small).
   cd::conv_variants() = cd::ConvVariants();
+  for (const int b : {1, 32})
+    for (const auto& s : {yolo_shape(b, 80, 80, 80, 3, 1, 80), yolo_shape(b, 40, 64, 64, 7, 1, 64),
+                          yolo_shape(b, 20, 128, 128, 7, 1, 128), yolo_shape(b, 20, 256, 256, 3, 1, 256)})
+      CHECK(plan_of(s, true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
+  // The fifth session's rule: only grids that fill the GPU.
+  cd::conv_variants().dw_tiled_small = false;
   for (const auto& s : {yolo_shape(32, 80, 80, 80, 3, 1, 80), yolo_shape(32, 80, 64, 64, 3, 1, 64),
                         yolo_shape(32, 40, 128, 128, 3, 1, 128), yolo_shape(32, 40, 64, 64, 7, 1, 64)}) {
     CHECK(plan_of(s, true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
@@ -936,6 +961,88 @@ struct VariantsSet {
   ~VariantsSet() { yolo12::cuda::conv_detail::conv_variants() = yolo12::cuda::conv_detail::ConvVariants(); }
 };
 }  // namespace
+
+// The tile rules of f16_tiles2 (implicit_gemm_plan2) on yolo12n's shapes, as tuning chose them on the H200.
+TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids with short K", "[conv][host][tune]") {
+  cd::conv_variants() = cd::ConvVariants();
+  struct Expect {
+    ConvShape s;
+    const char* plan;
+  };
+  const Expect expect[] = {
+      {yolo_shape(32, 80, 64, 64, 3, 1, 1), "implicit_gemm_f16 128x64x64 w8"},
+      {yolo_shape(32, 160, 48, 64, 1, 1, 1), "implicit_gemm_f16 128x64x64 w8"},
+      {yolo_shape(32, 80, 16, 32, 3, 1, 1), "implicit_gemm_f16 64x32x64 w4"},
+      {yolo_shape(32, 80, 64, 80, 1, 1, 1), "implicit_gemm_f16 128x32x64 w4"},
+      {yolo_shape(32, 20, 384, 256, 1, 1, 1), "implicit_gemm_f16 128x128x64 w8"},
+      {yolo_shape(32, 20, 128, 384, 1, 1, 1), "implicit_gemm_f16 128x64x64 w8"},
+      {yolo_shape(32, 20, 64, 64, 3, 1, 1), "implicit_gemm_f16 64x64x64 w4 split-K 2"},
+      {yolo_shape(1, 20, 128, 64, 1, 1, 1), "implicit_gemm_f16 64x32x64 w4"},
+      {yolo_shape(1, 40, 32, 32, 3, 1, 1), "implicit_gemm_f16 64x32x64 w4"},
+      {yolo_shape(1, 20, 64, 64, 3, 1, 1), "implicit_gemm_f16 64x64x64 w4 split-K 4"},
+      {yolo_shape(1, 20, 256, 64, 3, 1, 1), "implicit_gemm_f16 64x64x64 w4 split-K 8"},
+      {yolo_shape(1, 80, 64, 64, 3, 1, 1), "implicit_gemm_f16 64x64x64 w4 split-K 2"},
+  };
+  for (const Expect& e : expect) {
+    INFO(e.s.batch << " " << e.s.ho << "x" << e.s.wo << " " << e.s.c_in << "->" << e.s.c_out << " k" << e.s.k);
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(e.s)) == e.plan);
+  }
+  // Off: the fifth session's rules (128x64 on 4 warps at batch 32).
+  cd::conv_variants().f16_tiles2 = false;
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[0].s)) == "implicit_gemm_f16 128x64x64 w4");
+  cd::conv_variants() = cd::ConvVariants();
+}
+
+// Kernel tuning may pick any of conv_candidates: every one of them must compute the conv.
+TEST_CASE("every plan kernel tuning can choose matches the reference: all tiles, splits and kernels", "[conv][gpu][tune]") {
+  std::vector<Case> cases;
+  for (const Case& c : fixed_cases()) {
+    const ConvShape& s = c.s;
+    const double macs = 1.0 * s.batch * s.ho * s.wo * s.c_out * (s.c_in / s.groups) * s.k * s.k;
+    if (macs <= 4e7) cases.push_back(c);  // the double reference runs once per candidate
+  }
+  // yolo12-like shapes, large enough for every tile (M >= 256) and for split-K at small M.
+  cases.push_back(with_options(make_case(2, 40, 40, 64, 64, 3, 1, 1), true, true, true));
+  cases.push_back(with_options(make_case(2, 40, 40, 48, 64, 1, 1, 1), false, false, true));
+  cases.push_back(with_options(make_case(2, 20, 20, 128, 256, 1, 1, 1), false, true, true));
+  cases.push_back(with_options(make_case(1, 20, 20, 256, 64, 3, 1, 1), true, false, true));
+  cases.push_back(with_options(make_case(2, 40, 40, 32, 16, 3, 1, 1), false, true, true));
+  cases.push_back(with_options(make_case(1, 64, 64, 3, 16, 3, 2, 1), false, false, true));     // the stem
+  cases.push_back(with_options(make_case(2, 20, 20, 64, 64, 7, 1, 64), false, true, false));   // depthwise
+  cases.push_back(with_options(make_case(1, 130, 132, 16, 16, 3, 1, 1), false, true, true));   // narrow: 134 tiles
+  std::set<std::string> names;
+  std::uint64_t seed = 9000;
+  for (const Case& c : cases) {
+    candidate_run.index = 0;
+    do {
+      check_case<__half>(c, seed++, Kernel::Candidate);
+      names.insert(candidate_run.name);
+    } while (++candidate_run.index < candidate_run.count);
+    // Shapes of at least 256 rows have several (tiny ones may have only the plan conv_select gives).
+    if (!yolo12::cuda::conv_detail::is_depthwise(c.s) && c.s.batch * c.s.ho * c.s.wo >= 256) CHECK(candidate_run.count > 1);
+  }
+  // Every block tile and split, and the other kernels, were among them.
+  for (const char* name : {"implicit_gemm_f16 128x32x64 w4", "implicit_gemm_f16 128x32x32 w4",
+                           "implicit_gemm_f16 64x64x64 w4", "implicit_gemm_f16 64x64x32 w4",
+                           "implicit_gemm_f16 128x64x64 w4", "implicit_gemm_f16 128x64x32 w4",
+                           "implicit_gemm_f16 128x128x64 w8", "implicit_gemm_f16 128x128x32 w8",
+                           "implicit_gemm_f16 64x32x64 w4", "implicit_gemm_f16 64x128x64 w4",
+                           "implicit_gemm_f16 128x64x64 w8", "implicit_gemm_f16 256x64x64 w8",
+                           "implicit_gemm_f16 256x32x64 w8", "implicit_gemm_f16 64x64x64 w4 split-K 2",
+                           "implicit_gemm_f16 64x64x64 w4 split-K 4", "implicit_gemm_f16 64x64x64 w4 split-K 8",
+                           "implicit_gemm_f16 128x32x64 w4 split-K 2", "direct_small_cin", "stem_f16", "depthwise",
+                           "depthwise tiled_f16"}) {
+    INFO(name);
+    CHECK(names.count(name) == 1);
+  }
+  bool narrow = false;
+  for (const std::string& n : names) narrow = narrow || n.rfind("narrow_f16", 0) == 0;
+  CHECK(narrow);
+  // fp32 has the one kernel.
+  ConvParams<float> f32;
+  static_cast<ConvShape&>(f32) = cases.front().s;
+  CHECK(yolo12::cuda::conv_candidates(f32).size() == 1);
+}
 
 TEST_CASE("conv2d_forward with the variants off (BK 32, several depthwise outputs per thread) matches the reference",
           "[conv][gpu][variants]") {

@@ -341,8 +341,6 @@ std::string to_v2(std::string bytes) {
   return bytes;
 }
 
-std::string header_of(const nlohmann::json& h, const std::string& data) { return serialize_raw(h.dump(), data); }
-
 // A JSON text: `depth` nested arrays around a 1.
 std::string nested(int depth) { return std::string(depth, '[') + "1" + std::string(depth, ']'); }
 
@@ -543,12 +541,12 @@ TEST_CASE("class names and the scale are short printable text", "[model][limits]
   // Found by the hostile corpus: these loaded, and a name's newline went into label lines as is.
   const Parts good = split(serialize(tiny_model()));
   const std::string expect_names = "names: expected names of 1 to 256 bytes without control characters";
-  for (const std::string bad : {std::string(""), std::string("a\nb"), std::string("x\x1b[2J"), std::string(300, 'x')}) {
+  for (const std::string& bad : {std::string(""), std::string("a\nb"), std::string("x\x1b[2J"), std::string(300, 'x')}) {
     Parts p = good;
     p.header["names"][0] = bad;
     CHECK(contains(load_error(join(p)), expect_names));
   }
-  for (const std::string bad : {std::string("n\n"), std::string(17, 'x'), std::string("\x7f")}) {
+  for (const std::string& bad : {std::string("n\n"), std::string(17, 'x'), std::string("\x7f")}) {
     Parts p = good;
     p.header["scale"] = bad;
     CHECK(contains(load_error(join(p)), "scale: expected a string of at most 16 bytes without control characters"));

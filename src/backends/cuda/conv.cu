@@ -13,6 +13,7 @@
 //   fp16, f16_plan() says narrow_f16         -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
 //                                               short K, many pixels (f16_narrow; wider and longer convs
 //                                               with f16_narrow_wide, the stem with f16_narrow_stem)
+//   fp16, c_in <= 4, c_out 8..64 (the stem)  -> conv2d_stem_f16          (conv_stem.cu, variant f16_stem)
 //   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
 //   everything else, fp16                    -> conv2d_implicit_gemm_f16 (conv_implicit_gemm.cu), split-K
 //                                               where f16_plan() says so
@@ -22,12 +23,15 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <type_traits>
 
 #include "common.cuh"
 #include "conv_detail.cuh"
+#include "conv_stem.cuh"
 #include "ops.cuh"
 #include "launch.cuh"
 
@@ -96,7 +100,7 @@ namespace conv_detail {
 ConvVariants parse_conv_variants(const char* list) {
   ConvVariants v;
   v.f16_bk64 = v.dw_one_output = v.f16_split_k = v.f16_narrow = v.f16_narrow_wide = v.f16_narrow_stem =
-      v.dw_tiled_f16 = false;
+      v.dw_tiled_f16 = v.f16_fit_smem = v.f16_tiles2 = v.dw_tiled_small = v.f16_stem = false;
   const std::string s = list ? list : "";
   std::size_t begin = 0;
   while (begin <= s.size()) {
@@ -110,6 +114,10 @@ ConvVariants parse_conv_variants(const char* list) {
     else if (name == "f16_narrow_wide") v.f16_narrow_wide = true;
     else if (name == "f16_narrow_stem") v.f16_narrow_stem = true;
     else if (name == "dw_tiled_f16") v.dw_tiled_f16 = true;
+    else if (name == "f16_fit_smem") v.f16_fit_smem = true;
+    else if (name == "f16_tiles2") v.f16_tiles2 = true;
+    else if (name == "dw_tiled_small") v.dw_tiled_small = true;
+    else if (name == "f16_stem") v.f16_stem = true;
     begin = end + 1;
   }
   return v;
@@ -204,6 +212,10 @@ ConvPlan conv_select(const ConvParams<T>& p) {
     // narrow_f16 (the small-c_in convs too, under their own variant) or implicit_gemm_f16
     const ConvPlan f16 = conv_detail::f16_plan(p);
     if (f16.algorithm == ConvAlgorithm::narrow_f16 || !small_cin) return f16;
+    if (conv_detail::conv_variants().f16_stem && conv_detail::conv2d_stem_f16_supports(p)) {
+      plan.algorithm = ConvAlgorithm::stem_f16;
+      return plan;
+    }
   }
   plan.algorithm = small_cin ? ConvAlgorithm::direct_small_cin : ConvAlgorithm::implicit_gemm_f32;
   return plan;
@@ -217,6 +229,7 @@ std::string conv_plan_name(const ConvPlan& plan) {
     case ConvAlgorithm::dwconv_direct: return "depthwise";
     case ConvAlgorithm::dwconv_tiled_f16: return "depthwise tiled_f16";
     case ConvAlgorithm::direct_small_cin: return "direct_small_cin";
+    case ConvAlgorithm::stem_f16: return "stem_f16";
     case ConvAlgorithm::narrow_f16: return "narrow_f16 n" + std::to_string(plan.bn);
     case ConvAlgorithm::implicit_gemm_f32: return "implicit_gemm_f32";
     case ConvAlgorithm::implicit_gemm_f16:
@@ -225,19 +238,39 @@ std::string conv_plan_name(const ConvPlan& plan) {
   return "?";
 }
 
+std::string conv_plan_detail(const ConvPlan& plan) {
+  std::string name = conv_plan_name(plan);
+  if (plan.algorithm == ConvAlgorithm::implicit_gemm_f16) {
+    name = "implicit_gemm_f16 " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + "x" +
+           std::to_string(plan.bk) + " w" + std::to_string(plan.warps);
+    if (plan.split > 1) name += " split-K " + std::to_string(plan.split);
+  } else if (plan.algorithm == ConvAlgorithm::narrow_f16) {
+    name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages);
+  }
+  return name;
+}
+
 template <typename T>
 void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream) {
-  const ConvPlan plan = conv_select(p);
+  conv2d_forward(p, conv_select(p), stream);
+}
+template void conv2d_forward<float>(const ConvParams<float>&, cudaStream_t);
+template void conv2d_forward<__half>(const ConvParams<__half>&, cudaStream_t);
+
+template <typename T>
+void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t stream) {
   switch (plan.algorithm) {
     case ConvAlgorithm::direct_naive: conv_detail::launch_conv2d_direct_naive(p, stream); break;
     case ConvAlgorithm::dwconv_direct: conv_detail::launch_dwconv_direct(p, stream); break;
     case ConvAlgorithm::direct_small_cin: conv_detail::launch_conv2d_direct_small_cin(p, stream); break;
+    case ConvAlgorithm::stem_f16:
     case ConvAlgorithm::dwconv_tiled_f16:
     case ConvAlgorithm::narrow_f16:
     case ConvAlgorithm::implicit_gemm_f16:
     case ConvAlgorithm::implicit_gemm_f32:
       if constexpr (std::is_same_v<T, __half>) {
-        if (plan.algorithm == ConvAlgorithm::dwconv_tiled_f16) conv_detail::launch_dwconv_tiled_f16(p, stream);
+        if (plan.algorithm == ConvAlgorithm::stem_f16) conv_detail::launch_conv2d_stem_f16(p, stream);
+        else if (plan.algorithm == ConvAlgorithm::dwconv_tiled_f16) conv_detail::launch_dwconv_tiled_f16(p, stream);
         else if (plan.algorithm == ConvAlgorithm::narrow_f16) conv_detail::launch_conv2d_narrow_f16(p, plan, stream);
         else conv_detail::launch_conv2d_implicit_gemm_f16(p, plan, stream);
       } else {
@@ -246,8 +279,8 @@ void conv2d_forward(const ConvParams<T>& p, cudaStream_t stream) {
       break;
   }
 }
-template void conv2d_forward<float>(const ConvParams<float>&, cudaStream_t);
-template void conv2d_forward<__half>(const ConvParams<__half>&, cudaStream_t);
+template void conv2d_forward<float>(const ConvParams<float>&, const ConvPlan&, cudaStream_t);
+template void conv2d_forward<__half>(const ConvParams<__half>&, const ConvPlan&, cudaStream_t);
 
 template <typename T>
 void conv2d_forward_naive(const ConvParams<T>& p, cudaStream_t stream) {
@@ -283,11 +316,23 @@ Step bind(const graph::ConvOp& op, const BindContext<T>& ctx) {
   const double in = 1.0 * s.h * s.w_in * s.c_in, out = 1.0 * s.ho * s.wo * s.c_out;
   const double macs_per_output = 1.0 * (s.c_in / s.groups) * s.k * s.k;
   Step step;
-  step.run = [p](int batch, cudaStream_t stream) {
+  // The plans step.tune chose, per batch (none: conv_select's). Shared by the two closures, owned by them.
+  auto tuned = std::make_shared<std::map<int, ConvPlan>>();
+  step.run = [p, tuned](int batch, cudaStream_t stream) {
     ConvParams<T> q = p;
     q.batch = batch;
-    conv2d_forward<T>(q, stream);
+    const auto it = tuned->find(batch);
+    if (it != tuned->end()) conv2d_forward<T>(q, it->second, stream);
+    else conv2d_forward<T>(q, stream);
   };
+  if (std::is_same_v<T, __half>)
+    step.tune = [p, tuned](int batch, cudaStream_t stream) {
+      ConvParams<T> q = p;
+      q.batch = batch;
+      const ConvPlan plan = conv_tune<T>(q, stream);
+      (*tuned)[batch] = plan;
+      return conv_plan_detail(plan);
+    };
   step.label = label.str();
   step.bytes_per_image = sizeof(T) * (in + out * (p.residual ? 2 : 1));
   step.weight_bytes = sizeof(T) * s.c_out * macs_per_output;

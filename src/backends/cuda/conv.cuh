@@ -68,13 +68,14 @@ enum class ConvAlgorithm {
   dwconv_direct,      // depthwise, conv_depthwise.cu
   dwconv_tiled_f16,   // depthwise, fp16, 16-byte views, grids that fill the GPU (variant dw_tiled_f16)
   direct_small_cin,   // the stem (c_in <= 4), conv_direct.cu
+  stem_f16,           // the stem in fp16 (c_in <= 4, c_out 8..64), conv_stem.cu (variant f16_stem)
   narrow_f16,         // fp16, few output channels, short K, many pixels (variants f16_narrow, f16_narrow_stem)
   implicit_gemm_f16,  // every other fp16 conv
   implicit_gemm_f32,  // every other fp32 conv
 };
 // The fp16 GEMM kernels' configuration (conv_detail::f16_plan), zero for the other algorithms:
-//   implicit_gemm_f16: block tile bm x bn, K tile bk, split = blocks of one cluster sharing an output
-//                      tile (each summing 1/split of K); stages and smem_bytes unused (fixed per tile).
+//   implicit_gemm_f16: block tile bm x bn on `warps` warps, K tile bk, split = blocks of one cluster
+//                      sharing an output tile (each summing 1/split of K); stages and smem_bytes unused.
 //   narrow_f16:        bm = 128 pixels per tile, bn = the N tile (all of c_out), bk = the whole K
 //                      (k*k*cin_pad rounded up to 16), stages = pipeline depth in pixel tiles,
 //                      smem_bytes = dynamic shared memory.
@@ -83,10 +84,30 @@ struct ConvPlan {
   int bm = 0, bn = 0, bk = 0;
   int split = 1;
   int stages = 0, smem_bytes = 0;
+  int warps = 0;
 };
 template <typename T>
 ConvPlan conv_select(const ConvParams<T>& p);
 // "implicit_gemm_f16 split-K 4", "narrow_f16 n32", "depthwise tiled_f16", "depthwise", ...
 std::string conv_plan_name(const ConvPlan& plan);
+// The name with the configuration: "implicit_gemm_f16 128x64x64 w8 split-K 2", "narrow_f16 n16 k144 s4".
+std::string conv_plan_detail(const ConvPlan& plan);
+
+// Kernel tuning (conv_tune.cu). Every plan conv2d_forward can run these params with: conv_select's first,
+// then, in fp16, the implicit GEMM's other tiles and splits (conv_detail::implicit_gemm_candidates),
+// conv2d_narrow_f16 where it takes the shape, and the stem kernels for c_in <= 4. fp32 has the one plan.
+// Each plan computes the same conv; each is deterministic, but split-K plans sum K in another order, so
+// fp16 results may differ between plans in the last bit.
+template <typename T>
+std::vector<ConvPlan> conv_candidates(const ConvParams<T>& p);
+// conv2d_forward with a given plan (one of conv_candidates(p)).
+template <typename T>
+void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t stream);
+// Times every candidate on p's own buffers (it overwrites p.y) and returns the fastest: per candidate
+// one warm-up launch, then the best of 3 runs of 5 launches between events (one run for a candidate
+// 1.5x slower than the fastest before it). conv_select's plan is kept
+// unless another is more than 3% faster. Synchronises the stream: never call it during capture.
+template <typename T>
+ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream);
 
 }  // namespace yolo12::cuda

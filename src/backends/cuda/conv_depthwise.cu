@@ -207,9 +207,14 @@ bool dwconv_direct_supports(const ConvShape& s) {
   return (s.k == 3 || s.k == 5 || s.k == 7) && (s.stride == 1 || s.stride == 2) && s.dilation == 1;
 }
 
+bool dwconv_tiled_f16_supports(const ConvParams<__half>& p) {
+  return is_depthwise(p) && dwconv_direct_supports(p) && dw_vec_views(p);
+}
+
 bool dwconv_tiled_f16_takes(const ConvParams<__half>& p) {
-  return conv_variants().dw_tiled_f16 && is_depthwise(p) && dwconv_direct_supports(p) && dw_vec_views(p) &&
-         dw_grid_fills_gpu(p, p.stride == 1 ? 4 : 2, 8);
+  const ConvVariants& v = conv_variants();
+  return v.dw_tiled_f16 && dwconv_tiled_f16_supports(p) &&
+         (v.dw_tiled_small || dw_grid_fills_gpu(p, p.stride == 1 ? 4 : 2, 8));
 }
 
 void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream) {

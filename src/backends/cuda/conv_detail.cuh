@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "common.cuh"
 #include "conv.cuh"
@@ -119,6 +120,12 @@ struct ConvVariants {
   bool f16_narrow_stem = false;   // ... and for the small-c_in convs (the stem), instead of
                                   // conv2d_direct_small_cin
   bool dw_tiled_f16 = true;       // fp16 depthwise over large grids: dwconv_tiled_f16 (input tile in shared memory)
+  bool f16_fit_smem = true;       // fp16 implicit GEMM: dynamic shared memory for the pipeline stages a block's
+                                  // K loop can fill (short K: fewer stages, more blocks per SM), not all 3-4
+  bool f16_tiles2 = true;         // fp16 implicit GEMM at BK 64: the sixth session's tile rules (8-warp tiles on
+                                  // large grids, 64x32 tiles for short K on small ones; implicit_gemm_plan)
+  bool dw_tiled_small = true;     // dwconv_tiled_f16 also where the grid does not fill the GPU (batch 1)
+  bool f16_stem = true;           // fp16 convs with c_in <= 4 (the stem): conv2d_stem_f16 where it takes them
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.
@@ -134,6 +141,9 @@ ConvVariants parse_conv_variants(const char* list);
 // the implicit_gemm_f16 plan (fields: ConvPlan, conv.cuh). conv_select (conv.cu) calls it; the launchers
 // run the plan they are given.
 ConvPlan f16_plan(const ConvShape& s);
+// Every implicit_gemm_f16 plan the kernel is instantiated for that suits s (its block tiles, K tiles
+// and split-K ranks, without tiles that would be mostly padding): the candidates conv_tune times.
+std::vector<ConvPlan> implicit_gemm_candidates(const ConvShape& s);
 // The narrow_f16 plan for s on a device with these facts, or a plan of another algorithm where
 // conv2d_narrow_f16 does not take it (the variants are not consulted: f16_plan does that).
 ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev);
@@ -146,6 +156,9 @@ template <typename T> void launch_dwconv_direct(const ConvParams<T>& p, cudaStre
 // Whether conv_select takes dwconv_tiled_f16 for p: variant on, depthwise, k 3/5/7, stride 1/2,
 // c % 8 == 0, 16-byte aligned views, and a grid that fills the GPU.
 bool dwconv_tiled_f16_takes(const ConvParams<__half>& p);
+// Whether launch_dwconv_tiled_f16 can run p at all: depthwise, dwconv_direct_supports, c % 8 == 0 and
+// 16-byte aligned views (what conv_tune may time it on).
+bool dwconv_tiled_f16_supports(const ConvParams<__half>& p);
 // dwconv_tiled_f16 itself (also called directly by the tests): any depthwise shape dwconv_direct_supports
 // with c % 8 == 0 and 16-byte aligned views.
 void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream);

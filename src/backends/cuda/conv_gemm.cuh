@@ -24,6 +24,8 @@ struct ImplicitGemmParams : ConvParams<T> {
   bool pair_out = false;  // the epilogue may store channel pairs (2-element aligned y / residual)
   bool vec_out = false;   // 16-byte stores of 16 bytes of channels (n_g, ldy, ldr multiples of 16 bytes, aligned)
   bool vec_a = false;     // 16-byte A loads: cin_g and ldx multiples of 16 bytes, x 16-byte aligned
+  int smem_stages = 0;    // conv2d_implicit_gemm_f16: the A / B pipeline stages its shared memory holds
+                          // (set by its launcher: at most STAGES, fewer for a short K loop)
 };
 
 template <typename T>

@@ -15,6 +15,7 @@
 // conv2d_implicit_gemm_f32: the same GEMM on the CUDA cores (FFMA, 4x4 outputs per thread), fp32
 //   exact (no tf32), with the next K tile prefetched into registers during the current one.
 #include <cstdint>
+#include <vector>
 
 #include <cooperative_groups.h>
 
@@ -88,8 +89,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   static_assert(BM % kARows == 0, "A tile rows must split evenly over the threads");
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __half* As = reinterpret_cast<__half*>(smem_raw);           // (STAGES, BM, kRowHalves)
-  __half* Bs = As + STAGES * BM * kRowHalves;                  // (STAGES, BN, kRowHalves)
+  // a.smem_stages <= STAGES stages: a K loop of fewer tiles than STAGES fills only the first ones.
+  __half* As = reinterpret_cast<__half*>(smem_raw);           // (smem_stages, BM, kRowHalves)
+  __half* Bs = As + a.smem_stages * BM * kRowHalves;           // (smem_stages, BN, kRowHalves)
 
   const int tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
@@ -317,9 +319,27 @@ void launch_with_smem(dim3 grid, dim3 block, int smem, const Args& a, cudaStream
   YOLO12_CUDA_CHECK(cudaLaunchKernelEx(&config, kKernel, a));
 }
 
+// The pipeline stages of one instantiation for a K loop of at most `k_tiles` tiles per block: the stages
+// that loop can fill (a stage index is tile % STAGES, so fewer tiles than STAGES touch only the first
+// k_tiles stages); all STAGES with fit_smem off. Its dynamic shared memory: those stages of A and B, and
+// at BK = 64 at least the staged fp32 C tile. 1x1 convs with K <= 64 (one tile) then take 37 instead of
+// 83 KiB at 128x64, so twice the blocks fit on an SM (registers allow four of 128 threads).
+template <int STAGES>
+int f16_tile_stages(int k_tiles, bool fit_smem) {
+  return fit_smem && k_tiles < STAGES ? (k_tiles > 1 ? k_tiles : 1) : STAGES;
+}
+template <int BM, int BN, int BK>
+int f16_tile_smem(int stages) {
+  constexpr int stage = (BM + BN) * smem_row_halves(BK) * static_cast<int>(sizeof(__half));
+  const int c_tile = BK == 64 ? BM * (BN + 8) * static_cast<int>(sizeof(float)) : 0;
+  return stages * stage > c_tile ? stages * stage : c_tile;
+}
+
 template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, int BK = kTileK, int SPLIT = 1>
-void launch_f16_tile(const ImplicitGemmParams<__half>& a, int groups, bool pointwise, bool vec_a, cudaStream_t stream) {
-  constexpr int smem = STAGES * (BM + BN) * smem_row_halves(BK) * static_cast<int>(sizeof(__half));
+void launch_f16_tile(const ImplicitGemmParams<__half>& params, int groups, bool pointwise, bool vec_a, cudaStream_t stream) {
+  ImplicitGemmParams<__half> a = params;
+  a.smem_stages = f16_tile_stages<STAGES>(ceil_div(ceil_div(a.k_pad, BK), SPLIT), conv_variants().f16_fit_smem);
+  const int smem = f16_tile_smem<BM, BN, BK>(a.smem_stages);
   const dim3 grid(ceil_div(a.m, BM) * SPLIT, ceil_div(a.n_g, BN), groups);
   const dim3 block(WARPS_M * WARPS_N * 32);
   if (pointwise && vec_a)
@@ -419,6 +439,53 @@ __global__ void __launch_bounds__(kF32Threads) conv2d_implicit_gemm_f32(const Im
 
 namespace {
 
+// The sixth session's rules (variant f16_tiles2), fitted to what kernel tuning chose for yolo12n and
+// yolo12s at batch 1 and 32 on the H200 (docs/kernels-conv.md, "Kernel tuning"). Large grid (128x64 tiles
+// fill the SMs at least once): 8-warp tiles, 128 x (32, 64 or 128) by the channels, 64x32 for 3x3 convs of
+// at most 32 channels; over 64 channels with a long K (over 4 tiles: yolo12m..x's wide layers) 128x128 as
+// before, since narrower tiles there made yolo12x at batch 32 11 % slower (70.6 against 63.2 ms). Small grid (batch 1, and 20x20 at batch 32) with a short K (at most 6 tiles of 64):
+// 64x32 tiles, the most blocks without split-K. Small grid, long K: the earlier tiles with split-K over
+// at least 2 ranks, and more (4, 8) while the grid has under 1.5 blocks per SM. Returns false where it
+// leaves the choice to the old rules (BK 32).
+bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, const DeviceInfo& dev, ConvPlan& plan) {
+  if (plan.bk != 64) return false;
+  const long long sms = dev.sm_count;
+  const int k_tiles = ceil_div(l.k_pad, 64);
+  const auto blocks = [&](int bm, int bn) { return 1LL * ceil_div(m, bm) * ceil_div(l.n_g, bn) * s.groups; };
+  plan.split = 1;
+  plan.warps = 4;
+  if (blocks(128, 64) >= sms) {
+    plan.bm = 128;
+    if (l.n_g <= 32) {
+      plan.bn = 32;
+      if (s.k > 1) plan.bm = 64;
+    } else if (l.n_g <= 64) {
+      plan.bn = 64, plan.warps = 8;
+    } else if (k_tiles > 4) {
+      plan.bn = 128, plan.warps = 8;  // long K, wide N: arithmetic-bound, the largest tile (as before)
+    } else if (l.n_g < 128 && l.n_g % 64 != 0 && l.n_g % 64 <= 32) {
+      plan.bn = 32;  // 80 or 96 channels: three 32-wide tiles waste less than two 64-wide ones
+    } else if (l.n_g % 128 == 0 && l.n_g >= 256 && blocks(128, 128) <= 2 * sms) {
+      plan.bn = 128, plan.warps = 8;
+    } else {
+      plan.bn = 64, plan.warps = 8;
+    }
+    return true;
+  }
+  if (k_tiles <= 6) {
+    plan.bm = 64, plan.bn = 32;
+    return true;
+  }
+  if (l.n_g <= 32) plan.bm = 128, plan.bn = 32;
+  else plan.bm = 64, plan.bn = 64;
+  // At least 2 ranks (k_tiles >= 7 here), more while the grid stays under 1.5 blocks per SM.
+  const long long base = blocks(plan.bm, plan.bn);
+  plan.split = 2;
+  for (const int split : {4, 8})
+    if (2 * base * plan.split < 3 * sms && k_tiles >= 2 * split) plan.split = split;
+  return true;
+}
+
 // conv2d_implicit_gemm_f16's tile, K tile and split for s.
 ConvPlan implicit_gemm_plan(const ConvShape& s, const DeviceInfo& dev, const ConvVariants& v) {
   const GemmLayout l = gemm_layout(s);
@@ -426,6 +493,8 @@ ConvPlan implicit_gemm_plan(const ConvShape& s, const DeviceInfo& dev, const Con
   const long long two_per_sm = 2LL * dev.sm_count;  // 264 on the H200
   ConvPlan plan;
   plan.algorithm = ConvAlgorithm::implicit_gemm_f16;
+  plan.bk = v.f16_bk64 ? 64 : kTileK;
+  if (v.f16_tiles2 && v.f16_split_k && implicit_gemm_plan2(s, l, m, dev, plan)) return plan;
   // Tile choice: the widest N tile that the group's channels fill, then the tallest M tile that still
   // gives about two blocks per SM.
   const long long blocks_128 = 1LL * ceil_div(m, 128) * ceil_div(l.n_g, l.n_g <= 64 ? 64 : 128) * s.groups;
@@ -433,6 +502,7 @@ ConvPlan implicit_gemm_plan(const ConvShape& s, const DeviceInfo& dev, const Con
   else if (blocks_128 < two_per_sm) plan.bm = 64, plan.bn = 64;
   else if (l.n_g <= 64) plan.bm = 128, plan.bn = 64;
   else plan.bm = 128, plan.bn = 128;
+  plan.warps = plan.bn == 128 ? 8 : 4;
   plan.bk = v.f16_bk64 ? 64 : kTileK;
   plan.split = 1;
   // Split-K when the output tiles cannot fill the GPU: the most ranks (8, 4, 2) that keep the grid
@@ -449,7 +519,56 @@ ConvPlan implicit_gemm_plan(const ConvShape& s, const DeviceInfo& dev, const Con
   return plan;
 }
 
+// The block tiles of conv2d_implicit_gemm_f16 (bm x bn on `warps` warps; launch_conv2d_implicit_gemm_f16
+// dispatches exactly these). bk32: also instantiated with 32-wide K tiles; split: with split-K 2, 4, 8.
+// The first four are what implicit_gemm_plan picks from; the others (session 6) are tuning candidates.
+struct F16Tile {
+  int bm, bn, warps;
+  bool bk32, split;
+};
+constexpr F16Tile kF16Tiles[] = {
+    {128, 32, 4, true, true}, {64, 64, 4, true, true},    {128, 64, 4, true, false}, {128, 128, 8, true, false},
+    {64, 32, 4, false, false}, {64, 128, 4, false, false}, {128, 64, 8, false, false}, {256, 64, 8, false, false},
+    {256, 32, 8, false, false},
+};
+
 }  // namespace
+
+std::vector<ConvPlan> implicit_gemm_candidates(const ConvShape& s) {
+  const GemmLayout l = gemm_layout(s);
+  const long long m = 1LL * s.batch * s.ho * s.wo;
+  const int k_tiles = ceil_div(l.k_pad, 64);
+  const long long two_per_sm = 2LL * device_info().sm_count;
+  std::vector<ConvPlan> out;
+  for (const F16Tile& t : kF16Tiles) {
+    // An N tile over twice the group's channels (and wider than 32) is mostly padding; an M tile taller
+    // than the rows is all padding.
+    if (t.bn > 32 && t.bn >= 2 * l.n_g) continue;
+    if (t.bm > 64 && t.bm > m) continue;
+    ConvPlan plan;
+    plan.algorithm = ConvAlgorithm::implicit_gemm_f16;
+    plan.bm = t.bm;
+    plan.bn = t.bn;
+    plan.warps = t.warps;
+    plan.bk = 64;
+    plan.split = 1;
+    out.push_back(plan);
+    if (t.split) {
+      const long long blocks = 1LL * ceil_div(m, t.bm) * ceil_div(l.n_g, t.bn) * s.groups;
+      for (const int split : {2, 4, 8})
+        if (blocks < two_per_sm && k_tiles >= 2 * split) {
+          plan.split = split;
+          out.push_back(plan);
+        }
+      plan.split = 1;
+    }
+    if (t.bk32) {
+      plan.bk = kTileK;
+      out.push_back(plan);
+    }
+  }
+  return out;
+}
 
 ConvPlan f16_plan(const ConvShape& s) {
   const DeviceInfo& dev = device_info();
@@ -470,16 +589,22 @@ void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, const ConvPlan
   const bool pointwise = p.k == 1 && p.stride == 1 && p.pad == 0;
   const bool vec_a = a.vec_a;
   const int groups = p.groups;
-  if (plan.bk == 64) {  // 64-wide K, 3 stages (shared memory: 128x128 takes 108 KiB)
-    if (plan.bn == 32) launch_f16_bk64_split<128, 32, 4, 1>(a, groups, pointwise, vec_a, plan.split, stream);
-    else if (plan.bm == 64) launch_f16_bk64_split<64, 64, 2, 2>(a, groups, pointwise, vec_a, plan.split, stream);
-    else if (plan.bn == 64) launch_f16_tile<128, 64, 2, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
+  const int bm = plan.bm, bn = plan.bn, w = plan.warps;
+  if (plan.bk == 64) {  // 64-wide K, 3 stages (shared memory: 128x128 takes 108 KiB); the tiles of kF16Tiles
+    if (bm == 128 && bn == 32 && w == 4) launch_f16_bk64_split<128, 32, 4, 1>(a, groups, pointwise, vec_a, plan.split, stream);
+    else if (bm == 64 && bn == 64 && w == 4) launch_f16_bk64_split<64, 64, 2, 2>(a, groups, pointwise, vec_a, plan.split, stream);
+    else if (bm == 128 && bn == 64 && w == 4) launch_f16_tile<128, 64, 2, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
+    else if (bm == 64 && bn == 32 && w == 4) launch_f16_tile<64, 32, 2, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
+    else if (bm == 64 && bn == 128 && w == 4) launch_f16_tile<64, 128, 1, 4, 3, 64>(a, groups, pointwise, vec_a, stream);
+    else if (bm == 128 && bn == 64 && w == 8) launch_f16_tile<128, 64, 4, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
+    else if (bm == 256 && bn == 64 && w == 8) launch_f16_tile<256, 64, 4, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
+    else if (bm == 256 && bn == 32 && w == 8) launch_f16_tile<256, 32, 8, 1, 3, 64>(a, groups, pointwise, vec_a, stream);
     else launch_f16_tile<128, 128, 2, 4, 3, 64>(a, groups, pointwise, vec_a, stream);
     return;
   }
-  if (plan.bn == 32) launch_f16_tile<128, 32, 4, 1, 4>(a, groups, pointwise, vec_a, stream);
-  else if (plan.bm == 64) launch_f16_tile<64, 64, 2, 2, 4>(a, groups, pointwise, vec_a, stream);
-  else if (plan.bn == 64) launch_f16_tile<128, 64, 2, 2, 4>(a, groups, pointwise, vec_a, stream);
+  if (bn == 32) launch_f16_tile<128, 32, 4, 1, 4>(a, groups, pointwise, vec_a, stream);
+  else if (bm == 64) launch_f16_tile<64, 64, 2, 2, 4>(a, groups, pointwise, vec_a, stream);
+  else if (bn == 64) launch_f16_tile<128, 64, 2, 2, 4>(a, groups, pointwise, vec_a, stream);
   else launch_f16_tile<128, 128, 2, 4, 4>(a, groups, pointwise, vec_a, stream);
 }
 

@@ -3,6 +3,8 @@
 #include "executor.cuh"
 
 #include <algorithm>
+#include <chrono>
+#include <set>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -38,6 +40,15 @@ int network_streams() {
   return static_cast<int>(v);
 }
 
+// YOLO12_CONV_TUNE: "1" turns kernel tuning on (as ExecutorConfig::tune_kernels does), "0" or unset
+// leaves the config's choice.
+bool tuning_from_env() {
+  const char* env = std::getenv("YOLO12_CONV_TUNE");
+  if (!env || !*env || std::string(env) == "0") return false;
+  if (std::string(env) == "1") return true;
+  throw OptionError(std::string("YOLO12_CONV_TUNE must be 0 or 1, got '") + env + "'");
+}
+
 std::string mib(std::size_t bytes) {
   std::ostringstream s;
   s.setf(std::ios::fixed);
@@ -51,7 +62,7 @@ class ExecutorImpl final : public CudaExecutor {
  public:
   ExecutorImpl(std::shared_ptr<const DeviceWeights> weights, const model::ModelFile& file, const ExecutorConfig& cfg,
                cudaStream_t stream)
-      : weights_(std::move(weights)), cfg_(cfg), stream_(stream) {
+      : weights_(std::move(weights)), cfg_(cfg), stream_(stream), tuning_(cfg.tune_kernels || tuning_from_env()) {
     if (cfg.max_batch < 1) throw OptionError("max_batch must be at least 1, got " + std::to_string(cfg.max_batch));
     graph_ = graph::build_graph(file.header(), cfg.input_h, cfg.input_w);
     plan_memory(network_streams());
@@ -86,6 +97,24 @@ class ExecutorImpl final : public CudaExecutor {
   const MemoryPlan& plan() const override { return plan_; }
   const std::vector<Step>& network() const override { return steps_; }
   cudaStream_t stream() const override { return stream_; }
+
+  void tune(int batch) override {
+    if (!tuning_ || batch < 1 || batch > cfg_.max_batch || tuned_.count(batch)) return;
+    YOLO12_CUDA_CHECK(cudaSetDevice(weights_->device));
+    const auto start = std::chrono::steady_clock::now();
+    int convs = 0;
+    for (Step& step : steps_) {
+      if (!step.tune) continue;
+      const std::string name = step.tune(batch, stream_);
+      const std::size_t open = step.label.rfind('[');
+      step.label = (open == std::string::npos ? step.label + " " : step.label.substr(0, open)) + "[" + name + " tuned]";
+      ++convs;
+    }
+    tuned_.insert(batch);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    log::info("cuda executor: tuned the kernels of " + std::to_string(convs) + " convs for batch " +
+              std::to_string(batch) + " in " + std::to_string(static_cast<int>(ms)) + " ms");
+  }
 
   void run(const ExecutorRun& r) override {
     YOLO12_CUDA_CHECK(cudaSetDevice(weights_->device));
@@ -130,6 +159,8 @@ class ExecutorImpl final : public CudaExecutor {
   graph::Schedule sched_;
   std::vector<cudaStream_t> side_;
   std::vector<cudaEvent_t> op_ev_, join_ev_;
+  bool tuning_ = false;    // tune() times the convs' kernels (ExecutorConfig::tune_kernels, YOLO12_CONV_TUNE)
+  std::set<int> tuned_;    // the batches tune() has run for
 
   T* value_ptr(int v) const { return arena_.as<T>(value_offset_[static_cast<std::size_t>(v)]); }
   int raw_elems(int batch) const { return batch * graph_.head.raw_channels() * graph_.head.raw_anchors(); }
@@ -174,6 +205,7 @@ class ExecutorImpl final : public CudaExecutor {
 
   void forward_raw(const float* nchw, int batch, float* out) {
     const std::size_t in_elems = static_cast<std::size_t>(batch) * 3 * cfg_.input_h * cfg_.input_w;
+    tune(batch);  // before the input is written: tuning overwrites the arena
     if (!raw_in_.get()) {
       raw_in_ = DeviceBuffer(sizeof(float) * cfg_.max_batch * 3 * cfg_.input_h * cfg_.input_w);
       raw_out_ = DeviceBuffer(sizeof(float) * raw_elems(cfg_.max_batch));
@@ -312,6 +344,7 @@ class ExecutorImpl final : public CudaExecutor {
     if (graphs_.size() < static_cast<std::size_t>(cfg_.max_batch)) graphs_.resize(cfg_.max_batch);
     GraphSlot& slot = graphs_[batch - 1];
     if (slot.exec) return slot;
+    tune(batch);  // outside the capture; the graph's launches then take the tuned plans
     slot.graph = capture_graph(stream_, [&] {
       YOLO12_CUDA_CHECK(cudaEventRecordWithFlags(ev_[0], stream_, cudaEventRecordExternal));
       enqueue_preprocess(batch);

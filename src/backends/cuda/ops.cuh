@@ -31,6 +31,10 @@ struct Step {
   double bytes_per_image = 0;  // activations read + written (lower bound)
   double weight_bytes = 0;     // weights read once per launch
   double flops_per_image = 0;  // multiply-adds x 2
+  // Set where the op has kernels to choose from (fp16 convs): times them for `batch` images on the op's
+  // own buffers (overwriting its output; synchronises, so never during capture), keeps the fastest for
+  // run(batch), and returns its name (conv_plan_detail).
+  std::function<std::string(int, cudaStream_t)> tune;
 };
 
 // The packed weights of one model at one precision on one device (executor.cuh: upload_weights).

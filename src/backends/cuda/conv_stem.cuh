@@ -1,0 +1,21 @@
+// src/backends/cuda/conv_stem.cuh - conv2d_stem_f16 (conv_stem.cu): the fp16 direct convolution for the
+// network's stem and other convs with very few input channels (RGB in), NHWC, fp32 accumulation.
+// Not part of the executor's interface: conv.cu decides when to call it.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "conv.cuh"
+
+namespace yolo12::cuda::conv_detail {
+
+// groups 1, 1 <= c_in <= 4, 8 <= c_out <= 64 with c_out % 8 == 0, k in {1, 3, 5, 7}, stride 1 or 2,
+// dilation 1, pad >= 0. Any batch, input size, views (x only 2-byte aligned, any ldx >= c_in), weight
+// alignment (read as scalars) and output / residual alignment (16-byte stores where they allow it).
+bool conv2d_stem_f16_supports(const ConvShape& s);
+// p: a shape conv2d_stem_f16_supports; w packed as for every GEMM conv (gemm_layout). No allocation, no
+// synchronisation (capturable).
+void launch_conv2d_stem_f16(const ConvParams<__half>& p, cudaStream_t stream);
+
+}  // namespace yolo12::cuda::conv_detail

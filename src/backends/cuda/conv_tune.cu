@@ -1,0 +1,118 @@
+// src/backends/cuda/conv_tune.cu - kernel tuning for convolutions: the plans that can run a conv, and the
+// choice of the fastest by timing them on the conv's own buffers (conv.cuh: conv_candidates, conv_tune).
+//
+// conv_select picks a kernel and a tile from rules measured on one GPU (H200) for yolo12's shapes. The
+// rules are coarse: the same 128x64 tile for a 1x1 conv that moves 180 MB and for a 3x3 conv that is
+// mostly arithmetic. Tuning runs every candidate a few times and keeps the fastest, once per conv and
+// batch, when the executor is asked to (ExecutorConfig::tune_kernels, YOLO12_CONV_TUNE=1). Every
+// candidate computes the same conv: the tests run each one against the reference (test_conv, [tune]).
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "common.cuh"
+#include "conv.cuh"
+#include "conv_detail.cuh"
+#include "conv_stem.cuh"
+
+namespace yolo12::cuda {
+
+namespace {
+
+bool same_plan(const ConvPlan& a, const ConvPlan& b) {
+  return a.algorithm == b.algorithm && a.bm == b.bm && a.bn == b.bn && a.bk == b.bk && a.split == b.split &&
+         a.stages == b.stages && a.warps == b.warps;
+}
+
+void add_plan(std::vector<ConvPlan>& out, const ConvPlan& plan) {
+  for (const ConvPlan& q : out)
+    if (same_plan(q, plan)) return;
+  out.push_back(plan);
+}
+
+// Two events, released on every way out.
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EventPair() {
+    YOLO12_CUDA_CHECK(cudaEventCreate(&start));
+    YOLO12_CUDA_CHECK(cudaEventCreate(&stop));
+  }
+  ~EventPair() {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+};
+
+constexpr int kLaunchesPerRun = 5;
+constexpr int kRuns = 3;
+constexpr double kKeepDefaultWithin = 1.03;  // conv_select's plan stays unless another is 3% faster
+constexpr float kGiveUpAbove = 1.5f;         // a candidate 1.5x slower than the fastest yet gets one run
+
+}  // namespace
+
+template <typename T>
+std::vector<ConvPlan> conv_candidates(const ConvParams<T>& p) {
+  std::vector<ConvPlan> out{conv_select(p)};
+  if constexpr (std::is_same_v<T, __half>) {
+    if (out[0].algorithm == ConvAlgorithm::direct_naive) return out;  // unaligned weights: nothing else runs
+    if (conv_detail::is_depthwise(p)) {
+      ConvPlan plan;
+      if (conv_detail::dwconv_direct_supports(p)) {
+        plan.algorithm = ConvAlgorithm::dwconv_direct;
+        add_plan(out, plan);
+      }
+      if (conv_detail::dwconv_tiled_f16_supports(p)) {
+        plan.algorithm = ConvAlgorithm::dwconv_tiled_f16;
+        add_plan(out, plan);
+      }
+      return out;
+    }
+    for (const ConvPlan& plan : conv_detail::implicit_gemm_candidates(p)) add_plan(out, plan);
+    const ConvPlan narrow = conv_detail::narrow_plan(p, device_info());
+    if (narrow.algorithm == ConvAlgorithm::narrow_f16) add_plan(out, narrow);
+    if (conv_detail::conv2d_direct_small_cin_supports(p)) {
+      ConvPlan plan;
+      plan.algorithm = ConvAlgorithm::direct_small_cin;
+      add_plan(out, plan);
+    }
+    if (conv_detail::conv2d_stem_f16_supports(p)) {
+      ConvPlan plan;
+      plan.algorithm = ConvAlgorithm::stem_f16;
+      add_plan(out, plan);
+    }
+  }
+  return out;
+}
+template std::vector<ConvPlan> conv_candidates<float>(const ConvParams<float>&);
+template std::vector<ConvPlan> conv_candidates<__half>(const ConvParams<__half>&);
+
+template <typename T>
+ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream) {
+  const std::vector<ConvPlan> plans = conv_candidates(p);
+  if (plans.size() == 1) return plans[0];
+  EventPair ev;
+  std::vector<float> best(plans.size(), 0.f);
+  float fastest_so_far = 0.f;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    conv2d_forward(p, plans[i], stream);  // warm-up: instruction cache, shared-memory opt-in, L2
+    for (int r = 0; r < kRuns; ++r) {
+      YOLO12_CUDA_CHECK(cudaEventRecord(ev.start, stream));
+      for (int l = 0; l < kLaunchesPerRun; ++l) conv2d_forward(p, plans[i], stream);
+      YOLO12_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
+      YOLO12_CUDA_CHECK(cudaEventSynchronize(ev.stop));
+      float ms = 0.f;
+      YOLO12_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
+      best[i] = r == 0 ? ms : std::min(best[i], ms);
+      if (i > 0 && best[i] > kGiveUpAbove * fastest_so_far) break;  // clearly slower: no more runs
+    }
+    fastest_so_far = i == 0 ? best[0] : std::min(fastest_so_far, best[i]);
+  }
+  const std::size_t fastest = static_cast<std::size_t>(std::min_element(best.begin(), best.end()) - best.begin());
+  return best[0] <= kKeepDefaultWithin * best[fastest] ? plans[0] : plans[fastest];
+}
+template ConvPlan conv_tune<float>(const ConvParams<float>&, cudaStream_t);
+template ConvPlan conv_tune<__half>(const ConvParams<__half>&, cudaStream_t);
+
+}  // namespace yolo12::cuda
