@@ -30,7 +30,8 @@ REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 ENGINE_CPU = ["src/backends/cpu/" + f for f in ("conv.cpp", "attention.cpp", "detect_head.cpp", "gemm_tile.cpp",
                                                 "thread_pool.cpp")]
 ENGINE_CUDA = ["src/backends/cuda/" + f for f in ("conv.cu", "conv_implicit_gemm.cu", "conv_depthwise.cu",
-                                                  "conv_direct.cu", "conv_narrow.cu", "attention.cu", "detect.cu",
+                                                  "conv_direct.cu", "conv_narrow.cu", "conv_stem.cu", "conv_tune.cu",
+                                                  "attention.cu", "detect.cu",
                                                   "device.cu", "conv_backward.cu", "attention_backward.cu",
                                                   "detect_backward.cu")]
 ENGINE_CUDA += ["src/post/nms.cpp", "src/pre/letterbox.cpp"]  # the NMS threshold that detect.cu's head reads
