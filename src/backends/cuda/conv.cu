@@ -240,10 +240,10 @@ std::string conv_plan_name(const ConvPlan& plan) {
 
 std::string conv_plan_detail(const ConvPlan& plan) {
   std::string name = conv_plan_name(plan);
-  if (plan.algorithm == ConvAlgorithm::implicit_gemm_f16) {
-    name = "implicit_gemm_f16 " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + "x" +
-           std::to_string(plan.bk) + " w" + std::to_string(plan.warps);
-    if (plan.split > 1) name += " split-K " + std::to_string(plan.split);
+  if (plan.algorithm == ConvAlgorithm::implicit_gemm_f16) {  // the tile after the kernel's name, before any split
+    const std::size_t kernel = std::string("implicit_gemm_f16").size();
+    name.insert(kernel, " " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + "x" + std::to_string(plan.bk) +
+                            " w" + std::to_string(plan.warps));
   } else if (plan.algorithm == ConvAlgorithm::narrow_f16) {
     name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages);
   }
@@ -325,7 +325,7 @@ Step bind(const graph::ConvOp& op, const BindContext<T>& ctx) {
     if (it != tuned->end()) conv2d_forward<T>(q, it->second, stream);
     else conv2d_forward<T>(q, stream);
   };
-  if (std::is_same_v<T, __half>)
+  if constexpr (std::is_same_v<T, __half>)  // fp32 has one kernel per conv: nothing to tune
     step.tune = [p, tuned](int batch, cudaStream_t stream) {
       ConvParams<T> q = p;
       q.batch = batch;
