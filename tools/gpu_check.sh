@@ -341,6 +341,18 @@ if [ "$mode" = perf ]; then
   # (split-K on, the new kernels off); nonarrow / nodwtiled = one of the two new groups off.
   old_v=f16_bk64,dw_one_output,f16_split_k
   profile_variants "${PERF_VARIANTS:-default prev=$old_v nonarrow=$old_v,dw_tiled_f16 allnarrow=$old_v,f16_narrow,f16_narrow_wide,f16_narrow_stem,dw_tiled_f16}"
+  # PERF_PROFILE_SCALES (e.g. "x"): the per-op profile of those scales too (the peer's weights), under each
+  # setting of PERF_PROFILE_SCALE_VARIANTS (default: the defaults), into profile_yolo12<scale>_<name>.log/json.
+  for sc in ${PERF_PROFILE_SCALES:-}; do
+    y12=$models/yolo12${sc}_peer.y12
+    [ -f "$y12" ] || continue
+    for pv in ${PERF_PROFILE_SCALE_VARIANTS:-default}; do
+      variant_env "$pv"
+      "${envv[@]}" timeout 120 "$build/yolo12-bench" "$y12" --batch 1,32 --precision fp16 --iters 30 --warmup 5 \
+        --profile-ops 40 --json "$out/profile_yolo12${sc}_$name.json" > "$out/profile_yolo12${sc}_$name.log" 2>&1
+      note "profile yolo12$sc ($name): $(grep -E '^roofline fp16' "$out/profile_yolo12${sc}_$name.log" | cut -c1-90 | tr '\n' ';')"
+    done
+  done
   for sc in ${scales//,/ }; do
     y12=$models/yolo12${sc}_peer.y12
     [ -f "$y12" ] || { note "yolo12-bench yolo12$sc: skipped (no $(basename "$y12"))"; continue; }
@@ -409,6 +421,15 @@ if [ "$mode" = perf ]; then
       san_job racecheck test_ops_gpu test_ops_gpu '*'
     fi
     san_job memcheck test_preprocess test_preprocess '*'
+    if [ "${PERF_SAN_MODEL:-0}" = 1 ] && [ -x "$build/tests/test_model_gpu" ]; then
+      # PERF_SAN_MODEL=1: the whole-model test too, as `test` runs it (memcheck, and racecheck as two
+      # processes: the fixtures, and the real-image case on one model, image and size).
+      export YOLO12_TEST_MODELS=$models
+      san_job memcheck test_model_gpu test_model_gpu "~[big]"
+      san_job racecheck test_model_gpu test_model_gpu "~[big]~[real]" env "YOLO12_TEST_FIXTURE=${SANITIZE_MODEL_FIXTURE:-rand_bus_320}"
+      san_job racecheck test_model_gpu test_model_gpu_real "[real]" env "YOLO12_TEST_REAL_MODEL=${SANITIZE_REAL_MODEL:-yolo11n}" \
+        "YOLO12_TEST_REAL_SIZE=${SANITIZE_REAL_SIZE:-320}" "YOLO12_TEST_REAL_IMAGE=${SANITIZE_REAL_IMAGE:-bus}"
+    fi
     san_report
   fi
   note "perf: $((SECONDS - started)) s"

@@ -237,7 +237,9 @@ void emulate_narrow_bn(const ConvParams<__half>& p, const yolo12::cuda::ConvPlan
   namespace cd = yolo12::cuda::conv_detail;
   constexpr int NI = BN / 8;
   const cd::ImplicitGemmParams<__half> a = cd::make_params(p);
-  const cd::NarrowLayout L = cd::narrow_layout(plan.bn, plan.bk, plan.stages);
+  const int warps = plan.warps, threads = cd::narrow_threads(warps);
+  const int warp_rows = cd::kNarrowRows / warps, mi = warp_rows / 16;  // 32 rows (mi 2) or 16 (mi 1)
+  const cd::NarrowLayout L = cd::narrow_layout(plan.bn, plan.bk, plan.stages, warps);
   const int tiles = (a.m + cd::kNarrowRows - 1) / cd::kNarrowRows;
   std::vector<uint4> smem_words(static_cast<std::size_t>(L.bytes + 15) / 16);
   auto* smem = reinterpret_cast<unsigned char*>(smem_words.data());
@@ -246,20 +248,20 @@ void emulate_narrow_bn(const ConvParams<__half>& p, const yolo12::cuda::ConvPlan
     std::memset(smem, 0xff, L.bytes);  // NaN halves and floats
     auto* Bs = reinterpret_cast<__half*>(smem);
     auto* As = reinterpret_cast<__half*>(smem + L.a_off);
-    for (int tid = 0; tid < cd::kNarrowThreads; ++tid) cd::narrow_load_weights(a, BN, plan.bk, L.b_row, Bs, tid, copy);
+    for (int tid = 0; tid < threads; ++tid) cd::narrow_load_weights(a, BN, plan.bk, L.b_row, Bs, tid, threads, copy);
     for (int it = 0, t = block; t < tiles; ++it, t += grid) {
       __half* as = As + (it % plan.stages) * cd::kNarrowRows * L.a_row;
-      for (int tid = 0; tid < cd::kNarrowThreads; ++tid) {
-        if (a.vec_a) cd::narrow_gather_vec(a, t, L.a_row, plan.bk, as, tid, copy);
-        else cd::narrow_gather_scalar(a, t, L.a_row, plan.bk, as, tid);
+      for (int tid = 0; tid < threads; ++tid) {
+        if (a.vec_a) cd::narrow_gather_vec(a, t, L.a_row, plan.bk, as, tid, threads, copy);
+        else cd::narrow_gather_scalar(a, t, L.a_row, plan.bk, as, tid, threads);
       }
-      for (int warp = 0; warp < cd::kNarrowThreads / 32; ++warp) {
+      for (int warp = 0; warp < warps; ++warp) {
         float acc[2][NI][32][4] = {};
         for (int ks = 0; ks < plan.bk; ks += 16) {
           std::uint32_t af[2][32][4], bf[NI][32][2];
           int off[32];
-          for (int i = 0; i < 2; ++i) {
-            for (int l = 0; l < 32; ++l) off[l] = cd::a_frag_lane_offset(L.a_row, warp * 32 + i * 16, ks, l);
+          for (int i = 0; i < mi; ++i) {
+            for (int l = 0; l < 32; ++l) off[l] = cd::a_frag_lane_offset(L.a_row, warp * warp_rows + i * 16, ks, l);
             host_mma::ldmatrix<4>(af[i], as, off);
           }
           if constexpr (NI == 1) {
@@ -280,11 +282,11 @@ void emulate_narrow_bn(const ConvParams<__half>& p, const yolo12::cuda::ConvPlan
               }
             }
           }
-          for (int i = 0; i < 2; ++i)
+          for (int i = 0; i < mi; ++i)
             for (int j = 0; j < NI; ++j) host_mma::mma(acc[i][j], af[i], bf[j]);
         }
         float* cs = reinterpret_cast<float*>(smem + L.c_off) + warp * cd::kNarrowStageRows * L.c_row;
-        for (int i = 0; i < 2; ++i)
+        for (int i = 0; i < mi; ++i)
           for (int h = 0; h < 2; ++h) {
             for (int lane = 0; lane < 32; ++lane) {
               float v[NI][2];
@@ -292,13 +294,13 @@ void emulate_narrow_bn(const ConvParams<__half>& p, const yolo12::cuda::ConvPlan
                 for (int e = 0; e < 2; ++e) {
                   const int n = j * 8 + (lane % 4) * 2 + e;
                   float x = acc[i][j][lane][2 * h + e] + (a.bias && n < a.n_g ? a.bias[n] : 0.f);
-                  if (a.silu()) x = cd::silu_f(x);
+                  if (a.silu()) x = cd::silu_fast(x);
                   v[j][e] = x * (a.gamma && n < a.n_g ? a.gamma[n] : 1.f);
                 }
               cd::narrow_stage<NI>(cs, L.c_row, lane, v);
             }
             for (int lane = 0; lane < 32; ++lane)
-              cd::narrow_store_staged<BN>(a, cs, L.c_row, t * cd::kNarrowRows + warp * 32 + i * 16 + h * 8, lane);
+              cd::narrow_store_staged<BN>(a, cs, L.c_row, t * cd::kNarrowRows + warp * warp_rows + i * 16 + h * 8, lane);
           }
       }
     }
@@ -586,7 +588,7 @@ TEST_CASE("fp16 split-K over a cluster: the plan splits small-M long-K convs, an
       {with(make_case(1, 20, 20, 256, 128, 1, 1, 1), false, false, 0, 0, 0, 16), 1, 64}, // 1x1, K 4 tiles: 64x32, no split
       {with(make_case(1, 13, 11, 128, 20, 3, 1, 1), true, false), 8, 128},              // 128x32 tile, 20 channels
       {with(make_case(1, 40, 40, 32, 32, 3, 1, 1), false, true), 1, 64},                // yolo12n's 32->32 @40: 64x32
-      {with(make_case(1, 96, 96, 64, 64, 3, 1, 1), false, true), 2, 64},                // 144 blocks: 2 reach 2 per SM
+      {with(make_case(1, 56, 64, 64, 64, 3, 1, 1), false, true), 2, 64},                // 56 tiles: 4 ranks would pass 1.5 per SM
       {with(make_case(1, 10, 10, 256, 128, 3, 1, 2), false, false), 8, 64},             // grouped
       {with(make_case(1, 9, 7, 61, 72, 3, 1, 1), true, true, 3, 0, 8, 0), 4, 64},       // scalar A gathers, odd slice
       {with(make_case(2, 7, 9, 96, 40, 3, 2, 1), false, false), 4, 64},                 // stride 2, batch 2: one tile, 14 K tiles
@@ -659,19 +661,23 @@ std::vector<Case> narrow_cases(int count, std::uint64_t seed) {
     const int ci = vec ? 8 * pick(1, k == 1 ? 10 : (k == 3 ? 4 : 1)) : pick(1, k == 1 ? 60 : (k == 3 ? 31 : 7));
     const int co = couts[v.size() % (sizeof couts / sizeof couts[0])];
     Case c = make_case(pick(1, 3), pick(5, 41), pick(5, 41), ci, co, k, stride, 1, dil);
-    if (!yolo12::cuda::conv_can_implement(c.s) || cd::narrow_plan(c.s, one_sm()).algorithm != ConvAlgorithm::narrow_f16) continue;
+    if (!yolo12::cuda::conv_can_implement(c.s) || cd::narrow_plan(c.s, one_sm(), 8).algorithm != ConvAlgorithm::narrow_f16) continue;
     ops::conv_random_options(c, pick, vec ? ops::kConvAlignedOffsets : ops::kConvSliceOffsets);
     v.push_back(c);
   }
   return v;
 }
 
-// narrow_run for case i: its one-SM plan with 2, 3 or 4 stages (i % 3) where they fit, and the grid cap.
+// narrow_run for case i: its one-SM plan on 4 or 8 warps ((i / 3) % 2) with 2, 3 or 4 stages (i % 3) where
+// they fit, and the grid cap.
 void set_narrow_run(const Case& c, std::size_t i, int max_grid) {
-  narrow_run.plan = cd::narrow_plan(c.s, one_sm());
+  const int warps = (i / 3) % 2 == 0 ? 8 : 4;
+  narrow_run.plan = cd::narrow_plan(c.s, one_sm(), warps);
   REQUIRE(narrow_run.plan.algorithm == ConvAlgorithm::narrow_f16);
+  REQUIRE(narrow_run.plan.warps == warps);
   const int stages = 2 + static_cast<int>(i % 3);
-  if (cd::narrow_layout(narrow_run.plan.bn, narrow_run.plan.bk, stages).bytes <= static_cast<int>(yolo12::cuda::DeviceInfo().smem_per_block_optin))
+  if (cd::narrow_layout(narrow_run.plan.bn, narrow_run.plan.bk, stages, warps).bytes <=
+      static_cast<int>(yolo12::cuda::DeviceInfo().smem_per_block_optin))
     narrow_run.plan.stages = stages;
   narrow_run.max_grid = max_grid;
 }
@@ -732,7 +738,8 @@ TEST_CASE("f16_plan takes conv2d_narrow_f16 where it is measured faster, and wha
     cd::conv_variants() = cd::ConvVariants();
     CHECK((cd::f16_plan(e.s).algorithm == ConvAlgorithm::narrow_f16) == e.picked);
     CHECK((plan_of(e.s, true).algorithm == ConvAlgorithm::narrow_f16) == e.picked);
-    CHECK((cd::narrow_plan(e.s, yolo12::cuda::device_info()).algorithm == ConvAlgorithm::narrow_f16) == e.takes);
+    for (const int warps : {4, 8})
+      CHECK((cd::narrow_plan(e.s, yolo12::cuda::device_info(), warps).algorithm == ConvAlgorithm::narrow_f16) == e.takes);
     all_on();
     const yolo12::cuda::ConvPlan plan = cd::f16_plan(e.s);
     CHECK((plan.algorithm == ConvAlgorithm::narrow_f16) == e.takes);
@@ -743,7 +750,8 @@ TEST_CASE("f16_plan takes conv2d_narrow_f16 where it is measured faster, and wha
     CHECK(plan.bk == e.bk);
     CHECK(plan.bm == 128);
     CHECK((plan.stages >= 2 && plan.stages <= 4));
-    CHECK(plan.smem_bytes == cd::narrow_layout(plan.bn, plan.bk, plan.stages).bytes);
+    CHECK(plan.warps == 8);  // f16_narrow8w
+    CHECK(plan.smem_bytes == cd::narrow_layout(plan.bn, plan.bk, plan.stages, plan.warps).bytes);
     CHECK(static_cast<std::size_t>(plan.smem_bytes) <= yolo12::cuda::device_info().smem_per_block_optin);
   }
   // The three switches, one at a time: f16_narrow for the measured-faster convs, f16_narrow_wide for
@@ -962,7 +970,8 @@ struct VariantsSet {
 };
 }  // namespace
 
-// The tile rules of f16_tiles2 (implicit_gemm_plan2) on yolo12n's shapes, as tuning chose them on the H200.
+// The tile rules of f16_tiles2 and f16_tiles3 (implicit_gemm_plan2) on yolo12n's shapes, as tuning chose them on
+// the H200.
 TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids with short K", "[conv][host][tune]") {
   cd::conv_variants() = cd::ConvVariants();
   struct Expect {
@@ -972,21 +981,35 @@ TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids w
   const Expect expect[] = {
       {yolo_shape(32, 80, 64, 64, 3, 1, 1), "implicit_gemm_f16 128x64x64 w8"},
       {yolo_shape(32, 160, 48, 64, 1, 1, 1), "implicit_gemm_f16 128x64x64 w8"},
-      {yolo_shape(32, 80, 16, 32, 3, 1, 1), "implicit_gemm_f16 64x32x64 w4"},
+      {yolo_shape(32, 80, 16, 32, 3, 1, 1), "implicit_gemm_f16 128x32x64 w4"},
       {yolo_shape(32, 80, 64, 80, 1, 1, 1), "implicit_gemm_f16 128x32x64 w4"},
       {yolo_shape(32, 20, 384, 256, 1, 1, 1), "implicit_gemm_f16 128x128x64 w8"},
       {yolo_shape(32, 20, 128, 384, 1, 1, 1), "implicit_gemm_f16 128x64x64 w8"},
-      {yolo_shape(32, 20, 64, 64, 3, 1, 1), "implicit_gemm_f16 64x64x64 w4 split-K 2"},
+      {yolo_shape(32, 20, 64, 64, 3, 1, 1), "implicit_gemm_f16 128x64x64 w8"},
       {yolo_shape(1, 20, 128, 64, 1, 1, 1), "implicit_gemm_f16 64x32x64 w4"},
       {yolo_shape(1, 40, 32, 32, 3, 1, 1), "implicit_gemm_f16 64x32x64 w4"},
       {yolo_shape(1, 20, 64, 64, 3, 1, 1), "implicit_gemm_f16 64x64x64 w4 split-K 4"},
       {yolo_shape(1, 20, 256, 64, 3, 1, 1), "implicit_gemm_f16 64x64x64 w4 split-K 8"},
-      {yolo_shape(1, 80, 64, 64, 3, 1, 1), "implicit_gemm_f16 64x64x64 w4 split-K 2"},
+      {yolo_shape(1, 80, 64, 64, 3, 1, 1), "implicit_gemm_f16 64x64x64 w4"},
+      {yolo_shape(1, 40, 128, 64, 3, 1, 1), "implicit_gemm_f16 64x64x64 w4 split-K 4"},
+      {yolo_shape(32, 40, 256, 512, 3, 1, 1), "implicit_gemm_f16 128x128x64 w8"},  // f16_wide_tiles off
+      {yolo_shape(32, 40, 384, 384, 1, 1, 1), "implicit_gemm_f16 128x128x64 w8"},
+      {yolo_shape(1, 40, 384, 384, 1, 1, 1), "implicit_gemm_f16 64x32x64 w4"},     // 384 channels: not "large"
+      {yolo_shape(1, 40, 1536, 384, 1, 1, 1), "implicit_gemm_f16 64x64x64 w4 split-K 2"},
   };
   for (const Expect& e : expect) {
     INFO(e.s.batch << " " << e.s.ho << "x" << e.s.wo << " " << e.s.c_in << "->" << e.s.c_out << " k" << e.s.k);
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(e.s)) == e.plan);
   }
+  // f16_tiles3 off: the sixth session's rules.
+  cd::conv_variants().f16_tiles3 = false;
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[2].s)) == "implicit_gemm_f16 64x32x64 w4");
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[6].s)) == "implicit_gemm_f16 64x64x64 w4 split-K 2");
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[11].s)) == "implicit_gemm_f16 64x64x64 w4 split-K 2");
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[12].s)) == "implicit_gemm_f16 64x64x64 w4 split-K 8");
+  cd::conv_variants().f16_wide_tiles = true;
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[13].s)) == "implicit_gemm_f16 128x256x64 w8");
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[14].s)) == "implicit_gemm_f16 256x128x64 w8");
   // Off: the fifth session's rules (128x64 on 4 warps at batch 32).
   cd::conv_variants().f16_tiles2 = false;
   CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[0].s)) == "implicit_gemm_f16 128x64x64 w4");
@@ -1028,16 +1051,22 @@ TEST_CASE("every plan kernel tuning can choose matches the reference: all tiles,
                            "implicit_gemm_f16 128x128x64 w8", "implicit_gemm_f16 128x128x32 w8",
                            "implicit_gemm_f16 64x32x64 w4", "implicit_gemm_f16 64x128x64 w4",
                            "implicit_gemm_f16 128x64x64 w8", "implicit_gemm_f16 256x64x64 w8",
-                           "implicit_gemm_f16 256x32x64 w8", "implicit_gemm_f16 64x64x64 w4 split-K 2",
+                           "implicit_gemm_f16 256x32x64 w8", "implicit_gemm_f16 128x256x64 w8",
+                           "implicit_gemm_f16 256x128x64 w8", "implicit_gemm_f16 64x64x64 w4 split-K 2",
                            "implicit_gemm_f16 64x64x64 w4 split-K 4", "implicit_gemm_f16 64x64x64 w4 split-K 8",
                            "implicit_gemm_f16 128x32x64 w4 split-K 2", "direct_small_cin", "stem_f16", "depthwise",
                            "depthwise tiled_f16"}) {
     INFO(name);
     CHECK(names.count(name) == 1);
   }
-  bool narrow = false;
-  for (const std::string& n : names) narrow = narrow || n.rfind("narrow_f16", 0) == 0;
-  CHECK(narrow);
+  bool narrow4 = false, narrow8 = false;  // conv2d_narrow_f16 on 4 and on 8 warps
+  for (const std::string& n : names) {
+    const bool is_narrow = n.rfind("narrow_f16", 0) == 0;
+    narrow4 = narrow4 || (is_narrow && n.size() > 3 && n.compare(n.size() - 3, 3, " w4") == 0);
+    narrow8 = narrow8 || (is_narrow && n.size() > 3 && n.compare(n.size() - 3, 3, " w8") == 0);
+  }
+  CHECK(narrow4);
+  CHECK(narrow8);
   // fp32 has the one kernel.
   ConvParams<float> f32;
   static_cast<ConvShape&>(f32) = cases.front().s;

@@ -100,7 +100,7 @@ namespace conv_detail {
 ConvVariants parse_conv_variants(const char* list) {
   ConvVariants v;
   v.f16_bk64 = v.dw_one_output = v.f16_split_k = v.f16_narrow = v.f16_narrow_wide = v.f16_narrow_stem =
-      v.dw_tiled_f16 = v.f16_fit_smem = v.f16_tiles2 = v.dw_tiled_small = v.f16_stem = false;
+      v.dw_tiled_f16 = v.f16_fit_smem = v.f16_tiles2 = v.dw_tiled_small = v.f16_stem = v.f16_narrow8w = v.f16_tiles3 = v.f16_wide_tiles = false;
   const std::string s = list ? list : "";
   std::size_t begin = 0;
   while (begin <= s.size()) {
@@ -118,6 +118,9 @@ ConvVariants parse_conv_variants(const char* list) {
     else if (name == "f16_tiles2") v.f16_tiles2 = true;
     else if (name == "dw_tiled_small") v.dw_tiled_small = true;
     else if (name == "f16_stem") v.f16_stem = true;
+    else if (name == "f16_narrow8w") v.f16_narrow8w = true;
+    else if (name == "f16_tiles3") v.f16_tiles3 = true;
+    else if (name == "f16_wide_tiles") v.f16_wide_tiles = true;
     begin = end + 1;
   }
   return v;
@@ -172,7 +175,7 @@ __global__ void conv2d_direct_naive(const DirectNaiveParams<T> a) {
         }
       }
     }
-    float v = epilogue(acc, p.bias, p.gamma, p.silu(), c);
+    float v = epilogue<float>(acc, p.bias, p.gamma, p.silu(), c);
     if (p.residual) v += to_float(p.residual[pix * p.ldr + c]);
     p.y[pix * p.ldy + c] = from_float<T>(v);
   }
@@ -245,7 +248,7 @@ std::string conv_plan_detail(const ConvPlan& plan) {
     name.insert(kernel, " " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + "x" + std::to_string(plan.bk) +
                             " w" + std::to_string(plan.warps));
   } else if (plan.algorithm == ConvAlgorithm::narrow_f16) {
-    name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages);
+    name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages) + " w" + std::to_string(plan.warps);
   }
   return name;
 }

@@ -78,7 +78,7 @@ enum class ConvAlgorithm {
 //                      sharing an output tile (each summing 1/split of K); stages and smem_bytes unused.
 //   narrow_f16:        bm = 128 pixels per tile, bn = the N tile (all of c_out), bk = the whole K
 //                      (k*k*cin_pad rounded up to 16), stages = pipeline depth in pixel tiles,
-//                      smem_bytes = dynamic shared memory.
+//                      smem_bytes = dynamic shared memory, warps = 4 or 8 per block.
 struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::direct_naive;
   int bm = 0, bn = 0, bk = 0;

@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(256) dwconv_direct(const DwParams<T> a) {
     const long long pix = (static_cast<long long>(n) * a.ho + oy) * a.wo + ox;
     float out[V];
 #pragma unroll
-    for (int v = 0; v < V; ++v) out[v] = epilogue(acc[o][v], a.bias, a.gamma, a.silu(), c0 + v);
+    for (int v = 0; v < V; ++v) out[v] = epilogue<T>(acc[o][v], a.bias, a.gamma, a.silu(), c0 + v);
     if (a.residual) {
       float r[V];
       load_vec<T, V>(a.residual + pix * a.ldr + c0, r);

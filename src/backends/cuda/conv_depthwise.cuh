@@ -98,7 +98,7 @@ __host__ __device__ void dw_tiled_pixel(const DwParams<__half>& a, const DwTileC
   const long long pix = (static_cast<long long>(at.n) * a.ho + oy) * a.wo + ox;
   float out[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) out[e] = epilogue(acc[e], a.bias, a.gamma, a.silu(), ch + e);
+  for (int e = 0; e < 8; ++e) out[e] = epilogue<__half>(acc[e], a.bias, a.gamma, a.silu(), ch + e);
   if (a.residual) {
     float r[8];
     unpack8(load_nc(reinterpret_cast<const uint4*>(a.residual + pix * a.ldr + ch)), r);

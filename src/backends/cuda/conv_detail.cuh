@@ -70,11 +70,30 @@ __host__ __device__ __forceinline__ float silu_f(float v) {
 #endif
 }
 
+// SiLU in the fp16 kernels: the same __expf, then a fast divide (__fdividef: one reciprocal and one
+// multiply, within 2 ulp of fp32) instead of the IEEE division's ten-odd instructions and slow path. The
+// rounding to half hides the difference; at batch 32 the epilogue of a short-K 1x1 conv issued more
+// instructions for its divisions than for its MMAs. The fp32 kernels keep silu_f (parity with the CPU).
+__host__ __device__ __forceinline__ float silu_fast(float v) {
+#ifdef __CUDA_ARCH__
+  return __fdividef(v, 1.f + __expf(-v));
+#else
+  return silu_f(v);
+#endif
+}
+// The SiLU of the kernels of element type T: silu_fast for half, silu_f for float.
+template <typename T>
+__host__ __device__ __forceinline__ float silu_of(float v) {
+  if constexpr (sizeof(T) == 2) return silu_fast(v);
+  else return silu_f(v);
+}
+
 // The fused epilogue for output channel c of a value whose conv sum is acc (the residual is added by
-// the caller, when p.residual is set).
+// the caller, when p.residual is set), in a kernel of element type T.
+template <typename T>
 __host__ __device__ __forceinline__ float epilogue(float acc, const float* bias, const float* gamma, bool silu, int c) {
   float v = acc + (bias ? load_nc(bias + c) : 0.f);
-  if (silu) v = silu_f(v);
+  if (silu) v = silu_of<T>(v);
   if (gamma) v *= load_nc(gamma + c);
   return v;
 }
@@ -126,6 +145,14 @@ struct ConvVariants {
                                   // large grids, 64x32 tiles for short K on small ones; implicit_gemm_plan)
   bool dw_tiled_small = true;     // dwconv_tiled_f16 also where the grid does not fill the GPU (batch 1)
   bool f16_stem = true;           // fp16 convs with c_in <= 4 (the stem): conv2d_stem_f16 where it takes them
+  bool f16_narrow8w = true;       // conv2d_narrow_f16 on 8 warps (16 rows each) instead of 4 (seventh session:
+                                  // yolo12n batch 32 3.75 -> 3.61 ms on the H200)
+  bool f16_tiles3 = true;         // with f16_tiles2: the seventh session's changes to its tile rules
+                                  // (implicit_gemm_plan2: 128x32 for 3x3; for at most 64 channels "large grid"
+                                  // from half the SMs and no split-K where the tiles fill half the SMs)
+  bool f16_wide_tiles = false;    // with f16_tiles2: 128x256 and 256x128 tiles (8 warps of 64x64) for layers
+                                  // of over 128 channels with a long K (yolo12m..x); off: slower on yolo12x
+                                  // at batch 32 (docs/kernels-conv.md)
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.
@@ -144,9 +171,10 @@ ConvPlan f16_plan(const ConvShape& s);
 // Every implicit_gemm_f16 plan the kernel is instantiated for that suits s (its block tiles, K tiles
 // and split-K ranks, without tiles that would be mostly padding): the candidates conv_tune times.
 std::vector<ConvPlan> implicit_gemm_candidates(const ConvShape& s);
-// The narrow_f16 plan for s on a device with these facts, or a plan of another algorithm where
-// conv2d_narrow_f16 does not take it (the variants are not consulted: f16_plan does that).
-ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev);
+// The narrow_f16 plan for s on a device with these facts, on `warps` (4 or 8) warps per block, or a plan
+// of another algorithm where conv2d_narrow_f16 does not take it (the variants are not consulted: f16_plan
+// does that).
+ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev, int warps);
 
 // Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p), and run what
 // conv_select chose for p.

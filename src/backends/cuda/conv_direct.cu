@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(kSmallCinThreads) conv2d_direct_small_cin(cons
       }
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        float v = epilogue(acc[j], a.bias, a.gamma, a.silu(), c0 + j);
+        float v = epilogue<T>(acc[j], a.bias, a.gamma, a.silu(), c0 + j);
         if (rp) v += to_float(res[j]);
         out[j] = from_float<T>(v);
       }
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kSmallCinThreads) conv2d_direct_small_cin(cons
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         if (c0 + j >= a.c_out) break;
-        float v = epilogue(acc[j], a.bias, a.gamma, a.silu(), c0 + j);
+        float v = epilogue<T>(acc[j], a.bias, a.gamma, a.silu(), c0 + j);
         if (rp) v += to_float(rp[j]);
         yp[j] = from_float<T>(v);
       }

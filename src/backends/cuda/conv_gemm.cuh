@@ -26,6 +26,8 @@ struct ImplicitGemmParams : ConvParams<T> {
   bool vec_a = false;     // 16-byte A loads: cin_g and ldx multiples of 16 bytes, x 16-byte aligned
   int smem_stages = 0;    // conv2d_implicit_gemm_f16: the A / B pipeline stages its shared memory holds
                           // (set by its launcher: at most STAGES, fewer for a short K loop)
+  int ktab_offset = 0;    // conv2d_implicit_gemm_f16, k x k with vec_a: byte offset of its K-column table
+                          // in dynamic shared memory (set by its launcher)
 };
 
 template <typename T>

@@ -35,8 +35,8 @@ __device__ __forceinline__ void store_output(const ImplicitGemmParams<T>& a, int
   if (m >= a.m || n >= a.n_g) return;
   const int c = blockIdx.z * a.n_g + n;
   const bool two = n + 1 < a.n_g;
-  v0 = epilogue(v0, a.bias, a.gamma, a.silu(), c);
-  if (two) v1 = epilogue(v1, a.bias, a.gamma, a.silu(), c + 1);
+  v0 = epilogue<T>(v0, a.bias, a.gamma, a.silu(), c);
+  if (two) v1 = epilogue<T>(v1, a.bias, a.gamma, a.silu(), c + 1);
   T* yp = a.y + static_cast<long long>(m) * a.ldy + c;
   const T* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
   if constexpr (sizeof(T) == 2) {
@@ -102,7 +102,10 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   const int chunk = tid % kChunksPerRow;  // this thread's 8-element column of every K tile
   const int row0 = tid / kChunksPerRow;
 
-  // Per-thread A rows: their input origin, computed once.
+  // Per-thread A rows: their input origin, computed once. With the K-column table (kTable) the base
+  // points at the row's top-left tap, (iy0, ix0), which may lie outside the image: it is only read at
+  // base + a tap's offset that the bounds check lets through.
+  constexpr bool kTable = kVecA && !kPointwise;
   RowOrigin<__half> rows[kAPasses];
 #pragma unroll
   for (int i = 0; i < kAPasses; ++i) {
@@ -112,6 +115,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       rows[i].iy0 = m < a.m ? 0 : -1;
     } else {
       rows[i] = row_origin(a, m, g);
+      if (kTable && m < a.m) rows[i].base += (static_cast<long long>(rows[i].iy0) * a.w_in + rows[i].ix0) * a.ldx;
     }
   }
   const __half* wg = a.w + static_cast<long long>(g) * a.n_g * a.k_pad;  // (n_g, k_pad)
@@ -120,16 +124,47 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   const int kt_begin = rank * all_k_tiles / SPLIT;
   const int num_k_tiles = (rank + 1) * all_k_tiles / SPLIT - kt_begin;
 
+  // The K-column table of a k x k conv (kTable): entry q describes K columns [8q, 8q + 8), one tap's
+  // channels ci..ci+7: x = its element offset from the row's top-left tap, (dy * w_in + dx) * ldx + ci;
+  // y = dy << 16 | dx, the tap's offset in rows and columns. Built once per block, it replaces the two
+  // divisions per 16-byte chunk and K tile that decomposing K into (tap, ci) took: the A loads had
+  // issued several times as many instructions as the MMAs. The launcher checks that x fits an int.
+  int2* ktab = reinterpret_cast<int2*>(smem_raw + a.ktab_offset);  // (all_k_tiles * BK / kChunk)
+  if constexpr (kTable) {
+    for (int q = tid; q < all_k_tiles * (BK / kChunk); q += kThreads) {
+      const int kk = q * kChunk;
+      int2 e = make_int2(0, 0);
+      if (kk < a.k_real) {
+        const int tap = kk / a.cin_pad, ci = kk - tap * a.cin_pad;
+        const int ky = tap / a.k, kx = tap - ky * a.k;
+        const int dy = ky * a.dilation, dx = kx * a.dilation;
+        e = make_int2((dy * a.w_in + dx) * a.ldx + ci, dy << 16 | dx);
+      }
+      ktab[q] = e;
+    }
+    __syncthreads();
+  }
+
   auto load_tile = [&](int kt, int stage) {
 #pragma unroll
    for (int hk = 0; hk < BK / kTileK; ++hk) {
     const int kcol = hk * kTileK + chunk * kChunk;  // column inside the tile
     const int kk = (kt_begin + kt) * BK + kcol;
     __half* as = As + stage * BM * kRowHalves;
+    int2 tap = make_int2(0, 0);
+    if constexpr (kTable) tap = ktab[kk / kChunk];
+    const int tap_dy = tap.y >> 16, tap_dx = tap.y & 0xffff;
 #pragma unroll
     for (int i = 0; i < kAPasses; ++i) {
       const int r = row0 + i * kARows;
       __half* dst = as + r * kRowHalves + kcol;
+      if constexpr (kTable) {
+        const int iy = rows[i].iy0 + tap_dy, ix = rows[i].ix0 + tap_dx;
+        const bool ok = kk < a.k_real && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
+                        static_cast<unsigned>(ix) < static_cast<unsigned>(a.w_in);
+        cp_async_16(dst, ok ? rows[i].base + tap.x : a.x, ok ? 16 : 0);
+        continue;
+      }
       long long off;
       if constexpr (kPointwise) off = (rows[i].iy0 == 0 && kk < a.k_real) ? kk : -1;
       else off = a_offset(a, rows[i], kk);
@@ -209,7 +244,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     auto finish = [&](float v, float b, float gm) {
       if constexpr (SPLIT == 1) {
         v += b;
-        if (a.silu()) v = v / (1.f + __expf(-v));
+        if (a.silu()) v = silu_fast(v);
         if (a.gamma) v *= gm;
       }
       return v;
@@ -252,7 +287,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
         }
 #pragma unroll
         for (int e = 0; e < 8; ++e)
-          if (n + e < a.n_g) v[e] = epilogue(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
+          if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
       }
       __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
       const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
@@ -339,7 +374,11 @@ template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, int BK = kTileK,
 void launch_f16_tile(const ImplicitGemmParams<__half>& params, int groups, bool pointwise, bool vec_a, cudaStream_t stream) {
   ImplicitGemmParams<__half> a = params;
   a.smem_stages = f16_tile_stages<STAGES>(ceil_div(ceil_div(a.k_pad, BK), SPLIT), conv_variants().f16_fit_smem);
-  const int smem = f16_tile_smem<BM, BN, BK>(a.smem_stages);
+  int smem = f16_tile_smem<BM, BN, BK>(a.smem_stages);
+  if (!pointwise && vec_a) {  // the K-column table after the pipeline (and the C tile that reuses it)
+    a.ktab_offset = round_up(smem, 16);
+    smem = a.ktab_offset + ceil_div(a.k_pad, BK) * (BK / kChunk) * static_cast<int>(sizeof(int2));
+  }
   const dim3 grid(ceil_div(a.m, BM) * SPLIT, ceil_div(a.n_g, BN), groups);
   const dim3 block(WARPS_M * WARPS_N * 32);
   if (pointwise && vec_a)
@@ -447,22 +486,37 @@ namespace {
 // 64x32 tiles, the most blocks without split-K. Small grid, long K: the earlier tiles with split-K over
 // at least 2 ranks, and more (4, 8) while the grid has under 1.5 blocks per SM. Returns false where it
 // leaves the choice to the old rules (BK 32).
-bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, const DeviceInfo& dev, ConvPlan& plan) {
+// tiles3 (variant f16_tiles3, the seventh session, after the K-column table made k x k gathers cheap; fitted
+// to what tuning chose for yolo12n at batch 1 and 32): for at most 64 channels a grid of half the SMs in
+// 128x64 tiles counts as large (batch 32 at 20x20: 128x64 on 8 warps without split-K); 3x3 convs of at
+// most 32 channels take 128x32 like the 1x1 ones; on small grids, no split-K for at most 64 channels and a
+// K of at most 12 tiles where the tiles alone give half the SMs a block (batch 1 at 80x80); the split grows
+// only while the grid it makes stays within 1.5 blocks per SM. A first version applied the half-SM
+// threshold and the no-split rule to every width and K: yolo12m..x at batch 1 (40x40 layers of 384
+// channels, K up to 24 tiles, left with 39 blocks of 128x128) went from 1.17 / 1.90 / 2.81 to
+// 1.21 / 1.94 / 3.21 ms. The narrower version here was not measured on the GPU (no device time left).
+// wide (variant f16_wide_tiles, off): over 128 channels with a long K, 128x256 where 256 divides the
+// channels and 256x128 where 128 does, if the grid still fills the SMs. Measured slower on yolo12x at
+// batch 32 (per-op sum 46.4 against 43.8 ms), so off by default; tuning still times these tiles.
+bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, const DeviceInfo& dev, bool tiles3,
+                         bool wide, ConvPlan& plan) {
   if (plan.bk != 64) return false;
   const long long sms = dev.sm_count;
   const int k_tiles = ceil_div(l.k_pad, 64);
   const auto blocks = [&](int bm, int bn) { return 1LL * ceil_div(m, bm) * ceil_div(l.n_g, bn) * s.groups; };
   plan.split = 1;
   plan.warps = 4;
-  if (blocks(128, 64) >= sms) {
+  if (tiles3 && l.n_g <= 64 ? 2 * blocks(128, 64) >= sms : blocks(128, 64) >= sms) {
     plan.bm = 128;
     if (l.n_g <= 32) {
       plan.bn = 32;
-      if (s.k > 1) plan.bm = 64;
+      if (s.k > 1 && !tiles3) plan.bm = 64;
     } else if (l.n_g <= 64) {
       plan.bn = 64, plan.warps = 8;
     } else if (k_tiles > 4) {
       plan.bn = 128, plan.warps = 8;  // long K, wide N: arithmetic-bound, the largest tile (as before)
+      if (wide && l.n_g % 256 == 0 && blocks(128, 256) >= sms) plan.bn = 256;
+      else if (wide && l.n_g % 128 == 0 && blocks(256, 128) >= sms) plan.bm = 256;
     } else if (l.n_g < 128 && l.n_g % 64 != 0 && l.n_g % 64 <= 32) {
       plan.bn = 32;  // 80 or 96 channels: three 32-wide tiles waste less than two 64-wide ones
     } else if (l.n_g % 128 == 0 && l.n_g >= 256 && blocks(128, 128) <= 2 * sms) {
@@ -478,8 +532,15 @@ bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, c
   }
   if (l.n_g <= 32) plan.bm = 128, plan.bn = 32;
   else plan.bm = 64, plan.bn = 64;
-  // At least 2 ranks (k_tiles >= 7 here), more while the grid stays under 1.5 blocks per SM.
   const long long base = blocks(plan.bm, plan.bn);
+  if (tiles3) {  // no split where the tiles fill half the SMs; else 2, 4, 8 while within 1.5 blocks per SM
+    if (2 * base >= sms && k_tiles <= 12 && l.n_g <= 64) return true;
+    plan.split = 2;
+    for (const int split : {4, 8})
+      if (2 * base * split <= 3 * sms && k_tiles >= 2 * split) plan.split = split;
+    return true;
+  }
+  // At least 2 ranks (k_tiles >= 7 here), more while the grid stays under 1.5 blocks per SM.
   plan.split = 2;
   for (const int split : {4, 8})
     if (2 * base * plan.split < 3 * sms && k_tiles >= 2 * split) plan.split = split;
@@ -494,7 +555,7 @@ ConvPlan implicit_gemm_plan(const ConvShape& s, const DeviceInfo& dev, const Con
   ConvPlan plan;
   plan.algorithm = ConvAlgorithm::implicit_gemm_f16;
   plan.bk = v.f16_bk64 ? 64 : kTileK;
-  if (v.f16_tiles2 && v.f16_split_k && implicit_gemm_plan2(s, l, m, dev, plan)) return plan;
+  if (v.f16_tiles2 && v.f16_split_k && implicit_gemm_plan2(s, l, m, dev, v.f16_tiles3, v.f16_wide_tiles, plan)) return plan;
   // Tile choice: the widest N tile that the group's channels fill, then the tallest M tile that still
   // gives about two blocks per SM.
   const long long blocks_128 = 1LL * ceil_div(m, 128) * ceil_div(l.n_g, l.n_g <= 64 ? 64 : 128) * s.groups;
@@ -521,7 +582,9 @@ ConvPlan implicit_gemm_plan(const ConvShape& s, const DeviceInfo& dev, const Con
 
 // The block tiles of conv2d_implicit_gemm_f16 (bm x bn on `warps` warps; launch_conv2d_implicit_gemm_f16
 // dispatches exactly these). bk32: also instantiated with 32-wide K tiles; split: with split-K 2, 4, 8.
-// The first four are what implicit_gemm_plan picks from; the others (session 6) are tuning candidates.
+// The first four are what implicit_gemm_plan picks from; the others (sessions 6 and 7) are tuning
+// candidates, and 128x256 / 256x128 (8 warps of 64x64: half the fragment loads per MMA of 64x32 warps;
+// one block per SM) also what implicit_gemm_plan2 picks for wide layers with a long K (f16_wide_tiles).
 struct F16Tile {
   int bm, bn, warps;
   bool bk32, split;
@@ -529,7 +592,7 @@ struct F16Tile {
 constexpr F16Tile kF16Tiles[] = {
     {128, 32, 4, true, true}, {64, 64, 4, true, true},    {128, 64, 4, true, false}, {128, 128, 8, true, false},
     {64, 32, 4, false, false}, {64, 128, 4, false, false}, {128, 64, 8, false, false}, {256, 64, 8, false, false},
-    {256, 32, 8, false, false},
+    {256, 32, 8, false, false}, {128, 256, 8, false, false}, {256, 128, 8, false, false},
 };
 
 }  // namespace
@@ -576,7 +639,7 @@ ConvPlan f16_plan(const ConvShape& s) {
   // conv2d_narrow_f16 where it takes the shape and its variant is on (the small-c_in convs, which would
   // otherwise go to conv2d_direct_small_cin, under their own switch).
   if (conv2d_direct_small_cin_supports(s) ? v.f16_narrow_stem : (v.f16_narrow || v.f16_narrow_wide)) {
-    const ConvPlan narrow = narrow_plan(s, dev);
+    const ConvPlan narrow = narrow_plan(s, dev, v.f16_narrow8w ? 8 : 4);
     const bool wins = narrow.bn <= kNarrowPickMaxN && narrow.bk <= kNarrowPickMaxK;  // where it was measured faster
     if (narrow.algorithm == ConvAlgorithm::narrow_f16 && (wins || v.f16_narrow_wide || conv2d_direct_small_cin_supports(s)))
       return narrow;
@@ -587,7 +650,11 @@ ConvPlan f16_plan(const ConvShape& s) {
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream) {
   const ImplicitGemmParams<__half> a = make_params(p);
   const bool pointwise = p.k == 1 && p.stride == 1 && p.pad == 0;
-  const bool vec_a = a.vec_a;
+  // A k x k conv with 16-byte A chunks reads them through its K-column table, whose element offsets are
+  // ints: a view too large for that (no yolo12 layer comes near) takes the scalar gather instead.
+  const long long reach = p.k > 1 ? (p.k - 1LL) * p.dilation : 0;
+  const bool table_fits = ((reach * p.w_in + reach) * p.ldx + a.cin_pad) <= 0x7fffffffLL && reach < (1 << 15);
+  const bool vec_a = a.vec_a && (pointwise || table_fits);
   const int groups = p.groups;
   const int bm = plan.bm, bn = plan.bn, w = plan.warps;
   if (plan.bk == 64) {  // 64-wide K, 3 stages (shared memory: 128x128 takes 108 KiB); the tiles of kF16Tiles
@@ -599,6 +666,8 @@ void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, const ConvPlan
     else if (bm == 128 && bn == 64 && w == 8) launch_f16_tile<128, 64, 4, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
     else if (bm == 256 && bn == 64 && w == 8) launch_f16_tile<256, 64, 4, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
     else if (bm == 256 && bn == 32 && w == 8) launch_f16_tile<256, 32, 8, 1, 3, 64>(a, groups, pointwise, vec_a, stream);
+    else if (bm == 128 && bn == 256 && w == 8) launch_f16_tile<128, 256, 2, 4, 3, 64>(a, groups, pointwise, vec_a, stream);
+    else if (bm == 256 && bn == 128 && w == 8) launch_f16_tile<256, 128, 4, 2, 3, 64>(a, groups, pointwise, vec_a, stream);
     else launch_f16_tile<128, 128, 2, 4, 3, 64>(a, groups, pointwise, vec_a, stream);
     return;
   }

@@ -8,8 +8,9 @@
 // and kept; the grid is persistent (about as many blocks as fit on the GPU), and each block streams pixel
 // tiles of 128 output rows x the whole K through a pipeline of 2..4 stages: while one tile's MMAs and
 // epilogue run, the next tiles' A rows are in flight (cp.async, 16-byte chunks through L1 so that the k x k
-// taps of neighbouring pixels hit in cache; zero-filled outside the image). Warp w computes rows
-// [32 w, 32 w + 32) x all bn channels with mma.sync m16n8k16 (fp16 in, fp32 accumulate), fragments from
+// taps of neighbouring pixels hit in cache; zero-filled outside the image). A block has 4 or 8
+// warps (ConvPlan::warps; 8 since the seventh session, variant f16_narrow8w: twice the warps to hide the
+// latency of the gather); warp w of W computes rows [w * 128 / W, (w + 1) * 128 / W) x all bn channels with mma.sync m16n8k16 (fp16 in, fp32 accumulate), fragments from
 // ldmatrix. The epilogue (bias, SiLU, gamma, residual) runs on the fp32 accumulators, which each warp
 // stages through its own shared rows so that the stores (and the residual loads) are 16 bytes wide.
 // Where the input view is not 16-byte aligned or cin_g is not a multiple of 8 (the stem's 3 channels), the
@@ -29,12 +30,14 @@ namespace yolo12::cuda::conv_detail {
 
 namespace {
 
-template <int BN, bool kVecA>
-__global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const NarrowParams p) {
+template <int BN, bool kVecA, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) conv2d_narrow_f16(const NarrowParams p) {
   pdl_begin();  // launch.cuh: before any activation is touched
   static_assert(BN == 8 || BN % 16 == 0, "B fragments are read one n8 block (bn 8) or two at a time");
+  constexpr int kThreads = narrow_threads(WARPS);
+  constexpr int kWarpRows = kNarrowRows / WARPS;  // 32 (4 warps) or 16 (8 warps)
   constexpr int NI = BN / 8;
-  constexpr int MI = kNarrowWarpRows / 16;
+  constexpr int MI = kWarpRows / 16;
   const ImplicitGemmParams<__half>& a = p.g;
   const NarrowLayout& L = p.layout;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -46,8 +49,8 @@ __global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const Narrow
   const CpAsyncZfill16<true> copy{a.x};  // through L1: the k x k taps of neighbouring pixels
   auto gather = [&](int tile, int stage) {
     __half* as = As + stage * stage_halves;
-    if constexpr (kVecA) narrow_gather_vec(a, tile, L.a_row, p.k16, as, tid, copy);
-    else narrow_gather_scalar(a, tile, L.a_row, p.k16, as, tid);
+    if constexpr (kVecA) narrow_gather_vec(a, tile, L.a_row, p.k16, as, tid, kThreads, copy);
+    else narrow_gather_scalar(a, tile, L.a_row, p.k16, as, tid, kThreads);
   };
 
   // Bias and gamma of this lane's 2 * NI channels (0 and 1 past n_g or when absent), loaded once.
@@ -61,12 +64,12 @@ __global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const Narrow
   }
   auto finish = [&](float v, float b, float g) {
     v += b;
-    if (a.silu()) v = silu_f(v);
+    if (a.silu()) v = silu_fast(v);
     return v * g;
   };
 
   // The weights travel in the first tile's cp.async group. Prologue: stages - 1 tiles in flight.
-  narrow_load_weights(a, BN, p.k16, L.b_row, Bs, tid, copy);
+  narrow_load_weights(a, BN, p.k16, L.b_row, Bs, tid, kThreads, copy);
   const int S = p.stages;
   for (int s = 0; s < S - 1; ++s) {
     const int t = blockIdx.x + s * gridDim.x;
@@ -89,7 +92,7 @@ __global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const Narrow
     for (int ks = 0; ks < p.k16; ks += 16) {
       std::uint32_t af[MI][4], bf[NI][2];
 #pragma unroll
-      for (int i = 0; i < MI; ++i) load_a_frag(af[i], as, L.a_row, warp * kNarrowWarpRows + i * 16, ks, lane);
+      for (int i = 0; i < MI; ++i) load_a_frag(af[i], as, L.a_row, warp * kWarpRows + i * 16, ks, lane);
       if constexpr (NI == 1) {
         load_b_frag(bf[0], Bs, L.b_row, 0, ks, lane);
       } else {
@@ -112,7 +115,7 @@ __global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const Narrow
         }
         narrow_stage<NI>(Cs, L.c_row, lane, v);
         __syncwarp();
-        narrow_store_staged<BN>(a, Cs, L.c_row, t * kNarrowRows + warp * kNarrowWarpRows + i * 16 + h * 8, lane);
+        narrow_store_staged<BN>(a, Cs, L.c_row, t * kNarrowRows + warp * kWarpRows + i * 16 + h * 8, lane);
         __syncwarp();  // the staging rows are rewritten by the next pass
       }
     __syncthreads();  // every warp is done reading stage it % S before it is refilled
@@ -122,28 +125,34 @@ __global__ void __launch_bounds__(kNarrowThreads) conv2d_narrow_f16(const Narrow
 
 // One instantiation: shared-memory opt-in (once, to the device's limit), a persistent grid of as many
 // blocks as fit on the GPU (at most one per tile), launch.
-template <int BN, bool kVecA>
+template <int BN, bool kVecA, int WARPS>
 void launch_narrow(const NarrowParams& p, int smem, int max_grid, cudaStream_t stream) {
-  constexpr auto kKernel = conv2d_narrow_f16<BN, kVecA>;
+  constexpr auto kKernel = conv2d_narrow_f16<BN, kVecA, WARPS>;
+  constexpr int kThreads = narrow_threads(WARPS);
   YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel),
                                        static_cast<int>(device_info().smem_per_block_optin)));
   int per_sm = 0;
-  YOLO12_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kNarrowThreads, smem));
+  YOLO12_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kThreads, smem));
   long long fit = 1LL * (per_sm > 0 ? per_sm : 1) * device_info().sm_count;
   if (max_grid > 0 && max_grid < fit) fit = max_grid;
   const int grid = static_cast<int>(p.tiles < fit ? p.tiles : fit);
-  launch_kernel(kKernel, static_cast<unsigned>(grid), kNarrowThreads, static_cast<std::size_t>(smem), stream, p);
+  launch_kernel(kKernel, static_cast<unsigned>(grid), kThreads, static_cast<std::size_t>(smem), stream, p);
 }
 
 template <int BN>
-void launch_narrow_a(const NarrowParams& p, int smem, int max_grid, cudaStream_t stream) {
-  if (p.g.vec_a) launch_narrow<BN, true>(p, smem, max_grid, stream);
-  else launch_narrow<BN, false>(p, smem, max_grid, stream);
+void launch_narrow_a(const NarrowParams& p, int warps, int smem, int max_grid, cudaStream_t stream) {
+  if (warps == 8) {
+    if (p.g.vec_a) launch_narrow<BN, true, 8>(p, smem, max_grid, stream);
+    else launch_narrow<BN, false, 8>(p, smem, max_grid, stream);
+  } else {
+    if (p.g.vec_a) launch_narrow<BN, true, 4>(p, smem, max_grid, stream);
+    else launch_narrow<BN, false, 4>(p, smem, max_grid, stream);
+  }
 }
 
 }  // namespace
 
-ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev) {
+ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev, int warps) {
   ConvPlan plan;  // not narrow_f16: not taken
   if (s.groups != 1) return plan;
   const GemmLayout l = gemm_layout(s);
@@ -162,7 +171,7 @@ ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev) {
   for (const long long budget : {two_per_sm, one_per_sm})
     for (const int stages : {4, 3, 2}) {
       if (scalar_gather && stages != 2) continue;
-      const int bytes = narrow_layout(bn, k16, stages).bytes;
+      const int bytes = narrow_layout(bn, k16, stages, warps).bytes;
       if (bytes <= budget) {
         plan.algorithm = ConvAlgorithm::narrow_f16;
         plan.bm = kNarrowRows;
@@ -170,6 +179,7 @@ ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev) {
         plan.bk = k16;
         plan.split = 1;
         plan.stages = stages;
+        plan.warps = warps;
         plan.smem_bytes = bytes;
         return plan;
       }
@@ -182,18 +192,19 @@ void launch_conv2d_narrow_f16(const ConvParams<__half>& cp, const ConvPlan& plan
   p.g = make_params(cp);
   p.k16 = plan.bk;
   p.stages = plan.stages;
-  p.layout = narrow_layout(plan.bn, plan.bk, plan.stages);
+  const int warps = plan.warps == 8 ? 8 : 4;
+  p.layout = narrow_layout(plan.bn, plan.bk, plan.stages, warps);
   p.tiles = ceil_div(p.g.m, kNarrowRows);
   const int smem = p.layout.bytes;
   switch (plan.bn) {
-    case 8: launch_narrow_a<8>(p, smem, max_grid, stream); break;
-    case 16: launch_narrow_a<16>(p, smem, max_grid, stream); break;
-    case 32: launch_narrow_a<32>(p, smem, max_grid, stream); break;
-    case 48: launch_narrow_a<48>(p, smem, max_grid, stream); break;
-    case 64: launch_narrow_a<64>(p, smem, max_grid, stream); break;
-    case 80: launch_narrow_a<80>(p, smem, max_grid, stream); break;
-    case 96: launch_narrow_a<96>(p, smem, max_grid, stream); break;
-    default: launch_narrow_a<128>(p, smem, max_grid, stream); break;
+    case 8: launch_narrow_a<8>(p, warps, smem, max_grid, stream); break;
+    case 16: launch_narrow_a<16>(p, warps, smem, max_grid, stream); break;
+    case 32: launch_narrow_a<32>(p, warps, smem, max_grid, stream); break;
+    case 48: launch_narrow_a<48>(p, warps, smem, max_grid, stream); break;
+    case 64: launch_narrow_a<64>(p, warps, smem, max_grid, stream); break;
+    case 80: launch_narrow_a<80>(p, warps, smem, max_grid, stream); break;
+    case 96: launch_narrow_a<96>(p, warps, smem, max_grid, stream); break;
+    default: launch_narrow_a<128>(p, warps, smem, max_grid, stream); break;
   }
 }
 

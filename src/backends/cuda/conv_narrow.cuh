@@ -3,12 +3,13 @@
 // epilogue's staging and stores. The kernel calls them with cp.async; the [narrow] tests in
 // tests/gpu/test_conv.cu replay them on the CPU, lane by lane, against the double reference.
 //
-// One block = 128 threads = 4 warps. Per pixel tile of 128 output rows (m = tile * 128 + r, r = A row):
+// One block = 4 or 8 warps (ConvPlan::warps; 32 or 16 rows each). Per pixel tile of 128 output rows
+// (m = tile * 128 + r, r = A row):
 //   A stage (128, a_row) halves: row r = the whole K of pixel m, column k = tap * cin_pad + ci, then zeros
 //                                up to k16 (K rounded up to 16, the MMA's K step);
 //   B       (bn, b_row) halves:  row n = packed weights [n][0, k16) of output channel n (zero rows n >= n_g),
 //                                loaded once per block and kept;
-//   C       4 x (8, c_row) fp32: each warp's staging rows for its 16-byte stores.
+//   C       warps x (8, c_row) fp32: each warp's staging rows for its 16-byte stores.
 // a_row = b_row = k16 + 8 halves: an odd number of 16-byte units, so the 8 row addresses of each ldmatrix
 // phase (and each 8 lanes' cp.async writes) fall in distinct banks.
 #pragma once
@@ -20,8 +21,8 @@
 namespace yolo12::cuda::conv_detail {
 
 constexpr int kNarrowRows = 128;     // output pixels per tile: one A row per pixel
-constexpr int kNarrowThreads = 128;  // 4 warps; warp w computes rows [32 w, 32 w + 32) x all bn channels
-constexpr int kNarrowWarpRows = 32;
+// warps = 4 or 8: warp w computes rows [w * 128 / warps, (w + 1) * 128 / warps) x all bn channels.
+inline constexpr int narrow_threads(int warps) { return warps * 32; }
 constexpr int kNarrowStageRows = 8;  // rows a warp stages at a time before its 16-byte stores
 constexpr int kNarrowMaxN = 128;     // c_out the kernel takes (the N tile is all of it)
 constexpr int kNarrowMaxK = 320;     // k16 it takes: 3x3 up to 32 input channels, 1x1 up to 320
@@ -45,14 +46,14 @@ struct NarrowLayout {
   int a_off = 0, c_off = 0, bytes = 0;
 };
 
-__host__ __device__ inline NarrowLayout narrow_layout(int bn, int k16, int stages) {
+__host__ __device__ inline NarrowLayout narrow_layout(int bn, int k16, int stages, int warps) {
   NarrowLayout l;
   l.a_row = l.b_row = k16 + 8;
   l.c_row = bn == 8 ? 24 : bn + 8;
   l.a_stage_bytes = kNarrowRows * l.a_row * 2;
   l.a_off = bn * l.b_row * 2;
   l.c_off = l.a_off + stages * l.a_stage_bytes;
-  l.bytes = l.c_off + (kNarrowThreads / 32) * kNarrowStageRows * l.c_row * 4;
+  l.bytes = l.c_off + warps * kNarrowStageRows * l.c_row * 4;
   return l;
 }
 
@@ -75,13 +76,14 @@ __host__ __device__ inline int narrow_lanes_per_row(int chunks_per_tap) {
 
 // copy(dst, src): 16 bytes from global src into shared dst, or 16 zero bytes when src is null.
 
-// B: rows n < bn, columns [0, k16) of the packed weights (k16 <= k_pad), zero rows for n >= n_g.
+// B: rows n < bn, columns [0, k16) of the packed weights (k16 <= k_pad), zero rows for n >= n_g. Thread tid of
+// `threads`.
 #pragma nv_exec_check_disable
 template <typename Copy16>
 __host__ __device__ void narrow_load_weights(const ImplicitGemmParams<__half>& a, int bn, int k16, int b_row, __half* bs,
-                                             int tid, const Copy16& copy) {
+                                             int tid, int threads, const Copy16& copy) {
   const int chunks = k16 / kChunk;
-  for (int i = tid; i < bn * chunks; i += kNarrowThreads) {
+  for (int i = tid; i < bn * chunks; i += threads) {
     const int n = i / chunks, c = i - n * chunks;
     copy(bs + n * b_row + c * kChunk, n < a.n_g ? a.w + static_cast<long long>(n) * a.k_pad + c * kChunk : nullptr);
   }
@@ -93,8 +95,13 @@ __host__ __device__ void narrow_load_weights(const ImplicitGemmParams<__half>& a
 template <typename F>
 __host__ __device__ void narrow_for_each_tap(const ImplicitGemmParams<__half>& a, int tile, int r, int a_row, __half* as,
                                              const F& f) {
-  const RowOrigin<__half> o = row_origin(a, tile * kNarrowRows + r, 0);
+  const int m = tile * kNarrowRows + r;
   __half* row = as + r * a_row;
+  if (a.k == 1 && a.stride == 1 && a.pad == 0) {  // 1x1: row m reads pixel m (no divisions)
+    f(row, m < a.m ? a.x + static_cast<long long>(m) * a.ldx : static_cast<const __half*>(nullptr));
+    return;
+  }
+  const RowOrigin<__half> o = row_origin(a, m, 0);
   for (int ky = 0; ky < a.k; ++ky) {
     const int iy = o.iy0 + ky * a.dilation;
     for (int kx = 0; kx < a.k; ++kx) {
@@ -111,11 +118,11 @@ __host__ __device__ void narrow_for_each_tap(const ImplicitGemmParams<__half>& a
 #pragma nv_exec_check_disable
 template <typename Copy16>
 __host__ __device__ void narrow_gather_vec(const ImplicitGemmParams<__half>& a, int tile, int a_row, int k16, __half* as,
-                                           int tid, const Copy16& copy) {
+                                           int tid, int threads, const Copy16& copy) {
   const int per_tap = a.cin_pad / kChunk;
   const int lanes = narrow_lanes_per_row(per_tap);
   const int q = tid % lanes;
-  for (int r = tid / lanes; r < kNarrowRows; r += kNarrowThreads / lanes) {
+  for (int r = tid / lanes; r < kNarrowRows; r += threads / lanes) {
     narrow_for_each_tap(a, tile, r, a_row, as, [&](__half* dst, const __half* src) {
       for (int c = q; c < per_tap; c += lanes) copy(dst + c * kChunk, src ? src + c * kChunk : nullptr);
     });
@@ -126,9 +133,9 @@ __host__ __device__ void narrow_gather_vec(const ImplicitGemmParams<__half>& a, 
 // The same tile with scalar loads and 16-byte shared stores, one row per thread: any cin_g, any alignment
 // (the stem's 3 channels, slices at odd offsets). Channels cin_g .. cin_pad - 1 of each tap are zero.
 __host__ __device__ inline void narrow_gather_scalar(const ImplicitGemmParams<__half>& a, int tile, int a_row, int k16,
-                                                     __half* as, int tid) {
+                                                     __half* as, int tid, int threads) {
   const int per_tap = a.cin_pad / kChunk;
-  for (int r = tid; r < kNarrowRows; r += kNarrowThreads) {
+  for (int r = tid; r < kNarrowRows; r += threads) {
     narrow_for_each_tap(a, tile, r, a_row, as, [&](__half* dst, const __half* src) {
       for (int c = 0; c < per_tap; ++c) {
         std::uint32_t word[kChunk / 2];  // channel pairs, low half first (the memory order of two halves)

@@ -117,16 +117,16 @@ __host__ __device__ __forceinline__ float half_hi(std::uint32_t w) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(w >> 16)));
 }
 
-// silu_f (conv_detail.cuh) with __expf's exp2 taken flush-to-zero (ex2.approx.ftz): the two exponentials
+// silu_fast (conv_detail.cuh) with __expf's exp2 taken flush-to-zero (ex2.approx.ftz): the two exponentials
 // differ only where 2^x is below 2^-126, and there 1 + e rounds to 1 either way, so the result is the same
 // bit for bit; it saves the three instructions per value that rescale subnormal results.
 __host__ __device__ __forceinline__ float stem_silu(float v) {
 #ifdef __CUDA_ARCH__
   float e;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(v * -1.44269504088896341f));  // __expf(-v)
-  return v / (1.f + e);
+  return __fdividef(v, 1.f + e);
 #else
-  return silu_f(v);
+  return silu_fast(v);
 #endif
 }
 

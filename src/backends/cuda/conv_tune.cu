@@ -70,8 +70,10 @@ std::vector<ConvPlan> conv_candidates(const ConvParams<T>& p) {
       return out;
     }
     for (const ConvPlan& plan : conv_detail::implicit_gemm_candidates(p)) add_plan(out, plan);
-    const ConvPlan narrow = conv_detail::narrow_plan(p, device_info());
-    if (narrow.algorithm == ConvAlgorithm::narrow_f16) add_plan(out, narrow);
+    for (const int warps : {4, 8}) {
+      const ConvPlan narrow = conv_detail::narrow_plan(p, device_info(), warps);
+      if (narrow.algorithm == ConvAlgorithm::narrow_f16) add_plan(out, narrow);
+    }
     if (conv_detail::conv2d_direct_small_cin_supports(p)) {
       ConvPlan plan;
       plan.algorithm = ConvAlgorithm::direct_small_cin;
