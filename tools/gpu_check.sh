@@ -249,6 +249,16 @@ san_job() {  # tool test name catch-filter [env VAR=value ...]: one sanitizer pr
       "${SANITIZE_FILTER:-$catch_filter}" > "$out/sanitizer_${tool}_$name.log" 2>&1; echo $? > "$out/sanitizer_${tool}_$name.rc" ) &
   san_jobs+=("$tool $name")
 }
+# The whole-model test under the sanitizers: memcheck runs everything; racecheck is too slow to run it
+# whole within a call, so it runs as two processes at once: every case but the real-image one (the
+# random yolo12n and narrow yolo12l fixtures at 320 use every kernel the model executor has), and the
+# real-image case narrowed to one model, image and size (YOLO11n on bus at 320 by default).
+san_model_jobs() {
+  san_job memcheck test_model_gpu test_model_gpu "~[big]"
+  san_job racecheck test_model_gpu test_model_gpu "~[big]~[real]" env "YOLO12_TEST_FIXTURE=${SANITIZE_MODEL_FIXTURE:-rand_bus_320}"
+  san_job racecheck test_model_gpu test_model_gpu_real "[real]" env "YOLO12_TEST_REAL_MODEL=${SANITIZE_REAL_MODEL:-yolo11n}" \
+    "YOLO12_TEST_REAL_SIZE=${SANITIZE_REAL_SIZE:-320}" "YOLO12_TEST_REAL_IMAGE=${SANITIZE_REAL_IMAGE:-bus}"
+}
 san_report() {  # waits for the sanitizer processes, one summary line each
   wait
   local j rc summ passed
@@ -270,16 +280,17 @@ variant_env() {
   elif [ "${pv:${#name}:1}" = ":" ]; then local r=${pv#*:}; envv=(env -u YOLO12_CONV_VARIANTS ${r//+/ })
   else envv=(env "YOLO12_CONV_VARIANTS=${pv#*=}"); fi
 }
-# Per-op profile of yolo12n fp16 at batch 1 and 32 under each conv-variant setting of the list (entries
-# as variant_env reads them).
+# Per-op profile of a model fp16 at batch 1 and 32 (default yolo12n_rand.y12) under each conv-variant
+# setting of the list (entries as variant_env reads them), into profile_<prefix><name>.log/json.
 profile_variants() {
-  local pv name envv
-  [ -x "$build/yolo12-bench" ] && [ -f "$models/yolo12n_rand.y12" ] || { note "profile: skipped (no yolo12-bench or yolo12n_rand.y12)"; return; }
+  local pv name envv model=${2:-$models/yolo12n_rand.y12} prefix=${3:-}
+  [ -x "$build/yolo12-bench" ] && [ -f "$model" ] || { note "profile: skipped (no yolo12-bench or $(basename "$model"))"; return; }
   for pv in $1; do
     variant_env "$pv"
-    "${envv[@]}" timeout 120 "$build/yolo12-bench" "$models/yolo12n_rand.y12" --batch 1,32 --precision fp16 \
-      --iters 50 --warmup 10 --profile-ops 40 --json "$out/profile_$name.json" > "$out/profile_$name.log" 2>&1
-    note "profile ($name): $(grep -E '^n ' "$out/profile_$name.log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
+    local log=$out/profile_$prefix$name.log
+    "${envv[@]}" timeout 120 "$build/yolo12-bench" "$model" --batch 1,32 --precision fp16 \
+      --iters 50 --warmup 10 --profile-ops 40 --json "$out/profile_$prefix$name.json" > "$log" 2>&1
+    note "profile ($prefix$name): $(grep -E '^[nsmlx] fp16' "$log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
   done
 }
 if [ "$mode" = all ] || [ "$mode" = test ]; then
@@ -294,18 +305,9 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
   san_tests=${SANITIZE_TESTS:-"${gpu_tests[*]}"}
   for t in $san_tests; do
     [ -x "$build/tests/$t" ] || continue
+    if [ "$t" = test_model_gpu ]; then san_model_jobs; continue; fi
     san_job memcheck "$t" "$t" "~[big]"
-    if [ "$t" = test_model_gpu ]; then
-      # racecheck on the whole-model test is too slow to run whole within a call, so it runs as two
-      # processes at once: every case but the real-image one (the random yolo12n and narrow yolo12l
-      # fixtures at 320 use every kernel the model executor has), and the real-image case narrowed to
-      # one model, image and size (YOLO11n on bus at 320 by default). memcheck runs everything.
-      san_job racecheck "$t" "$t" "~[big]~[real]" env "YOLO12_TEST_FIXTURE=${SANITIZE_MODEL_FIXTURE:-rand_bus_320}"
-      san_job racecheck "$t" "${t}_real" "[real]" env "YOLO12_TEST_REAL_MODEL=${SANITIZE_REAL_MODEL:-yolo11n}" \
-        "YOLO12_TEST_REAL_SIZE=${SANITIZE_REAL_SIZE:-320}" "YOLO12_TEST_REAL_IMAGE=${SANITIZE_REAL_IMAGE:-bus}"
-    else
-      san_job racecheck "$t" "$t" "~[big]"
-    fi
+    san_job racecheck "$t" "$t" "~[big]"
   done
   if [ "${EXAMPLE_APP:-1}" = 1 ] && [ -f tests/example_app/check.sh ] && [ -f "$models/yolo12n_rand.y12" ]; then
     timeout 300 bash tests/example_app/check.sh "$build" "$models/yolo12n_rand.y12" cuda > "$out/example_app.log" 2>&1
@@ -344,14 +346,7 @@ if [ "$mode" = perf ]; then
   # PERF_PROFILE_SCALES (e.g. "x"): the per-op profile of those scales too (the peer's weights), under each
   # setting of PERF_PROFILE_SCALE_VARIANTS (default: the defaults), into profile_yolo12<scale>_<name>.log/json.
   for sc in ${PERF_PROFILE_SCALES:-}; do
-    y12=$models/yolo12${sc}_peer.y12
-    [ -f "$y12" ] || continue
-    for pv in ${PERF_PROFILE_SCALE_VARIANTS:-default}; do
-      variant_env "$pv"
-      "${envv[@]}" timeout 120 "$build/yolo12-bench" "$y12" --batch 1,32 --precision fp16 --iters 30 --warmup 5 \
-        --profile-ops 40 --json "$out/profile_yolo12${sc}_$name.json" > "$out/profile_yolo12${sc}_$name.log" 2>&1
-      note "profile yolo12$sc ($name): $(grep -E '^roofline fp16' "$out/profile_yolo12${sc}_$name.log" | cut -c1-90 | tr '\n' ';')"
-    done
+    profile_variants "${PERF_PROFILE_SCALE_VARIANTS:-default}" "$models/yolo12${sc}_peer.y12" "yolo12${sc}_"
   done
   for sc in ${scales//,/ }; do
     y12=$models/yolo12${sc}_peer.y12
@@ -422,13 +417,8 @@ if [ "$mode" = perf ]; then
     fi
     san_job memcheck test_preprocess test_preprocess '*'
     if [ "${PERF_SAN_MODEL:-0}" = 1 ] && [ -x "$build/tests/test_model_gpu" ]; then
-      # PERF_SAN_MODEL=1: the whole-model test too, as `test` runs it (memcheck, and racecheck as two
-      # processes: the fixtures, and the real-image case on one model, image and size).
-      export YOLO12_TEST_MODELS=$models
-      san_job memcheck test_model_gpu test_model_gpu "~[big]"
-      san_job racecheck test_model_gpu test_model_gpu "~[big]~[real]" env "YOLO12_TEST_FIXTURE=${SANITIZE_MODEL_FIXTURE:-rand_bus_320}"
-      san_job racecheck test_model_gpu test_model_gpu_real "[real]" env "YOLO12_TEST_REAL_MODEL=${SANITIZE_REAL_MODEL:-yolo11n}" \
-        "YOLO12_TEST_REAL_SIZE=${SANITIZE_REAL_SIZE:-320}" "YOLO12_TEST_REAL_IMAGE=${SANITIZE_REAL_IMAGE:-bus}"
+      export YOLO12_TEST_MODELS=$models  # PERF_SAN_MODEL=1: the whole-model test too, as `test` runs it
+      san_model_jobs
     fi
     san_report
   fi
