@@ -123,6 +123,11 @@ case "$mode" in
         elif [ "${PERF_ALL_TESTS:-0}" = 1 ]; then targets+=("${gpu_tests[@]}"); else targets+=(test_conv test_preprocess test_roofline); fi ;;
 esac
 [ -f bench/bench.cpp ] && targets+=(yolo12-bench)
+# The example app installs the library: with a static CUDA build that installs the merged archive
+# (yolo12_merged, built by `all` only), so test/all build it too where the build has it.
+if [ "$mode" = all ] || [ "$mode" = test ]; then
+  cmake --build "$build" --target help 2>/dev/null | grep -q yolo12_merged && targets+=(yolo12_merged)
+fi
 [ "$mode" = perf ] && [ -f bench/multi_device_bench.cpp ] && targets+=(yolo12-multi-bench)
 # BASELINE_SRC (perf mode): a source archive of an earlier commit (`git archive COMMIT | gzip`), built
 # beside this one (its yolo12-bench only) and timed on the same models in the same call, so a change's
@@ -249,13 +254,23 @@ san_job() {  # tool test name catch-filter [env VAR=value ...]: one sanitizer pr
       "${SANITIZE_FILTER:-$catch_filter}" > "$out/sanitizer_${tool}_$name.log" 2>&1; echo $? > "$out/sanitizer_${tool}_$name.rc" ) &
   san_jobs+=("$tool $name")
 }
-# The whole-model test under the sanitizers: memcheck runs everything; racecheck is too slow to run it
-# whole within a call, so it runs as two processes at once: every case but the real-image one (the
-# random yolo12n and narrow yolo12l fixtures at 320 use every kernel the model executor has), and the
-# real-image case narrowed to one model, image and size (YOLO11n on bus at 320 by default).
+# The whole-model test under the sanitizers, with kernel tuning's quick protocol (YOLO12_CONV_TUNE_QUICK=1:
+# each candidate kernel runs once, since timings under a sanitizer mean nothing). memcheck runs it all in
+# one process. racecheck is too slow for that within a call, so it runs split, all processes at once:
+# the fixture test once per fixture of SANITIZE_MODEL_FIXTURES (default the random yolo12n and the narrow
+# yolo12l at 320, which between them use every kernel the model executor has) and part (plain: fp32, the
+# serial schedule, batch 2, fp16; tuned: the tuned fp16 detector), the other cases but the real-image one,
+# and the real-image case narrowed to one model, image and size (YOLO11n on bus at 320 by default).
 san_model_jobs() {
-  san_job memcheck test_model_gpu test_model_gpu "~[big]"
-  san_job racecheck test_model_gpu test_model_gpu "~[big]~[real]" env "YOLO12_TEST_FIXTURE=${SANITIZE_MODEL_FIXTURE:-rand_bus_320}"
+  local fx part
+  san_job memcheck test_model_gpu test_model_gpu "~[big]" env YOLO12_CONV_TUNE_QUICK=1
+  for fx in ${SANITIZE_MODEL_FIXTURES:-yolo12n_rand_bus_320 yolo12l_narrow_rand_bus_320}; do
+    for part in plain tuned; do
+      san_job racecheck test_model_gpu "test_model_gpu_${fx}_$part" "[fixture]~[big]" env YOLO12_CONV_TUNE_QUICK=1 \
+        "YOLO12_TEST_FIXTURE=$fx" "YOLO12_TEST_MODEL_PARTS=$part"
+    done
+  done
+  san_job racecheck test_model_gpu test_model_gpu_others "~[fixture]~[real]~[big]"
   san_job racecheck test_model_gpu test_model_gpu_real "[real]" env "YOLO12_TEST_REAL_MODEL=${SANITIZE_REAL_MODEL:-yolo11n}" \
     "YOLO12_TEST_REAL_SIZE=${SANITIZE_REAL_SIZE:-320}" "YOLO12_TEST_REAL_IMAGE=${SANITIZE_REAL_IMAGE:-bus}"
 }

@@ -155,7 +155,8 @@ struct DeviceBuf {
 // the same replayed on the CPU (emulate_dw_tiled).
 // Candidate: conv2d_forward with plan candidate_run.index of conv_candidates(p) (the kernel tuning's
 // choices), recording how many candidates p has and the plan's name.
-enum class Kernel { Forward, Naive, Narrow, NarrowHost, DwTiled, DwTiledHost, Candidate };
+// Plan: conv2d_forward with the plan plan_run (any plan, e.g. a wgmma tile the rules would not pick).
+enum class Kernel { Forward, Naive, Narrow, NarrowHost, DwTiled, DwTiledHost, Candidate, Plan };
 
 struct CandidateRun {
   std::size_t index = 0;  // in: which candidate
@@ -163,6 +164,7 @@ struct CandidateRun {
   std::string name;       // out: conv_plan_detail of the one run
 };
 CandidateRun candidate_run;
+yolo12::cuda::ConvPlan plan_run;  // what Kernel::Plan runs
 
 struct NarrowRun {
   yolo12::cuda::ConvPlan plan;
@@ -451,6 +453,8 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
     const yolo12::cuda::ConvPlan& plan = plans[std::min(candidate_run.index, plans.size() - 1)];
     candidate_run.name = yolo12::cuda::conv_plan_detail(plan);
     yolo12::cuda::conv2d_forward<T>(p, plan, nullptr);
+  } else if (kernel == Kernel::Plan) {
+    yolo12::cuda::conv2d_forward<T>(p, plan_run, nullptr);
   } else if constexpr (kHalf) {
     if (kernel == Kernel::DwTiled) yolo12::cuda::conv_detail::launch_dwconv_tiled_f16(p, nullptr);
     else yolo12::cuda::conv_detail::launch_conv2d_narrow_f16(p, narrow_run.plan, nullptr, narrow_run.max_grid);
@@ -505,7 +509,8 @@ void check_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   constexpr bool kHalf = std::is_same<T, __half>::value;
   static const char* const kNames[] = {"conv2d_forward ", "conv2d_forward_naive ", "conv2d_narrow_f16 ",
                                        "conv2d_narrow_f16 replayed on the CPU ", "dwconv_tiled_f16 ",
-                                       "dwconv_tiled_f16 replayed on the CPU ", "conv_candidates "};
+                                       "dwconv_tiled_f16 replayed on the CPU ", "conv_candidates ",
+                                       "conv2d_forward with a given plan "};
   INFO((kHalf ? "fp16 " : "fp32 ") << kNames[static_cast<int>(kernel)] << describe(c) << " seed " << seed);
   REQUIRE(yolo12::cuda::conv_can_implement(c.s));
   const Result r = run_case<T>(c, seed, kernel);
@@ -965,6 +970,7 @@ struct VariantsSet {
     yolo12::cuda::conv_detail::conv_variants().f16_narrow = on;
     yolo12::cuda::conv_detail::conv_variants().f16_narrow_stem = on;
     yolo12::cuda::conv_detail::conv_variants().dw_tiled_f16 = on;
+    yolo12::cuda::conv_detail::conv_variants().f16_wgmma = on;
   }
   ~VariantsSet() { yolo12::cuda::conv_detail::conv_variants() = yolo12::cuda::conv_detail::ConvVariants(); }
 };
@@ -973,7 +979,12 @@ struct VariantsSet {
 // The tile rules of f16_tiles2 and f16_tiles3 (implicit_gemm_plan2) on yolo12n's shapes, as tuning chose them on
 // the H200.
 TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids with short K", "[conv][host][tune]") {
-  cd::conv_variants() = cd::ConvVariants();
+  const auto mma_sync_only = [] {  // the mma.sync kernel's rules: without the wgmma kernel's ([wgmma])
+    cd::ConvVariants v;
+    v.f16_wgmma = false;
+    return v;
+  };
+  cd::conv_variants() = mma_sync_only();
   struct Expect {
     ConvShape s;
     const char* plan;
@@ -1014,6 +1025,12 @@ TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids w
   cd::conv_variants().f16_tiles2 = false;
   CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[0].s)) == "implicit_gemm_f16 128x64x64 w4");
   cd::conv_variants() = cd::ConvVariants();
+  // With f16_wgmma (the default) on a device that runs the wgmma kernel, the wide long-K layers go there.
+  if (cd::wgmma_available()) {
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[13].s)) == "implicit_gemm_wgmma 128x256x64 s4");
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[14].s)) == "implicit_gemm_f16 128x128x64 w8");
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[1].s)) == "implicit_gemm_f16 128x64x64 w8");
+  }
 }
 
 // Kernel tuning may pick any of conv_candidates: every one of them must compute the conv.
@@ -1067,10 +1084,120 @@ TEST_CASE("every plan kernel tuning can choose matches the reference: all tiles,
   }
   CHECK(narrow4);
   CHECK(narrow8);
+  if (yolo12::cuda::conv_detail::wgmma_available())  // the wgmma tiles where the device runs them
+    for (const char* name : {"implicit_gemm_wgmma 128x64x64 s4", "implicit_gemm_wgmma 128x96x64 s3",
+                             "implicit_gemm_wgmma 128x128x64 s3", "implicit_gemm_wgmma 128x128x64 s4",
+                             "implicit_gemm_wgmma 128x192x64 s4", "implicit_gemm_wgmma 128x256x64 s4"}) {
+      INFO(name);
+      CHECK(names.count(name) == 1);
+    }
   // fp32 has the one kernel.
   ConvParams<float> f32;
   static_cast<ConvShape&>(f32) = cases.front().s;
   CHECK(yolo12::cuda::conv_candidates(f32).size() == 1);
+}
+
+TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stage count, 1x1 and k x k, edges, fallbacks",
+          "[conv][gpu][wgmma]") {
+  namespace cd = yolo12::cuda::conv_detail;
+  if (!cd::wgmma_available()) {
+    WARN("SKIPPED: the device does not run sm_90a code: conv2d_implicit_gemm_wgmma is not used here");
+    return;
+  }
+  std::vector<Case> cases;
+  // 1x1: one K tile (fewer tiles than the pipeline's prologue), M not a multiple of 128.
+  cases.push_back(with_options(make_case(1, 15, 20, 64, 64, 1, 1, 1), false, false, true));
+  // 1x1, K = 96: the second K tile half past k_pad (zero-filled); 256 channels; residual and gamma.
+  cases.push_back(with_options(make_case(2, 10, 13, 96, 256, 1, 1, 1), true, true, true));
+  // 1x1 over channel slices (x, y and residual inside wider buffers, 16-byte aligned offsets).
+  cases.push_back(with_options(make_case(1, 20, 20, 256, 192, 1, 1, 1), true, true, false, 8, 16, 8, 8, 16, 8));
+  // 3x3 stride 1 and 2 (odd sizes), 5x5, dilation 2, a long K (27 tiles at 3x3 x 192).
+  cases.push_back(with_options(make_case(2, 20, 20, 64, 128, 3, 1, 1), false, true, true));
+  cases.push_back(with_options(make_case(1, 17, 19, 32, 96, 3, 2, 1), true, false, true));
+  cases.push_back(with_options(make_case(1, 9, 11, 16, 64, 5, 1, 1), false, false, false));
+  cases.push_back(with_options(make_case(1, 12, 12, 32, 64, 3, 1, 1, 2), false, true, true));
+  cases.push_back(with_options(make_case(1, 8, 8, 192, 64, 3, 1, 1), false, false, true));
+  // Groups: two of 32 -> 64 channels (blockIdx.z), and channels that no N tile divides (n_g = 72, and 70:
+  // no 16-byte stores).
+  cases.push_back(with_options(make_case(1, 16, 16, 64, 128, 3, 1, 2), false, false, true));
+  cases.push_back(with_options(make_case(1, 16, 16, 64, 72, 1, 1, 1), false, true, true));
+  cases.push_back(with_options(make_case(1, 16, 16, 64, 70, 3, 1, 1), true, false, true));
+  // What the kernel does not take: c_in not a multiple of 8, an x view 8 bytes off 16-byte alignment
+  // (the launcher runs conv2d_implicit_gemm_f16 instead).
+  cases.push_back(with_options(make_case(1, 16, 16, 12, 64, 3, 1, 1), false, false, true));
+  cases.push_back(with_options(make_case(1, 16, 16, 64, 64, 1, 1, 1), false, false, true, 4, 4));
+  const int tiles[][2] = {{64, 4}, {96, 3}, {128, 3}, {128, 4}, {192, 4}, {256, 4}};
+  std::uint64_t seed = 12000;
+  for (const Case& c : cases)
+    for (const auto& t : tiles) {
+      plan_run = yolo12::cuda::ConvPlan{};
+      plan_run.algorithm = yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
+      plan_run.bm = 128;
+      plan_run.bn = t[0];
+      plan_run.bk = 64;
+      plan_run.stages = t[1];
+      plan_run.warps = 8;
+      INFO("wgmma tile 128x" << t[0] << " stages " << t[1]);
+      check_case<__half>(c, seed++, Kernel::Plan);
+    }
+  // The rule (wgmma_plan), on yolo12n / yolo12x shapes at batch 1 and 32 where tuning chose these tiles.
+  auto shape = [](int b, int hw, int ci, int co, int k, int stride) {
+    Case c = make_case(b, hw, hw, ci, co, k, stride, 1);
+    return c.s;
+  };
+  const yolo12::cuda::DeviceInfo& dev = yolo12::cuda::device_info();
+  struct Rule {
+    ConvShape s;
+    int bn, stages;  // 0: stays on mma.sync
+  };
+  const Rule rules[] = {
+      {shape(32, 40, 1152, 768, 1, 1), 256, 4},  // large grid: the widest tile that divides the channels
+      {shape(32, 80, 384, 384, 3, 2), 192, 4},
+      {shape(32, 80, 96, 96, 3, 1), 96, 3},
+      {shape(32, 80, 768, 768, 1, 1), 128, 3},   // 1x1 under 16 K tiles: at most 128 wide
+      {shape(32, 40, 128, 80, 1, 1), 96, 3},     // 80 channels: one 96-wide tile
+      {shape(32, 160, 48, 48, 3, 1), 64, 4},     // 48 channels: one 64-wide tile
+      {shape(32, 20, 384, 256, 1, 1), 128, 3},   // 200 blocks: 1.5 per SM
+      {shape(32, 20, 256, 128, 1, 1), 64, 4},
+      {shape(32, 20, 256, 64, 3, 1), 64, 4},     // small grid, long K (36 tiles)
+      {shape(1, 80, 768, 768, 3, 2), 128, 4},    // small grid, long K: the widest tile for half the SMs
+      {shape(1, 160, 384, 384, 3, 2), 192, 4},
+      {shape(1, 80, 1536, 192, 1, 1), 64, 4},    // small grid, medium K: 128x64
+      {shape(1, 80, 384, 384, 3, 2), 64, 4},
+      {shape(32, 160, 384, 384, 1, 1), 0, 0},    // wide 1x1, short K, many pixels: mma.sync
+      {shape(32, 160, 32, 32, 3, 1), 0, 0},      // 32 channels
+      {shape(32, 80, 64, 64, 1, 1), 0, 0},       // one K tile
+      {shape(1, 40, 768, 768, 3, 2), 0, 0},      // 48 blocks of 128x64: split-K on mma.sync
+      {shape(1, 80, 64, 64, 3, 1), 0, 0},
+  };
+  for (const Rule& r : rules) {
+    INFO(r.s.batch << " " << r.s.h << "x" << r.s.w_in << " " << r.s.c_in << "->" << r.s.c_out << " k" << r.s.k << " s"
+                   << r.s.stride);
+    yolo12::cuda::ConvPlan plan;
+    const bool takes = cd::wgmma_plan(r.s, dev, plan);
+    CHECK(takes == (r.bn > 0));
+    if (takes && r.bn > 0) {
+      CHECK(plan.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma);
+      CHECK(plan.bn == r.bn);
+      CHECK(plan.stages == r.stages);
+    }
+  }
+  // Tuning times the wgmma tiles where the kernel runs the views, and only there.
+  ConvParams<__half> p;
+  static_cast<ConvShape&>(p) = shape(2, 20, 128, 256, 3, 1);
+  p.ldx = 128;
+  p.ldy = 256;
+  alignas(16) static __half dummy[8];
+  p.x = dummy;
+  p.y = dummy;
+  p.w = dummy;
+  int wg = 0;
+  for (const auto& c : yolo12::cuda::conv_candidates(p)) wg += c.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
+  CHECK(wg == 6);
+  p.x = dummy + 4;  // 8 bytes off: no 16-byte A chunks
+  wg = 0;
+  for (const auto& c : yolo12::cuda::conv_candidates(p)) wg += c.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
+  CHECK(wg == 0);
 }
 
 TEST_CASE("conv2d_forward with the variants off (BK 32, several depthwise outputs per thread) matches the reference",

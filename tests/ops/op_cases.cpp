@@ -292,7 +292,9 @@ const std::vector<ConvSpec>& conv_fixed_specs() {
     add(conv_spec(1, 13, 14, 3, 13, 3, 2, 1), true, true, true, 0, 1, 3, 0, 1, 2);   // small c_in, scalar stores
     add(conv_spec(1, 15, 15, 4, 24, 5, 1, 1), false, true, false, 0, 4, 8, 8, 8, 0); // small c_in, 16-byte stores
     add(conv_spec(2, 9, 10, 2, 64, 1, 1, 1), false, false, true);
-    add(conv_spec(1, 40, 40, 3, 72, 3, 2, 1), false, false, true);                   // c_out > 64: implicit GEMM
+    add(conv_spec(1, 40, 40, 3, 72, 3, 2, 1), false, false, true);                   // c_out > 64: fp16 stem kernel
+    add(conv_spec(2, 33, 31, 3, 96, 3, 2, 1), false, true, true);                    // yolo12x's stem (96 channels)
+    add(conv_spec(1, 20, 22, 3, 136, 3, 2, 1), true, false, true);                   // c_out > 128: implicit GEMM
     // Medium M: the 64x64 tiles with several blocks along M and N.
     add(conv_spec(1, 60, 75, 32, 48, 3, 1, 1), false, true, true);
     add(conv_spec(1, 50, 50, 64, 160, 1, 1, 1), true, false, true, 0, 0, 16, 16);

@@ -13,8 +13,10 @@
 //   fp16, f16_plan() says narrow_f16         -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
 //                                               short K, many pixels (f16_narrow; wider and longer convs
 //                                               with f16_narrow_wide, the stem with f16_narrow_stem)
-//   fp16, c_in <= 4, c_out 8..64 (the stem)  -> conv2d_stem_f16          (conv_stem.cu, variant f16_stem)
+//   fp16, c_in <= 4, c_out 8..128 (the stem) -> conv2d_stem_f16          (conv_stem.cu, variant f16_stem)
 //   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
+//   fp16, where wgmma_plan() takes it         -> conv2d_implicit_gemm_wgmma (conv_wgmma.cu, variant f16_wgmma,
+//                                               Hopper sm_90a: >= 48 channels, K >= 128, grids it fills)
 //   everything else, fp16                    -> conv2d_implicit_gemm_f16 (conv_implicit_gemm.cu), split-K
 //                                               where f16_plan() says so
 //   everything else, fp32                    -> conv2d_implicit_gemm_f32 (conv_implicit_gemm.cu)
@@ -100,7 +102,8 @@ namespace conv_detail {
 ConvVariants parse_conv_variants(const char* list) {
   ConvVariants v;
   v.f16_bk64 = v.dw_one_output = v.f16_split_k = v.f16_narrow = v.f16_narrow_wide = v.f16_narrow_stem =
-      v.dw_tiled_f16 = v.f16_fit_smem = v.f16_tiles2 = v.dw_tiled_small = v.f16_stem = v.f16_narrow8w = v.f16_tiles3 = v.f16_wide_tiles = false;
+      v.dw_tiled_f16 = v.f16_fit_smem = v.f16_tiles2 = v.dw_tiled_small = v.f16_stem = v.f16_narrow8w = v.f16_tiles3 = v.f16_wide_tiles =
+      v.f16_wgmma = false;
   const std::string s = list ? list : "";
   std::size_t begin = 0;
   while (begin <= s.size()) {
@@ -121,6 +124,7 @@ ConvVariants parse_conv_variants(const char* list) {
     else if (name == "f16_narrow8w") v.f16_narrow8w = true;
     else if (name == "f16_tiles3") v.f16_tiles3 = true;
     else if (name == "f16_wide_tiles") v.f16_wide_tiles = true;
+    else if (name == "f16_wgmma") v.f16_wgmma = true;
     begin = end + 1;
   }
   return v;
@@ -213,12 +217,13 @@ ConvPlan conv_select(const ConvParams<T>& p) {
   const bool small_cin = conv_detail::conv2d_direct_small_cin_supports(p);
   if constexpr (kHalf) {
     // narrow_f16 (the small-c_in convs too, under their own variant) or implicit_gemm_f16
-    const ConvPlan f16 = conv_detail::f16_plan(p);
-    if (f16.algorithm == ConvAlgorithm::narrow_f16 || !small_cin) return f16;
+    const ConvPlan f16 = conv_detail::f16_plan(p, conv_detail::wgmma_runs(p));
+    if (f16.algorithm == ConvAlgorithm::narrow_f16) return f16;
     if (conv_detail::conv_variants().f16_stem && conv_detail::conv2d_stem_f16_supports(p)) {
-      plan.algorithm = ConvAlgorithm::stem_f16;
+      plan.algorithm = ConvAlgorithm::stem_f16;  // also over 64 channels (yolo12x's 96), where small_cin stops
       return plan;
     }
+    if (!small_cin) return f16;
   }
   plan.algorithm = small_cin ? ConvAlgorithm::direct_small_cin : ConvAlgorithm::implicit_gemm_f32;
   return plan;
@@ -237,6 +242,7 @@ std::string conv_plan_name(const ConvPlan& plan) {
     case ConvAlgorithm::implicit_gemm_f32: return "implicit_gemm_f32";
     case ConvAlgorithm::implicit_gemm_f16:
       return plan.split > 1 ? "implicit_gemm_f16 split-K " + std::to_string(plan.split) : "implicit_gemm_f16";
+    case ConvAlgorithm::implicit_gemm_wgmma: return "implicit_gemm_wgmma";
   }
   return "?";
 }
@@ -247,6 +253,9 @@ std::string conv_plan_detail(const ConvPlan& plan) {
     const std::size_t kernel = std::string("implicit_gemm_f16").size();
     name.insert(kernel, " " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + "x" + std::to_string(plan.bk) +
                             " w" + std::to_string(plan.warps));
+  } else if (plan.algorithm == ConvAlgorithm::implicit_gemm_wgmma) {
+    name += " " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + "x" + std::to_string(plan.bk) + " s" +
+            std::to_string(plan.stages);
   } else if (plan.algorithm == ConvAlgorithm::narrow_f16) {
     name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages) + " w" + std::to_string(plan.warps);
   }
@@ -270,11 +279,13 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
     case ConvAlgorithm::dwconv_tiled_f16:
     case ConvAlgorithm::narrow_f16:
     case ConvAlgorithm::implicit_gemm_f16:
+    case ConvAlgorithm::implicit_gemm_wgmma:
     case ConvAlgorithm::implicit_gemm_f32:
       if constexpr (std::is_same_v<T, __half>) {
         if (plan.algorithm == ConvAlgorithm::stem_f16) conv_detail::launch_conv2d_stem_f16(p, stream);
         else if (plan.algorithm == ConvAlgorithm::dwconv_tiled_f16) conv_detail::launch_dwconv_tiled_f16(p, stream);
         else if (plan.algorithm == ConvAlgorithm::narrow_f16) conv_detail::launch_conv2d_narrow_f16(p, plan, stream);
+        else if (plan.algorithm == ConvAlgorithm::implicit_gemm_wgmma) conv_detail::launch_conv2d_implicit_gemm_wgmma(p, plan, stream);
         else conv_detail::launch_conv2d_implicit_gemm_f16(p, plan, stream);
       } else {
         conv_detail::launch_conv2d_implicit_gemm_f32(p, stream);  // conv_select gives fp32 no fp16 kernel

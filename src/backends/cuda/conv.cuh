@@ -68,14 +68,17 @@ enum class ConvAlgorithm {
   dwconv_direct,      // depthwise, conv_depthwise.cu
   dwconv_tiled_f16,   // depthwise, fp16, 16-byte views, grids that fill the GPU (variant dw_tiled_f16)
   direct_small_cin,   // the stem (c_in <= 4), conv_direct.cu
-  stem_f16,           // the stem in fp16 (c_in <= 4, c_out 8..64), conv_stem.cu (variant f16_stem)
+  stem_f16,           // the stem in fp16 (c_in <= 4, c_out 8..128), conv_stem.cu (variant f16_stem)
   narrow_f16,         // fp16, few output channels, short K, many pixels (variants f16_narrow, f16_narrow_stem)
   implicit_gemm_f16,  // every other fp16 conv
+  implicit_gemm_wgmma,  // fp16 on Hopper's wgmma (sm_90a), where wgmma_plan takes the conv: conv_wgmma.cu (variant f16_wgmma)
   implicit_gemm_f32,  // every other fp32 conv
 };
 // The fp16 GEMM kernels' configuration (conv_detail::f16_plan), zero for the other algorithms:
 //   implicit_gemm_f16: block tile bm x bn on `warps` warps, K tile bk, split = blocks of one cluster
 //                      sharing an output tile (each summing 1/split of K); stages and smem_bytes unused.
+//   implicit_gemm_wgmma: block tile bm (128) x bn on `warps` (8: two warpgroups) warps, bk = 64,
+//                      stages = shared-memory pipeline stages (3 or 4); split 1.
 //   narrow_f16:        bm = 128 pixels per tile, bn = the N tile (all of c_out), bk = the whole K
 //                      (k*k*cin_pad rounded up to 16), stages = pipeline depth in pixel tiles,
 //                      smem_bytes = dynamic shared memory, warps = 4 or 8 per block.
@@ -85,6 +88,11 @@ struct ConvPlan {
   int split = 1;
   int stages = 0, smem_bytes = 0;
   int warps = 0;
+  // The same kernel and configuration (smem_bytes follows from the rest).
+  bool operator==(const ConvPlan& o) const {
+    return algorithm == o.algorithm && bm == o.bm && bn == o.bn && bk == o.bk && split == o.split && stages == o.stages &&
+           warps == o.warps;
+  }
 };
 template <typename T>
 ConvPlan conv_select(const ConvParams<T>& p);
@@ -95,7 +103,7 @@ std::string conv_plan_detail(const ConvPlan& plan);
 
 // Kernel tuning (conv_tune.cu). Every plan conv2d_forward can run these params with: conv_select's first,
 // then, in fp16, the implicit GEMM's other tiles and splits (conv_detail::implicit_gemm_candidates),
-// conv2d_narrow_f16 where it takes the shape, and the stem kernels for c_in <= 4. fp32 has the one plan.
+// the wgmma kernel's tiles where it runs p (conv_detail::wgmma_candidates), conv2d_narrow_f16 where it takes the shape, and the stem kernels for c_in <= 4. fp32 has the one plan.
 // Each plan computes the same conv; each is deterministic, but split-K plans sum K in another order, so
 // fp16 results may differ between plans in the last bit.
 template <typename T>

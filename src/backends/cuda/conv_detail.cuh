@@ -153,6 +153,10 @@ struct ConvVariants {
   bool f16_wide_tiles = false;    // with f16_tiles2: 128x256 and 256x128 tiles (8 warps of 64x64) for layers
                                   // of over 128 channels with a long K (yolo12m..x); off: slower on yolo12x
                                   // at batch 32 (docs/kernels-conv.md)
+  bool f16_wgmma = true;          // fp16 convs of at least 48 channels with a K of at least 2 tiles of 64, over
+                                  // grids it fills: conv2d_implicit_gemm_wgmma (Hopper's wgmma, sm_90a) where
+                                  // the device runs its code (wgmma_plan, conv_wgmma.cu; eighth session:
+                                  // yolo12x at batch 32 41.5 -> 35.0 ms on the H200)
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.
@@ -167,7 +171,8 @@ ConvVariants parse_conv_variants(const char* list);
 // (device_info()): a narrow_f16 plan where conv2d_narrow_f16 takes the shape and its variant is on, else
 // the implicit_gemm_f16 plan (fields: ConvPlan, conv.cuh). conv_select (conv.cu) calls it; the launchers
 // run the plan they are given.
-ConvPlan f16_plan(const ConvShape& s);
+// wgmma_views: whether the views allow conv2d_implicit_gemm_wgmma (wgmma_runs; conv_select passes it).
+ConvPlan f16_plan(const ConvShape& s, bool wgmma_views = true);
 // Every implicit_gemm_f16 plan the kernel is instantiated for that suits s (its block tiles, K tiles
 // and split-K ranks, without tiles that would be mostly padding): the candidates conv_tune times.
 std::vector<ConvPlan> implicit_gemm_candidates(const ConvShape& s);
@@ -175,6 +180,19 @@ std::vector<ConvPlan> implicit_gemm_candidates(const ConvShape& s);
 // of another algorithm where conv2d_narrow_f16 does not take it (the variants are not consulted: f16_plan
 // does that).
 ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev, int warps);
+
+// conv2d_implicit_gemm_wgmma (conv_wgmma.cu). wgmma_available: the device is compute capability 9.0 and
+// runs this library's sm_90a code. wgmma_takes: available, and s is a non-depthwise conv with c_in / groups
+// a multiple of 8 (16-byte A chunks; the launcher still falls back to conv2d_implicit_gemm_f16 for views
+// that are not 16-byte aligned). wgmma_runs: wgmma_takes, and p's views allow 16-byte A chunks and a
+// K-column table of int offsets (where not, launch_conv2d_implicit_gemm_wgmma runs the mma.sync kernel).
+// wgmma_plan: the default rule (variant f16_wgmma), false where the mma.sync kernel's plan stays.
+// wgmma_candidates: every wgmma tile that suits s, for kernel tuning.
+bool wgmma_available();
+bool wgmma_takes(const ConvShape& s);
+bool wgmma_runs(const ConvParams<__half>& p);
+bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan);
+std::vector<ConvPlan> wgmma_candidates(const ConvShape& s);
 
 // Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p), and run what
 // conv_select chose for p.
@@ -194,6 +212,8 @@ bool conv2d_direct_small_cin_supports(const ConvShape& s);  // groups 1, c_in <=
 template <typename T> void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream);
 // plan: an implicit_gemm_f16 plan for p (f16_plan).
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream);
+// plan: an implicit_gemm_wgmma plan for p (bn, stages used).
+void launch_conv2d_implicit_gemm_wgmma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream);
 // plan: a narrow_f16 plan for p (its bn, bk and stages are used). max_grid > 0 caps the persistent grid (the
 // tests use it so that every block walks many tiles).
 void launch_conv2d_narrow_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream, int max_grid = 0);

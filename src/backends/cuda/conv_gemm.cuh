@@ -1,6 +1,6 @@
 // src/backends/cuda/conv_gemm.cuh - what the implicit-GEMM conv kernels share (conv_implicit_gemm.cu,
-// conv_narrow.cu): the kernel parameters computed on the host once per launch, and where an output row
-// reads its input.
+// conv_wgmma.cu, conv_narrow.cu): the kernel parameters computed on the host once per launch, where an
+// output row reads its input, and the staged epilogue's 8-channel store.
 //
 // The GEMM of a conv (per group g): Y[m, n] = sum_k A[m, k] * B[n, k] with
 //   m = (b, oy, ox) the output pixel (M = B * Ho * Wo rows, row-major like the NHWC output),
@@ -51,6 +51,15 @@ ImplicitGemmParams<T> make_params(const ConvParams<T>& p) {
   return a;
 }
 
+// Whether the K-column table of a k x k conv (conv2d_implicit_gemm_f16, conv2d_implicit_gemm_wgmma) holds a's
+// tap offsets: element offsets from a row's top-left tap within an int, row and column offsets within 15 bits.
+// Where not (no yolo12 layer comes near), the kernels gather k x k A chunks without the table.
+template <typename T>
+bool ktable_fits(const ImplicitGemmParams<T>& a) {
+  const long long reach = a.k > 1 ? (a.k - 1LL) * a.dilation : 0;
+  return ((reach * a.w_in + reach) * a.ldx + a.cin_pad) <= 0x7fffffffLL && reach < (1 << 15);
+}
+
 #ifdef __CUDACC__
 // Where output row m reads its input: the image's base pointer (group offset included) and the top-left
 // tap's coordinates. Rows past M get coordinates that fail every bounds check.
@@ -92,6 +101,58 @@ __host__ __device__ __forceinline__ long long a_offset(const ImplicitGemmParams<
   const int ix = r.ix0 + kx * a.dilation;
   if (iy < 0 || iy >= a.h || ix < 0 || ix >= a.w_in) return -1;
   return (static_cast<long long>(iy) * a.w_in + ix) * a.ldx + ci;
+}
+
+// The K-column table of a k x k conv, filled by the block's threads (thread tid of `threads`), entries
+// [0, entries): entry q describes K columns [8q, 8q + 8), one tap's channels ci..ci+7: x = its element offset
+// from the row's top-left tap, (dy * w_in + dx) * ldx + ci; y = dy << 16 | dx, the tap's offset in rows and
+// columns (zero past k_real). Built once per block, it replaces the two divisions per 16-byte chunk and K tile
+// that decomposing K into (tap, ci) took: the A loads had issued several times as many instructions as the
+// MMAs. The launchers check ktable_fits. The caller synchronises the block before reading it.
+template <typename T>
+__device__ __forceinline__ void fill_ktable(const ImplicitGemmParams<T>& a, int2* ktab, int entries, int tid, int threads) {
+  for (int q = tid; q < entries; q += threads) {
+    const int kk = q * kChunk;
+    int2 e = make_int2(0, 0);
+    if (kk < a.k_real) {
+      const int tap = kk / a.cin_pad, ci = kk - tap * a.cin_pad;
+      const int ky = tap / a.k, kx = tap - ky * a.k;
+      const int dy = ky * a.dilation, dx = kx * a.dilation;
+      e = make_int2((dy * a.w_in + dx) * a.ldx + ci, dy << 16 | dx);
+    }
+    ktab[q] = e;
+  }
+}
+
+// Output row m, channels [n, n + 8) of group channel n (c = g * n_g + n, its first channel), v their
+// values with the epilogue applied (conv_detail.cuh): adds the residual and rounds once to half; 16-byte
+// loads and stores where vec_out allows, else element by element up to n_g. The staged epilogue of
+// the fp16 GEMM kernels (conv_implicit_gemm.cu, conv_wgmma.cu) writes every output chunk through it.
+__device__ __forceinline__ void store_chunk8(const ImplicitGemmParams<__half>& a, int m, long long c, int n,
+                                             float (&v)[8]) {
+  __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
+  const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
+  if (a.vec_out && n + 8 <= a.n_g) {
+    if (rp) {
+      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(rp));
+      const __half2* r2 = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 f = __half22float2(r2[e]);
+        v[2 * e] += f.x;
+        v[2 * e + 1] += f.y;
+      }
+    }
+    uint4 out;
+    __half2* o2 = reinterpret_cast<__half2*>(&out);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+    *reinterpret_cast<uint4*>(yp) = out;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (n + e < a.n_g) yp[e] = __float2half_rn(v[e] + (rp ? __half2float(rp[e]) : 0.f));
+  }
 }
 #endif
 

@@ -124,24 +124,10 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   const int kt_begin = rank * all_k_tiles / SPLIT;
   const int num_k_tiles = (rank + 1) * all_k_tiles / SPLIT - kt_begin;
 
-  // The K-column table of a k x k conv (kTable): entry q describes K columns [8q, 8q + 8), one tap's
-  // channels ci..ci+7: x = its element offset from the row's top-left tap, (dy * w_in + dx) * ldx + ci;
-  // y = dy << 16 | dx, the tap's offset in rows and columns. Built once per block, it replaces the two
-  // divisions per 16-byte chunk and K tile that decomposing K into (tap, ci) took: the A loads had
-  // issued several times as many instructions as the MMAs. The launcher checks that x fits an int.
+  // The K-column table of a k x k conv (kTable; conv_gemm.cuh: fill_ktable).
   int2* ktab = reinterpret_cast<int2*>(smem_raw + a.ktab_offset);  // (all_k_tiles * BK / kChunk)
   if constexpr (kTable) {
-    for (int q = tid; q < all_k_tiles * (BK / kChunk); q += kThreads) {
-      const int kk = q * kChunk;
-      int2 e = make_int2(0, 0);
-      if (kk < a.k_real) {
-        const int tap = kk / a.cin_pad, ci = kk - tap * a.cin_pad;
-        const int ky = tap / a.k, kx = tap - ky * a.k;
-        const int dy = ky * a.dilation, dx = kx * a.dilation;
-        e = make_int2((dy * a.w_in + dx) * a.ldx + ci, dy << 16 | dx);
-      }
-      ktab[q] = e;
-    }
+    fill_ktable(a, ktab, all_k_tiles * (BK / kChunk), tid, kThreads);
     __syncthreads();
   }
 
@@ -289,29 +275,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
         for (int e = 0; e < 8; ++e)
           if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
       }
-      __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
-      const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
-      if (a.vec_out && n + 8 <= a.n_g) {
-        if (rp) {
-          const uint4 raw = __ldg(reinterpret_cast<const uint4*>(rp));
-          const __half2* r2 = reinterpret_cast<const __half2*>(&raw);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float2 f = __half22float2(r2[e]);
-            v[2 * e] += f.x;
-            v[2 * e + 1] += f.y;
-          }
-        }
-        uint4 out;
-        __half2* o2 = reinterpret_cast<__half2*>(&out);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) o2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
-        *reinterpret_cast<uint4*>(yp) = out;
-      } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          if (n + e < a.n_g) yp[e] = __float2half_rn(v[e] + (rp ? __half2float(rp[e]) : 0.f));
-      }
+      store_chunk8(a, m, c, n, v);
     }
     if constexpr (SPLIT > 1) cg::this_cluster().sync();  // no block leaves while others read its tile
   } else {
@@ -325,33 +289,6 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
         store_output(a, m + 8, n, acc[i][j][2], acc[i][j][3]);
       }
   }
-}
-
-// Launches one kernel instantiation with `smem` bytes of dynamic shared memory, in clusters of
-// (cluster_x, 1, 1) blocks when cluster_x > 1. Above 48 KiB a kernel must opt in; that is done once per
-// kernel and device (allow_dynamic_smem) and is not a stream operation, so it is legal during graph
-// capture.
-template <auto kKernel, typename Args>
-void launch_with_smem(dim3 grid, dim3 block, int smem, const Args& a, cudaStream_t stream, int cluster_x = 1) {
-  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel), smem));
-  if (cluster_x == 1) {
-    launch_kernel(kKernel, grid, block, static_cast<std::size_t>(smem), stream, a);
-    return;
-  }
-  // A cluster launch (split-K) keeps the plain stream order: no PDL attribute beside the cluster's.
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = static_cast<unsigned>(cluster_x);
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = static_cast<std::size_t>(smem);
-  config.stream = stream;
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  YOLO12_CUDA_CHECK(cudaLaunchKernelEx(&config, kKernel, a));
 }
 
 // The pipeline stages of one instantiation for a K loop of at most `k_tiles` tiles per block: the stages
@@ -633,7 +570,7 @@ std::vector<ConvPlan> implicit_gemm_candidates(const ConvShape& s) {
   return out;
 }
 
-ConvPlan f16_plan(const ConvShape& s) {
+ConvPlan f16_plan(const ConvShape& s, bool wgmma_views) {
   const DeviceInfo& dev = device_info();
   const ConvVariants& v = conv_variants();
   // conv2d_narrow_f16 where it takes the shape and its variant is on (the small-c_in convs, which would
@@ -644,17 +581,17 @@ ConvPlan f16_plan(const ConvShape& s) {
     if (narrow.algorithm == ConvAlgorithm::narrow_f16 && (wins || v.f16_narrow_wide || conv2d_direct_small_cin_supports(s)))
       return narrow;
   }
+  ConvPlan wgmma;
+  if (v.f16_wgmma && wgmma_views && wgmma_plan(s, dev, wgmma)) return wgmma;
   return implicit_gemm_plan(s, dev, v);
 }
 
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream) {
   const ImplicitGemmParams<__half> a = make_params(p);
   const bool pointwise = p.k == 1 && p.stride == 1 && p.pad == 0;
-  // A k x k conv with 16-byte A chunks reads them through its K-column table, whose element offsets are
-  // ints: a view too large for that (no yolo12 layer comes near) takes the scalar gather instead.
-  const long long reach = p.k > 1 ? (p.k - 1LL) * p.dilation : 0;
-  const bool table_fits = ((reach * p.w_in + reach) * p.ldx + a.cin_pad) <= 0x7fffffffLL && reach < (1 << 15);
-  const bool vec_a = a.vec_a && (pointwise || table_fits);
+  // A k x k conv with 16-byte A chunks reads them through its K-column table: a view too large for that
+  // takes the scalar gather instead.
+  const bool vec_a = a.vec_a && (pointwise || ktable_fits(a));
   const int groups = p.groups;
   const int bm = plan.bm, bn = plan.bn, w = plan.warps;
   if (plan.bk == 64) {  // 64-wide K, 3 stages (shared memory: 128x128 takes 108 KiB); the tiles of kF16Tiles

@@ -1,5 +1,5 @@
 // src/backends/cuda/conv_stem.cu - conv2d_stem_f16: fp16 direct convolution for convs with 1..4 input
-// channels (the stem: 3x3 stride 2 from RGB, c_out 16..64), NHWC, fp32 accumulation, the fused epilogue.
+// channels (the stem: 3x3 stride 2 from RGB, c_out 16..96; up to 128), NHWC, fp32 accumulation, the fused epilogue.
 //
 //   y[n, oy, ox, c] = epilogue(sum_{ky, kx, ci} x[n, oy*s - p + ky, ox*s - p + kx, ci] * W[c, ky, kx, ci])
 //                     (+ residual[n, oy, ox, c])
@@ -463,7 +463,7 @@ void launch_stem_stride(const StemParams& a, cudaStream_t stream) {
 }  // namespace
 
 bool conv2d_stem_f16_supports(const ConvShape& s) {
-  return s.groups == 1 && s.c_in >= 1 && s.c_in <= 4 && s.c_out >= 8 && s.c_out <= 64 && s.c_out % 8 == 0 &&
+  return s.groups == 1 && s.c_in >= 1 && s.c_in <= 4 && s.c_out >= 8 && s.c_out <= 128 && s.c_out % 8 == 0 &&
          (s.k == 1 || s.k == 3 || s.k == 5 || s.k == 7) && (s.stride == 1 || s.stride == 2) && s.dilation == 1 &&
          s.pad >= 0;
 }

@@ -10,7 +10,7 @@
 
 namespace yolo12::cuda::conv_detail {
 
-// groups 1, 1 <= c_in <= 4, 8 <= c_out <= 64 with c_out % 8 == 0, k in {1, 3, 5, 7}, stride 1 or 2,
+// groups 1, 1 <= c_in <= 4, 8 <= c_out <= 128 with c_out % 8 == 0 (yolo12n..x: 16, 32, 64, 64, 96), k in {1, 3, 5, 7}, stride 1 or 2,
 // dilation 1, pad >= 0. Any batch, input size, views (x only 2-byte aligned, any ldx >= c_in), weight
 // alignment (read as scalars) and output / residual alignment (16-byte stores where they allow it).
 bool conv2d_stem_f16_supports(const ConvShape& s);

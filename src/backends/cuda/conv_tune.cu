@@ -7,26 +7,26 @@
 // batch, when the executor is asked to (ExecutorConfig::tune_kernels, YOLO12_CONV_TUNE=1). Every
 // candidate computes the same conv: the tests run each one against the reference (test_conv, [tune]).
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 #include <vector>
+
+#include "yolo12/errors.hpp"
 
 #include "common.cuh"
 #include "conv.cuh"
 #include "conv_detail.cuh"
+#include "conv_gemm.cuh"
 #include "conv_stem.cuh"
 
 namespace yolo12::cuda {
 
 namespace {
 
-bool same_plan(const ConvPlan& a, const ConvPlan& b) {
-  return a.algorithm == b.algorithm && a.bm == b.bm && a.bn == b.bn && a.bk == b.bk && a.split == b.split &&
-         a.stages == b.stages && a.warps == b.warps;
-}
-
 void add_plan(std::vector<ConvPlan>& out, const ConvPlan& plan) {
   for (const ConvPlan& q : out)
-    if (same_plan(q, plan)) return;
+    if (q == plan) return;
   out.push_back(plan);
 }
 
@@ -47,6 +47,19 @@ struct EventPair {
 
 constexpr int kLaunchesPerRun = 5;
 constexpr int kRuns = 3;
+
+// YOLO12_CONV_TUNE_QUICK=1: each candidate runs once after its warm-up (one run of one launch), for runs
+// whose timings mean nothing anyway (under compute-sanitizer, where a kernel launch is a thousand times
+// slower: the whole-model test's tuned detector then finishes); "0" or unset: the full protocol.
+bool tune_quick() {
+  static const bool quick = [] {
+    const char* env = std::getenv("YOLO12_CONV_TUNE_QUICK");
+    if (!env || !*env || std::string(env) == "0") return false;
+    if (std::string(env) == "1") return true;
+    throw OptionError(std::string("YOLO12_CONV_TUNE_QUICK must be 0 or 1, got '") + env + "'");
+  }();
+  return quick;
+}
 constexpr double kKeepDefaultWithin = 1.03;  // conv_select's plan stays unless another is 3% faster
 constexpr float kGiveUpAbove = 1.5f;         // a candidate 1.5x slower than the fastest yet gets one run
 
@@ -70,6 +83,8 @@ std::vector<ConvPlan> conv_candidates(const ConvParams<T>& p) {
       return out;
     }
     for (const ConvPlan& plan : conv_detail::implicit_gemm_candidates(p)) add_plan(out, plan);
+    if (conv_detail::wgmma_runs(p))
+      for (const ConvPlan& plan : conv_detail::wgmma_candidates(p)) add_plan(out, plan);
     for (const int warps : {4, 8}) {
       const ConvPlan narrow = conv_detail::narrow_plan(p, device_info(), warps);
       if (narrow.algorithm == ConvAlgorithm::narrow_f16) add_plan(out, narrow);
@@ -95,13 +110,14 @@ ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream) {
   const std::vector<ConvPlan> plans = conv_candidates(p);
   if (plans.size() == 1) return plans[0];
   EventPair ev;
+  const int runs = tune_quick() ? 1 : kRuns, launches = tune_quick() ? 1 : kLaunchesPerRun;
   std::vector<float> best(plans.size(), 0.f);
   float fastest_so_far = 0.f;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     conv2d_forward(p, plans[i], stream);  // warm-up: instruction cache, shared-memory opt-in, L2
-    for (int r = 0; r < kRuns; ++r) {
+    for (int r = 0; r < runs; ++r) {
       YOLO12_CUDA_CHECK(cudaEventRecord(ev.start, stream));
-      for (int l = 0; l < kLaunchesPerRun; ++l) conv2d_forward(p, plans[i], stream);
+      for (int l = 0; l < launches; ++l) conv2d_forward(p, plans[i], stream);
       YOLO12_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
       YOLO12_CUDA_CHECK(cudaEventSynchronize(ev.stop));
       float ms = 0.f;

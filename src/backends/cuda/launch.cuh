@@ -67,4 +67,31 @@ void launch_kernel(void (*kernel)(P), dim3 grid, dim3 block, std::size_t smem, c
   YOLO12_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, params));
 }
 
+// Launches one kernel instantiation with `smem` bytes of dynamic shared memory, in clusters of
+// (cluster_x, 1, 1) blocks when cluster_x > 1. Above 48 KiB a kernel must opt in; that is done once per
+// kernel and device (allow_dynamic_smem) and is not a stream operation, so it is legal during graph
+// capture.
+template <auto kKernel, typename Args>
+void launch_with_smem(dim3 grid, dim3 block, int smem, const Args& a, cudaStream_t stream, int cluster_x = 1) {
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel), smem));
+  if (cluster_x == 1) {
+    launch_kernel(kKernel, grid, block, static_cast<std::size_t>(smem), stream, a);
+    return;
+  }
+  // A cluster launch (split-K) keeps the plain stream order: no PDL attribute beside the cluster's.
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = static_cast<unsigned>(cluster_x);
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = static_cast<std::size_t>(smem);
+  config.stream = stream;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  YOLO12_CUDA_CHECK(cudaLaunchKernelEx(&config, kKernel, a));
+}
+
 }  // namespace yolo12::cuda
