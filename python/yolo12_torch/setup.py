@@ -31,6 +31,7 @@ ENGINE_CPU = ["src/backends/cpu/" + f for f in ("conv.cpp", "attention.cpp", "de
                                                 "thread_pool.cpp")]
 ENGINE_CUDA = ["src/backends/cuda/" + f for f in ("conv.cu", "conv_implicit_gemm.cu", "conv_depthwise.cu",
                                                   "conv_direct.cu", "conv_narrow.cu", "conv_stem.cu", "conv_tune.cu",
+                                                  "conv_wgmma.cu",
                                                   "attention.cu", "detect.cu",
                                                   "device.cu", "conv_backward.cu", "attention_backward.cu",
                                                   "detect_backward.cu")]
@@ -59,7 +60,9 @@ def extension():
         sys.exit("yolo12_torch: the engine sources are not at %s; build from a yolo12 checkout" % src("src"))
     sources = [src(f) for f in ENGINE_CPU] + [os.path.join(HERE, "csrc", f) for f in GLUE]
     include_dirs = [src("include"), src("src"), os.path.join(HERE, "csrc")]
-    cxx = ["-O3", "-g0", "-std=c++17"]  # -g0: no debug info (a faster build, a smaller module)
+    # C++20: torch's own headers need it since torch 2.15 (ATen.h stops with an #error under C++17); the engine's
+    # sources build as either. -g0: no debug info (a faster build, a smaller module).
+    cxx = ["-O3", "-g0", "-std=c++20"]
     if not want_cuda():
         return cpp_extension.CppExtension("yolo12_torch._C", sources, include_dirs=include_dirs,
                                           extra_compile_args={"cxx": cxx})
