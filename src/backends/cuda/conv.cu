@@ -99,32 +99,35 @@ bool conv_can_implement(const ConvShape& s) {
 
 namespace conv_detail {
 
+// Every variant's name (as YOLO12_CONV_VARIANTS spells it) and switch: the one list of them.
+struct VariantName {
+  const char* name;
+  bool ConvVariants::*on;
+};
+constexpr VariantName kVariantNames[] = {
+    {"f16_bk64", &ConvVariants::f16_bk64},         {"dw_one_output", &ConvVariants::dw_one_output},
+    {"f16_split_k", &ConvVariants::f16_split_k},   {"f16_narrow", &ConvVariants::f16_narrow},
+    {"f16_narrow_wide", &ConvVariants::f16_narrow_wide}, {"f16_narrow_stem", &ConvVariants::f16_narrow_stem},
+    {"dw_tiled_f16", &ConvVariants::dw_tiled_f16}, {"f16_fit_smem", &ConvVariants::f16_fit_smem},
+    {"f16_tiles2", &ConvVariants::f16_tiles2},     {"dw_tiled_small", &ConvVariants::dw_tiled_small},
+    {"f16_stem", &ConvVariants::f16_stem},         {"f16_narrow8w", &ConvVariants::f16_narrow8w},
+    {"f16_tiles3", &ConvVariants::f16_tiles3},     {"f16_wide_tiles", &ConvVariants::f16_wide_tiles},
+    {"f16_wgmma", &ConvVariants::f16_wgmma},
+};
+static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
+              "every ConvVariants switch has a name here");
+
 ConvVariants parse_conv_variants(const char* list) {
   ConvVariants v;
-  v.f16_bk64 = v.dw_one_output = v.f16_split_k = v.f16_narrow = v.f16_narrow_wide = v.f16_narrow_stem =
-      v.dw_tiled_f16 = v.f16_fit_smem = v.f16_tiles2 = v.dw_tiled_small = v.f16_stem = v.f16_narrow8w = v.f16_tiles3 = v.f16_wide_tiles =
-      v.f16_wgmma = false;
+  for (const VariantName& n : kVariantNames) v.*n.on = false;
   const std::string s = list ? list : "";
   std::size_t begin = 0;
   while (begin <= s.size()) {
     std::size_t end = s.find(',', begin);
     if (end == std::string::npos) end = s.size();
     const std::string name = s.substr(begin, end - begin);
-    if (name == "f16_bk64") v.f16_bk64 = true;
-    else if (name == "dw_one_output") v.dw_one_output = true;
-    else if (name == "f16_split_k") v.f16_split_k = true;
-    else if (name == "f16_narrow") v.f16_narrow = true;
-    else if (name == "f16_narrow_wide") v.f16_narrow_wide = true;
-    else if (name == "f16_narrow_stem") v.f16_narrow_stem = true;
-    else if (name == "dw_tiled_f16") v.dw_tiled_f16 = true;
-    else if (name == "f16_fit_smem") v.f16_fit_smem = true;
-    else if (name == "f16_tiles2") v.f16_tiles2 = true;
-    else if (name == "dw_tiled_small") v.dw_tiled_small = true;
-    else if (name == "f16_stem") v.f16_stem = true;
-    else if (name == "f16_narrow8w") v.f16_narrow8w = true;
-    else if (name == "f16_tiles3") v.f16_tiles3 = true;
-    else if (name == "f16_wide_tiles") v.f16_wide_tiles = true;
-    else if (name == "f16_wgmma") v.f16_wgmma = true;
+    for (const VariantName& n : kVariantNames)
+      if (name == n.name) v.*n.on = true;
     begin = end + 1;
   }
   return v;
