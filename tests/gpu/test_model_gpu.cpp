@@ -160,19 +160,17 @@ TEST_CASE("whole model: raw head on the GPU equals the CPU backend and Ultralyti
     if (tuned) {
       // With kernel tuning (every conv on the fastest of its candidate kernels, chosen by timing here):
       // the fp16 bound, and a tuned detector repeats its result bit for bit.
-      o.device = Device::Cuda;
-      o.precision = Precision::Fp16;
-      o.tune_kernels = true;
-      Detector tuned16(model, o);
+      DetectorOptions t = o;
+      t.device = Device::Cuda;
+      t.precision = Precision::Fp16;
+      t.tune_kernels = true;
+      Detector tuned16(model, t);
       const std::vector<float> out16t = tuned16.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
       CHECK(tuned16.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr) == out16t);
       const double e16t = rel_l2(out16t.data(), ref.data.data(), ref.data.size());
       std::printf("[model] %-28s fp16 tuned: gpu-vs-ultralytics %.2e  (PyTorch fp16 vs fp64 %s)\n", name.c_str(), e16t,
                   has_torch16 ? std::to_string(torch16).c_str() : "not recorded: bound 0.1");
       CHECK(e16t < (has_torch16 ? 2 * torch16 : 0.1));
-      o = DetectorOptions();
-      o.input_height = H;
-      o.input_width = W;
     }
     if (!plain) {
       ++ran;

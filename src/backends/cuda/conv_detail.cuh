@@ -25,6 +25,8 @@ inline int round_up(int a, int b) { return (a + b - 1) / b * b; }
 inline bool is_depthwise(const ConvShape& s) {
   return s.groups > 1 && s.groups == s.c_in && s.groups == s.c_out;
 }
+// 1x1, stride 1, no padding: output pixel m reads input pixel m (the GEMM's A is x itself).
+__host__ __device__ inline bool is_pointwise(const ConvShape& s) { return s.k == 1 && s.stride == 1 && s.pad == 0; }
 
 struct GemmLayout {
   int n_g;      // output channels per group

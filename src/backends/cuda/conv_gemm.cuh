@@ -103,6 +103,33 @@ __host__ __device__ __forceinline__ long long a_offset(const ImplicitGemmParams<
   return (static_cast<long long>(iy) * a.w_in + ix) * a.ldx + ci;
 }
 
+// Row m's origin as the fp16 GEMM kernels keep it (computed once per thread and row). kPointwise: x's
+// row m itself (iy0 0; -1 past M, which every load then skips). kTable (k x k with the K-column table):
+// the base points at the row's top-left tap (iy0, ix0), which may lie outside the image; it is only read
+// at base + a tap's offset that table_chunk's bounds check lets through. Otherwise row_origin's.
+template <bool kPointwise, bool kTable>
+__device__ __forceinline__ RowOrigin<__half> gemm_row_origin(const ImplicitGemmParams<__half>& a, int m, int g) {
+  RowOrigin<__half> r;
+  if constexpr (kPointwise) {
+    r.base = a.x + static_cast<long long>(m < a.m ? m : 0) * a.ldx + g * a.cin_g;
+    r.iy0 = m < a.m ? 0 : -1;
+  } else {
+    r = row_origin(a, m, g);
+    if (kTable && m < a.m) r.base += (static_cast<long long>(r.iy0) * a.w_in + r.ix0) * a.ldx;
+  }
+  return r;
+}
+
+// Whether the 16-byte A chunk at K column kk of row r is read through its K-column table entry `tap`
+// (gemm_row_origin<false, true>; it then starts at r.base + tap.x): false past k_real or where the tap falls
+// outside the image. tap_dy, tap_dx: the entry's row and column offsets (tap.y >> 16, tap.y & 0xffff).
+__device__ __forceinline__ bool table_chunk_read(const ImplicitGemmParams<__half>& a, const RowOrigin<__half>& r,
+                                                 int tap_dy, int tap_dx, int kk) {
+  const int iy = r.iy0 + tap_dy, ix = r.ix0 + tap_dx;
+  return kk < a.k_real && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
+         static_cast<unsigned>(ix) < static_cast<unsigned>(a.w_in);
+}
+
 // The K-column table of a k x k conv, filled by the block's threads (thread tid of `threads`), entries
 // [0, entries): entry q describes K columns [8q, 8q + 8), one tap's channels ci..ci+7: x = its element offset
 // from the row's top-left tap, (dy * w_in + dx) * ldx + ci; y = dy << 16 | dx, the tap's offset in rows and

@@ -102,22 +102,11 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   const int chunk = tid % kChunksPerRow;  // this thread's 8-element column of every K tile
   const int row0 = tid / kChunksPerRow;
 
-  // Per-thread A rows: their input origin, computed once. With the K-column table (kTable) the base
-  // points at the row's top-left tap, (iy0, ix0), which may lie outside the image: it is only read at
-  // base + a tap's offset that the bounds check lets through.
+  // Per-thread A rows: their input origin, computed once (conv_gemm.cuh: gemm_row_origin).
   constexpr bool kTable = kVecA && !kPointwise;
   RowOrigin<__half> rows[kAPasses];
 #pragma unroll
-  for (int i = 0; i < kAPasses; ++i) {
-    const int m = m0 + row0 + i * kARows;
-    if constexpr (kPointwise) {
-      rows[i].base = a.x + static_cast<long long>(m < a.m ? m : 0) * a.ldx + g * a.cin_g;
-      rows[i].iy0 = m < a.m ? 0 : -1;
-    } else {
-      rows[i] = row_origin(a, m, g);
-      if (kTable && m < a.m) rows[i].base += (static_cast<long long>(rows[i].iy0) * a.w_in + rows[i].ix0) * a.ldx;
-    }
-  }
+  for (int i = 0; i < kAPasses; ++i) rows[i] = gemm_row_origin<kPointwise, kTable>(a, m0 + row0 + i * kARows, g);
   const __half* wg = a.w + static_cast<long long>(g) * a.n_g * a.k_pad;  // (n_g, k_pad)
   // This rank's K tiles: [kt_begin, kt_begin + num_k_tiles) of all (a rank may get none).
   const int all_k_tiles = (a.k_pad + BK - 1) / BK;
@@ -145,9 +134,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       const int r = row0 + i * kARows;
       __half* dst = as + r * kRowHalves + kcol;
       if constexpr (kTable) {
-        const int iy = rows[i].iy0 + tap_dy, ix = rows[i].ix0 + tap_dx;
-        const bool ok = kk < a.k_real && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
-                        static_cast<unsigned>(ix) < static_cast<unsigned>(a.w_in);
+        const bool ok = table_chunk_read(a, rows[i], tap_dy, tap_dx, kk);
         cp_async_16(dst, ok ? rows[i].base + tap.x : a.x, ok ? 16 : 0);
         continue;
       }
@@ -588,7 +575,7 @@ ConvPlan f16_plan(const ConvShape& s, bool wgmma_views) {
 
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream) {
   const ImplicitGemmParams<__half> a = make_params(p);
-  const bool pointwise = p.k == 1 && p.stride == 1 && p.pad == 0;
+  const bool pointwise = is_pointwise(p);
   // A k x k conv with 16-byte A chunks reads them through its K-column table: a view too large for that
   // takes the scalar gather instead.
   const bool vec_a = a.vec_a && (pointwise || ktable_fits(a));
@@ -616,7 +603,7 @@ void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, const ConvPlan
 
 void launch_conv2d_implicit_gemm_f32(const ConvParams<float>& p, cudaStream_t stream) {
   const ImplicitGemmParams<float> a = make_params(p);
-  const bool pointwise = p.k == 1 && p.stride == 1 && p.pad == 0;
+  const bool pointwise = is_pointwise(p);
   const dim3 grid(ceil_div(a.m, kF32TileM), ceil_div(a.n_g, kF32TileN), p.groups);
   if (pointwise) launch_kernel(conv2d_implicit_gemm_f32<true>, grid, kF32Threads, 0, stream, a);
   else launch_kernel(conv2d_implicit_gemm_f32<false>, grid, kF32Threads, 0, stream, a);

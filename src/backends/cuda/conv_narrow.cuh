@@ -97,7 +97,7 @@ __host__ __device__ void narrow_for_each_tap(const ImplicitGemmParams<__half>& a
                                              const F& f) {
   const int m = tile * kNarrowRows + r;
   __half* row = as + r * a_row;
-  if (a.k == 1 && a.stride == 1 && a.pad == 0) {  // 1x1: row m reads pixel m (no divisions)
+  if (is_pointwise(a)) {  // 1x1: row m reads pixel m (no divisions)
     f(row, m < a.m ? a.x + static_cast<long long>(m) * a.ldx : static_cast<const __half*>(nullptr));
     return;
   }

@@ -30,6 +30,7 @@
 // (vec_a: c_in / groups and ldx multiples of 8, x aligned), a K-column table that fits an int, and the
 // sm_90a code of this kernel being what the device runs (wgmma_available()).
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "common.cuh"
@@ -86,18 +87,9 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
   const int chunk = tid % 8, row0 = tid / 8;    // chunk `chunk` of rows row0 + 32 i
   const int swz = (chunk ^ (row0 & 7)) * 16;   // its swizzled byte column (rows row0 + 32 i share row0 % 8)
 
-  RowOrigin<__half> rows[kAPasses];
+  RowOrigin<__half> rows[kAPasses];  // conv_gemm.cuh: gemm_row_origin, as in conv2d_implicit_gemm_f16
 #pragma unroll
-  for (int i = 0; i < kAPasses; ++i) {
-    const int m = m0 + row0 + i * 32;
-    if constexpr (kPointwise) {
-      rows[i].base = a.x + static_cast<long long>(m < a.m ? m : 0) * a.ldx + g * a.cin_g;
-      rows[i].iy0 = m < a.m ? 0 : -1;
-    } else {
-      rows[i] = row_origin(a, m, g);
-      if (m < a.m) rows[i].base += (static_cast<long long>(rows[i].iy0) * a.w_in + rows[i].ix0) * a.ldx;
-    }
-  }
+  for (int i = 0; i < kAPasses; ++i) rows[i] = gemm_row_origin<kPointwise, kTable>(a, m0 + row0 + i * 32, g);
   const __half* wg = a.w + static_cast<long long>(g) * a.n_g * a.k_pad;  // (n_g, k_pad)
   const int k_tiles = (a.k_pad + kWgBK - 1) / kWgBK;
 
@@ -122,9 +114,7 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
         ok = rows[i].iy0 == 0 && kk < a.k_real;
         src = rows[i].base + kk;
       } else {
-        const int iy = rows[i].iy0 + tap_dy, ix = rows[i].ix0 + tap_dx;
-        ok = kk < a.k_real && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
-             static_cast<unsigned>(ix) < static_cast<unsigned>(a.w_in);
+        ok = table_chunk_read(a, rows[i], tap_dy, tap_dx, kk);
         src = rows[i].base + tap.x;
       }
       cp_async_16(dst, ok ? src : a.x, ok ? 16 : 0);
@@ -234,19 +224,27 @@ struct WgmmaTile {
 };
 constexpr WgmmaTile kWgmmaTiles[] = {{64, 4}, {96, 3}, {128, 3}, {128, 4}, {192, 4}, {256, 4}};
 
-int wgmma_smem_of(const WgmmaTile& t, bool pointwise, int k_tiles) {
-  int off = 0;
+// f(bn, stages) with both as compile-time constants (std::integral_constant) for the instantiated tile t
+// (kWgmmaTiles; an unknown one is taken as the last).
+template <typename F>
+decltype(auto) with_wgmma_tile(const WgmmaTile& t, F&& f) {
+  using std::integral_constant;
   switch (t.bn * 10 + t.stages) {
-    case 644: return wgmma_smem<64, 4>(pointwise, k_tiles, &off);
-    case 963: return wgmma_smem<96, 3>(pointwise, k_tiles, &off);
-    case 1283: return wgmma_smem<128, 3>(pointwise, k_tiles, &off);
-    case 1284: return wgmma_smem<128, 4>(pointwise, k_tiles, &off);
-    case 1924: return wgmma_smem<192, 4>(pointwise, k_tiles, &off);
-    default: return wgmma_smem<256, 4>(pointwise, k_tiles, &off);
+    case 644: return f(integral_constant<int, 64>{}, integral_constant<int, 4>{});
+    case 963: return f(integral_constant<int, 96>{}, integral_constant<int, 3>{});
+    case 1283: return f(integral_constant<int, 128>{}, integral_constant<int, 3>{});
+    case 1284: return f(integral_constant<int, 128>{}, integral_constant<int, 4>{});
+    case 1924: return f(integral_constant<int, 192>{}, integral_constant<int, 4>{});
+    default: return f(integral_constant<int, 256>{}, integral_constant<int, 4>{});
   }
 }
 
-bool is_pointwise(const ConvShape& s) { return s.k == 1 && s.stride == 1 && s.pad == 0; }
+int wgmma_smem_of(const WgmmaTile& t, bool pointwise, int k_tiles) {
+  return with_wgmma_tile(t, [&](auto bn, auto stages) {
+    int off = 0;
+    return wgmma_smem<bn(), stages()>(pointwise, k_tiles, &off);
+  });
+}
 
 ConvPlan wgmma_tile_plan(const WgmmaTile& t) {
   ConvPlan plan;
@@ -337,16 +335,18 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan) {
   return false;
 }
 
-bool wgmma_runs(const ConvParams<__half>& p) {
-  if (!wgmma_takes(p)) return false;
-  const ImplicitGemmParams<__half> a = make_params(p);
-  return a.vec_a && (is_pointwise(p) || ktable_fits(a));
+namespace {
+// wgmma_runs for params a = make_params(a's shape and views).
+bool wgmma_runs(const ImplicitGemmParams<__half>& a) {
+  return wgmma_takes(a) && a.vec_a && (is_pointwise(a) || ktable_fits(a));
 }
+}  // namespace
+
+bool wgmma_runs(const ConvParams<__half>& p) { return wgmma_runs(make_params(p)); }
 
 void launch_conv2d_implicit_gemm_wgmma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream) {
   const ImplicitGemmParams<__half> a = make_params(p);
-  const bool pointwise = is_pointwise(p);
-  if (!wgmma_runs(p)) {
+  if (!wgmma_runs(a)) {
     // The same tile height on mma.sync (128 x 64 or 128 x 128 on 8 warps, both instantiated there).
     ConvPlan f = plan;
     f.algorithm = ConvAlgorithm::implicit_gemm_f16;
@@ -359,14 +359,8 @@ void launch_conv2d_implicit_gemm_wgmma(const ConvParams<__half>& p, const ConvPl
     launch_conv2d_implicit_gemm_f16(p, f, stream);
     return;
   }
-  switch (plan.bn * 10 + plan.stages) {
-    case 644: launch_wgmma_tile<64, 4>(a, p.groups, pointwise, stream); break;
-    case 963: launch_wgmma_tile<96, 3>(a, p.groups, pointwise, stream); break;
-    case 1283: launch_wgmma_tile<128, 3>(a, p.groups, pointwise, stream); break;
-    case 1284: launch_wgmma_tile<128, 4>(a, p.groups, pointwise, stream); break;
-    case 1924: launch_wgmma_tile<192, 4>(a, p.groups, pointwise, stream); break;
-    default: launch_wgmma_tile<256, 4>(a, p.groups, pointwise, stream); break;
-  }
+  with_wgmma_tile(WgmmaTile{plan.bn, plan.stages},
+                  [&](auto bn, auto stages) { launch_wgmma_tile<bn(), stages()>(a, p.groups, is_pointwise(p), stream); });
 }
 
 }  // namespace yolo12::cuda::conv_detail
