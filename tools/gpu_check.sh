@@ -377,16 +377,19 @@ if [ "$mode" = perf ]; then
   # 1280x720 frames, batch 32, fp16): PERF_MULTI_DEVICES, default "0 0,0" (one GPU, then two detectors
   # on it: the pool's code paths; real scaling needs a second GPU, e.g. "0 0,1").
   if [ -x "$build/yolo12-multi-bench" ]; then
-    for sc in ${scales//,/ }; do
+    mscales=${PERF_MULTI_SCALES:-$scales}
+    for sc in ${mscales//,/ }; do
       y12=$models/yolo12${sc}_peer.y12
       [ -f "$y12" ] || [ "$sc" != n ] || y12=$models/yolo12n_rand.y12  # the fixture's yolo12n, if no peer weights
       [ -f "$y12" ] || continue
       margs=(); for l in ${PERF_MULTI_DEVICES:-0 0,0}; do margs+=(--devices "$l"); done
+      for mb in ${PERF_MULTI_BATCHES:-32}; do
       for inp in ${PERF_MULTI_INPUTS:-host}; do  # where the frames are: host, pinned, device
-        sfx=$([ "$inp" = host ] || echo "_$inp")
-        timeout 60 "$build/yolo12-multi-bench" "$y12" "${margs[@]}" --batch 32 --half --seconds 4 --warmup 2 --input "$inp" \
-          --json "$out/multi_yolo12${sc}${sfx}.json" > "$out/multi_yolo12${sc}${sfx}.log" 2>&1 || note "yolo12-multi-bench yolo12$sc ($inp) FAILED"
-        note "multi yolo12$sc ($inp): $(tail -n 4 "$out/multi_yolo12${sc}${sfx}.log" | tr -s ' ' | tr '\n' ';' | cut -c1-200)"
+        sfx=$([ "$inp" = host ] || echo "_$inp")$([ "$mb" = 32 ] || echo "_b$mb")
+        timeout 60 "$build/yolo12-multi-bench" "$y12" "${margs[@]}" --batch "$mb" --half --seconds 4 --warmup 2 --input "$inp" \
+          --json "$out/multi_yolo12${sc}${sfx}.json" > "$out/multi_yolo12${sc}${sfx}.log" 2>&1 || note "yolo12-multi-bench yolo12$sc ($inp, batch $mb) FAILED"
+        note "multi yolo12$sc ($inp, batch $mb): $(tail -n 4 "$out/multi_yolo12${sc}${sfx}.log" | tr -s ' ' | tr '\n' ';' | cut -c1-200)"
+      done
       done
     done
   fi

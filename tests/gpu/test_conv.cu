@@ -165,6 +165,7 @@ struct CandidateRun {
 };
 CandidateRun candidate_run;
 yolo12::cuda::ConvPlan plan_run;  // what Kernel::Plan runs
+int plan_max_grid = 0;            // > 0: Kernel::Plan launches the wgmma kernels directly with this grid cap
 
 struct NarrowRun {
   yolo12::cuda::ConvPlan plan;
@@ -454,7 +455,13 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
     candidate_run.name = yolo12::cuda::conv_plan_detail(plan);
     yolo12::cuda::conv2d_forward<T>(p, plan, nullptr);
   } else if (kernel == Kernel::Plan) {
-    yolo12::cuda::conv2d_forward<T>(p, plan_run, nullptr);
+    if constexpr (kHalf) {
+      if (plan_max_grid > 0 && plan_run.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma)
+        yolo12::cuda::conv_detail::launch_conv2d_implicit_gemm_wgmma(p, plan_run, nullptr, plan_max_grid);
+      else yolo12::cuda::conv2d_forward<T>(p, plan_run, nullptr);
+    } else {
+      yolo12::cuda::conv2d_forward<T>(p, plan_run, nullptr);
+    }
   } else if constexpr (kHalf) {
     if (kernel == Kernel::DwTiled) yolo12::cuda::conv_detail::launch_dwconv_tiled_f16(p, nullptr);
     else yolo12::cuda::conv_detail::launch_conv2d_narrow_f16(p, narrow_run.plan, nullptr, narrow_run.max_grid);
@@ -1087,7 +1094,9 @@ TEST_CASE("every plan kernel tuning can choose matches the reference: all tiles,
   if (yolo12::cuda::conv_detail::wgmma_available())  // the wgmma tiles where the device runs them
     for (const char* name : {"implicit_gemm_wgmma 128x64x64 s4", "implicit_gemm_wgmma 128x96x64 s3",
                              "implicit_gemm_wgmma 128x128x64 s3", "implicit_gemm_wgmma 128x128x64 s4",
-                             "implicit_gemm_wgmma 128x192x64 s4", "implicit_gemm_wgmma 128x256x64 s4"}) {
+                             "implicit_gemm_wgmma 128x192x64 s4", "implicit_gemm_wgmma 128x256x64 s4",
+                             "implicit_gemm_wgmma 128x64x64 s8 ws", "implicit_gemm_wgmma 128x128x64 s6 ws",
+                             "implicit_gemm_wgmma 128x192x64 s4 ws", "implicit_gemm_wgmma 128x256x64 s4 ws"}) {
       INFO(name);
       CHECK(names.count(name) == 1);
     }
@@ -1126,20 +1135,48 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
   // (the launcher runs conv2d_implicit_gemm_f16 instead).
   cases.push_back(with_options(make_case(1, 16, 16, 12, 64, 3, 1, 1), false, false, true));
   cases.push_back(with_options(make_case(1, 16, 16, 64, 64, 1, 1, 1), false, false, true, 4, 4));
-  const int tiles[][2] = {{64, 4}, {96, 3}, {128, 3}, {128, 4}, {192, 4}, {256, 4}};
+  // {bn, stages, warps}: the two-warpgroup kernel (8 warps) and the warp-specialised one (12), the latter
+  // also with its persistent grid capped at 1 and 3 blocks (one block walks every tile: the pipeline runs
+  // across output tiles and wraps its stages many times).
+  const int tiles[][3] = {{64, 4, 8},  {96, 3, 8},   {128, 3, 8},  {128, 4, 8},  {192, 4, 8},
+                          {256, 4, 8}, {64, 8, 12},  {128, 6, 12}, {192, 4, 12}, {256, 4, 12}};
   std::uint64_t seed = 12000;
   for (const Case& c : cases)
-    for (const auto& t : tiles) {
-      plan_run = yolo12::cuda::ConvPlan{};
-      plan_run.algorithm = yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
-      plan_run.bm = 128;
-      plan_run.bn = t[0];
-      plan_run.bk = 64;
-      plan_run.stages = t[1];
-      plan_run.warps = 8;
-      INFO("wgmma tile 128x" << t[0] << " stages " << t[1]);
-      check_case<__half>(c, seed++, Kernel::Plan);
-    }
+    for (const auto& t : tiles)
+      for (const int max_grid : {0, 1, 3}) {
+        if (t[2] == 8 && max_grid > 0) continue;
+        plan_run = yolo12::cuda::ConvPlan{};
+        plan_run.algorithm = yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
+        plan_run.bm = 128;
+        plan_run.bn = t[0];
+        plan_run.bk = 64;
+        plan_run.stages = t[1];
+        plan_run.warps = t[2];
+        plan_max_grid = max_grid;
+        INFO("wgmma tile 128x" << t[0] << " stages " << t[1] << " warps " << t[2] << " grid cap " << max_grid);
+        check_case<__half>(c, seed++, Kernel::Plan);
+      }
+  plan_max_grid = 0;
+  // The warp-specialised kernel on a larger conv (40 row tiles x 3 column tiles of 128 over 132 blocks at most:
+  // 120 tiles, and with the cap of 7 blocks several tiles each in a stride that crosses row tiles).
+  {
+    const Case big = with_options(make_case(2, 40, 64, 128, 384, 1, 1, 1), true, true, true);
+    const Case big3 = with_options(make_case(1, 24, 30, 64, 256, 3, 1, 1), false, true, true);
+    for (const int max_grid : {0, 7})
+      for (const Case* c : {&big, &big3}) {
+        plan_run = yolo12::cuda::ConvPlan{};
+        plan_run.algorithm = yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
+        plan_run.bm = 128;
+        plan_run.bn = 128;
+        plan_run.bk = 64;
+        plan_run.stages = 6;
+        plan_run.warps = 12;
+        plan_max_grid = max_grid;
+        INFO("warp-specialised 128x128 s6 on a larger conv, grid cap " << max_grid);
+        check_case<__half>(*c, seed++, Kernel::Plan);
+      }
+    plan_max_grid = 0;
+  }
   // The rule (wgmma_plan), on yolo12n / yolo12x shapes at batch 1 and 32 where tuning chose these tiles.
   auto shape = [](int b, int hw, int ci, int co, int k, int stride) {
     Case c = make_case(b, hw, hw, ci, co, k, stride, 1);
@@ -1180,6 +1217,16 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       CHECK(plan.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma);
       CHECK(plan.bn == r.bn);
       CHECK(plan.stages == r.stages);
+      CHECK(plan.warps == 8);
+    }
+    // With ws (variant f16_wgmma_ws): the same widths on the warp-specialised kernel where it has them (not 96),
+    // and the wide short-K 1x1 convs on its 128-wide tile instead of mma.sync.
+    yolo12::cuda::ConvPlan wsp;
+    const bool wide_1x1 = r.s.k == 1 && r.s.c_out >= 256 && r.bn == 0 && r.s.batch * r.s.h * r.s.w_in >= 3 * 128 * dev.sm_count;
+    CHECK(cd::wgmma_plan(r.s, dev, wsp, true) == (r.bn > 0 || wide_1x1));
+    if (r.bn > 0 || wide_1x1) {
+      CHECK(wsp.bn == (r.bn > 0 ? r.bn : 128));
+      CHECK(wsp.warps == (r.bn == 96 ? 8 : 12));
     }
   }
   // Tuning times the wgmma tiles where the kernel runs the views, and only there.
@@ -1193,7 +1240,7 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
   p.w = dummy;
   int wg = 0;
   for (const auto& c : yolo12::cuda::conv_candidates(p)) wg += c.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
-  CHECK(wg == 6);
+  CHECK(wg == 10);  // 6 tiles of the two-warpgroup kernel, 4 warp-specialised
   p.x = dummy + 4;  // 8 bytes off: no 16-byte A chunks
   wg = 0;
   for (const auto& c : yolo12::cuda::conv_candidates(p)) wg += c.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;

@@ -77,8 +77,9 @@ enum class ConvAlgorithm {
 // The fp16 GEMM kernels' configuration (conv_detail::f16_plan), zero for the other algorithms:
 //   implicit_gemm_f16: block tile bm x bn on `warps` warps, K tile bk, split = blocks of one cluster
 //                      sharing an output tile (each summing 1/split of K); stages and smem_bytes unused.
-//   implicit_gemm_wgmma: block tile bm (128) x bn on `warps` (8: two warpgroups) warps, bk = 64,
-//                      stages = shared-memory pipeline stages (3 or 4); split 1.
+//   implicit_gemm_wgmma: block tile bm (128) x bn on `warps` warps (8: two warpgroups; 12: the warp-specialised
+//                      kernel, a loading warpgroup and two computing ones), bk = 64, stages = shared-memory
+//                      pipeline stages (3 or 4; 4 to 8 warp-specialised); split 1.
 //   narrow_f16:        bm = 128 pixels per tile, bn = the N tile (all of c_out), bk = the whole K
 //                      (k*k*cin_pad rounded up to 16), stages = pipeline depth in pixel tiles,
 //                      smem_bytes = dynamic shared memory, warps = 4 or 8 per block.

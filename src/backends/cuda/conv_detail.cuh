@@ -159,6 +159,9 @@ struct ConvVariants {
                                   // grids it fills: conv2d_implicit_gemm_wgmma (Hopper's wgmma, sm_90a) where
                                   // the device runs its code (wgmma_plan, conv_wgmma.cu; eighth session:
                                   // yolo12x at batch 32 41.5 -> 35.0 ms on the H200)
+  bool f16_wgmma_ws = false;      // with f16_wgmma: its tiles on conv2d_implicit_gemm_wgmma_ws (warp-specialised,
+                                  // persistent: a loading warpgroup, mbarriers) where one of that width exists,
+                                  // and the short-K 1x1 convs of 256+ channels too (ninth session)
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.
@@ -188,12 +191,13 @@ ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev, int warps);
 // a multiple of 8 (16-byte A chunks; the launcher still falls back to conv2d_implicit_gemm_f16 for views
 // that are not 16-byte aligned). wgmma_runs: wgmma_takes, and p's views allow 16-byte A chunks and a
 // K-column table of int offsets (where not, launch_conv2d_implicit_gemm_wgmma runs the mma.sync kernel).
-// wgmma_plan: the default rule (variant f16_wgmma), false where the mma.sync kernel's plan stays.
-// wgmma_candidates: every wgmma tile that suits s, for kernel tuning.
+// wgmma_plan: the default rule (variant f16_wgmma), false where the mma.sync kernel's plan stays; ws (variant
+// f16_wgmma_ws): its tiles on the warp-specialised kernel where that has the width.
+// wgmma_candidates: every wgmma tile of both kernels that suits s, for kernel tuning.
 bool wgmma_available();
 bool wgmma_takes(const ConvShape& s);
 bool wgmma_runs(const ConvParams<__half>& p);
-bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan);
+bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, bool ws = false);
 std::vector<ConvPlan> wgmma_candidates(const ConvShape& s);
 
 // Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p), and run what
@@ -214,8 +218,10 @@ bool conv2d_direct_small_cin_supports(const ConvShape& s);  // groups 1, c_in <=
 template <typename T> void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream);
 // plan: an implicit_gemm_f16 plan for p (f16_plan).
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream);
-// plan: an implicit_gemm_wgmma plan for p (bn, stages used).
-void launch_conv2d_implicit_gemm_wgmma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream);
+// plan: an implicit_gemm_wgmma plan for p (bn, stages, warps used: 12 warps = the warp-specialised kernel).
+// max_grid > 0 caps the warp-specialised kernel's persistent grid (the tests).
+void launch_conv2d_implicit_gemm_wgmma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream,
+                                       int max_grid = 0);
 // plan: a narrow_f16 plan for p (its bn, bk and stages are used). max_grid > 0 caps the persistent grid (the
 // tests use it so that every block walks many tiles).
 void launch_conv2d_narrow_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream, int max_grid = 0);

@@ -64,6 +64,71 @@ struct WgmmaGeom {
   static constexpr int kMain = kPipe > kCTile ? kPipe : kCTile;
 };
 
+// The cp.async copies of K tile kt (columns [64 kt, 64 kt + 64)) into one stage (as: 128 x 128 B, bs: BN x
+// 128 B, both swizzled), by the thread that copies chunk `chunk` of rows row0 + kStep i: A rows from their
+// origins `rows` (gemm_row_origin; kAPasses of them), B rows n0 + row0 + kStep i of wg (the group's (n_g,
+// k_pad) weights; kBPasses of them). swz: the chunk's swizzled byte column (the same for all its rows, kStep
+// being a multiple of 8). Zero-fill outside the image and past K, as in conv2d_implicit_gemm_f16.
+template <int kAPasses, int kBPasses, int kStep, bool kPointwise>
+__device__ __forceinline__ void wg_load_stage(const ImplicitGemmParams<__half>& a,
+                                              const RowOrigin<__half> (&rows)[kAPasses], const __half* wg,
+                                              const int2* ktab, int n0, int kt, int chunk, int row0, int swz,
+                                              unsigned char* as, unsigned char* bs) {
+  static_assert(kStep % 8 == 0, "rows row0 + kStep i share one swizzle phase");
+  const int kk = kt * kWgBK + chunk * kChunk;
+  int2 tap = make_int2(0, 0);
+  if constexpr (!kPointwise) tap = ktab[kk / kChunk];
+  const int tap_dy = tap.y >> 16, tap_dx = tap.y & 0xffff;
+#pragma unroll
+  for (int i = 0; i < kAPasses; ++i) {
+    unsigned char* dst = as + (row0 + i * kStep) * kWgRowBytes + swz;
+    bool ok;
+    const __half* src;
+    if constexpr (kPointwise) {
+      ok = rows[i].iy0 == 0 && kk < a.k_real;
+      src = rows[i].base + kk;
+    } else {
+      ok = table_chunk_read(a, rows[i], tap_dy, tap_dx, kk);
+      src = rows[i].base + tap.x;
+    }
+    cp_async_16(dst, ok ? src : a.x, ok ? 16 : 0);
+  }
+#pragma unroll
+  for (int i = 0; i < kBPasses; ++i) {
+    const int r = row0 + i * kStep;
+    const int n = n0 + r;
+    const bool ok = n < a.n_g && kk < a.k_pad;
+    cp_async_16(bs + r * kWgRowBytes + swz, ok ? wg + static_cast<long long>(n) * a.k_pad + kk : a.w, ok ? 16 : 0);
+  }
+}
+
+// One K tile's MMAs for this warpgroup, issued and committed as one group: its 64 rows of the A stage at
+// shared address a_stage (128-byte rows, swizzled) times the BN rows of the B stage at b_stage, four K
+// steps of 16 (32 bytes each inside the swizzle atom).
+template <int BN>
+__device__ __forceinline__ void wg_mma_stage(float (&acc)[BN / 2], std::uint32_t a_stage, std::uint32_t b_stage) {
+  wgmma_fence_accumulators(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kWgBK / 16; ++ks)
+    wgmma_m64k16<BN>(acc, wgmma_desc_sw128(a_stage + ks * 32), wgmma_desc_sw128(b_stage + ks * 32));
+  wgmma_commit();
+}
+
+// Output row m, group channels [n, n + 8) of group g from 8 staged fp32 sums at src (16-byte aligned): the
+// epilogue (conv_detail.cuh), then store_chunk8 (residual, one rounding, 16-byte stores).
+__device__ __forceinline__ void wg_store_staged(const ImplicitGemmParams<__half>& a, const float* src, int m, int n,
+                                                int g) {
+  const long long c = static_cast<long long>(g) * a.n_g + n;
+  const float4 lo = *reinterpret_cast<const float4*>(src);
+  const float4 hi = *reinterpret_cast<const float4*>(src + 4);
+  float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
+  store_chunk8(a, m, c, n, v);
+}
+
 template <int BN, int STAGES, bool kPointwise>
 __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
     conv2d_implicit_gemm_wgmma(const ImplicitGemmParams<__half> a) {
@@ -100,33 +165,8 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
   }
 
   auto load_tile = [&](int kt, int stage) {
-    const int kk = kt * kWgBK + chunk * kChunk;
-    unsigned char* as = As + stage * kWgAStage;
-    int2 tap = make_int2(0, 0);
-    if constexpr (kTable) tap = ktab[kk / kChunk];
-    const int tap_dy = tap.y >> 16, tap_dx = tap.y & 0xffff;
-#pragma unroll
-    for (int i = 0; i < kAPasses; ++i) {
-      unsigned char* dst = as + (row0 + i * 32) * kWgRowBytes + swz;
-      bool ok;
-      const __half* src;
-      if constexpr (kPointwise) {
-        ok = rows[i].iy0 == 0 && kk < a.k_real;
-        src = rows[i].base + kk;
-      } else {
-        ok = table_chunk_read(a, rows[i], tap_dy, tap_dx, kk);
-        src = rows[i].base + tap.x;
-      }
-      cp_async_16(dst, ok ? src : a.x, ok ? 16 : 0);
-    }
-    unsigned char* bs = Bs + stage * G::kBStage;
-#pragma unroll
-    for (int i = 0; i < kBPasses; ++i) {
-      const int r = row0 + i * 32;
-      const int n = n0 + r;
-      const bool ok = n < a.n_g && kk < a.k_pad;
-      cp_async_16(bs + r * kWgRowBytes + swz, ok ? wg + static_cast<long long>(n) * a.k_pad + kk : a.w, ok ? 16 : 0);
-    }
+    wg_load_stage<kAPasses, kBPasses, 32, kPointwise>(a, rows, wg, ktab, n0, kt, chunk, row0, swz,
+                                                      As + stage * kWgAStage, Bs + stage * G::kBStage);
   };
 
   float acc[BN / 2];
@@ -149,13 +189,7 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
     if (next < k_tiles) load_tile(next, next % STAGES);
     cp_async_commit();
     const int stage = kt % STAGES;
-    wgmma_fence_accumulators(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < kWgBK / 16; ++ks)
-      wgmma_m64k16<BN>(acc, wgmma_desc_sw128(a_addr + stage * kWgAStage + ks * 32),
-                       wgmma_desc_sw128(b_addr + stage * G::kBStage + ks * 32));
-    wgmma_commit();
+    wg_mma_stage<BN>(acc, a_addr + stage * kWgAStage, b_addr + stage * G::kBStage);
   }
   wgmma_wait<0>();
   wgmma_fence_accumulators(acc);
@@ -179,26 +213,172 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
     const int r = idx / kChunksN, q = idx % kChunksN;
     const int m = m0 + r, n = n0 + q * 8;
     if (m >= a.m || n >= a.n_g) continue;
-    const long long c = static_cast<long long>(g) * a.n_g + n;
-    const float4 lo = *reinterpret_cast<const float4*>(Cs + r * G::kCRow + q * 8);
-    const float4 hi = *reinterpret_cast<const float4*>(Cs + r * G::kCRow + q * 8 + 4);
-    float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-      if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
-    store_chunk8(a, m, c, n, v);
+    wg_store_staged(a, Cs + r * G::kCRow + q * 8, m, n, g);
   }
 #else
   (void)a;  // not sm_90a code: wgmma_available() is false and the launcher never runs this
 #endif
 }
 
-// Bytes of dynamic shared memory for one launch: the aligned main area, the K-column table of a k x k
-// conv with k_tiles K tiles, and the slack that aligns the base to 1024 bytes. ktab_offset: where the
-// table starts (0 without one).
+// ---- conv2d_implicit_gemm_wgmma_ws: the same GEMM, warp-specialised and persistent ----------------------------
+//
+// Why: Nsight Compute had conv2d_implicit_gemm_wgmma latency-bound (eighth session: 24-45 % of SM throughput,
+// 7.6-11 cycles between a warp's instructions): every thread both gathers and computes, the copies of a
+// stage are issued only after the block barrier that frees it, and each block pays its pipeline's fill and
+// its epilogue once per output tile, which a short K loop (the 1x1 convs) cannot hide.
+//
+// The block: 384 threads = three warpgroups, one block per SM, looping over output tiles (tile t = blockIdx.x,
+// + gridDim.x, ...; t = (g, row tile, column tile) with the column tile fastest, so that the blocks running
+// at once share their A rows in L2). Warpgroup 0 only loads: its 128 threads gather A (128 rows x 8 chunks,
+// rows row0 + 16 i) and B (BN rows) of each K tile with the same cp.async copies as above into STAGES stages,
+// one after another across the K tiles of all its output tiles. Warpgroups 1 and 2 only compute, rows [0, 64)
+// and [64, 128) of the tile: they wait for a stage, issue its four wgmmas, and give the stage of the K tile
+// before back once those MMAs are done. Each stage has two mbarriers (wgmma.cuh):
+//   full[s]:  128 arrivals, one per loading thread, each made when that thread's copies have landed
+//             (cp.async.mbarrier.arrive); the computing threads wait on it, then fence.proxy.async;
+//   empty[s]: 8 arrivals, one per computing warp, once its wgmmas that read the stage are done; the loaders
+//             wait on it before refilling the stage.
+// So the loaders run up to STAGES K tiles ahead, also into the next output tile while the computing warps
+// run their epilogue, and no block-wide barrier remains in the loop.
+// Epilogue: each computing warp stages its own 16 rows, 32 columns at a time, in a private shared-memory
+// slice (no block barrier), then writes 8-channel chunks through wg_store_staged, as above.
+constexpr int kWsThreads = 384;
+constexpr int kWsLoaders = 128;                          // warpgroup 0
+constexpr int kWsEpiCols = 32;                           // columns a computing warp stages at a time
+constexpr int kWsEpiRow = kWsEpiCols + 8;                // floats (as kCRow: a half-warp's float2 writes hit distinct banks)
+constexpr int kWsEpiWarp = 16 * kWsEpiRow * 4;           // bytes of one warp's slice
+constexpr int kWsEpi = 8 * kWsEpiWarp;                   // the eight computing warps'
+
+// The shared memory of a warp-specialised BN x STAGES configuration, from the 1024-byte aligned base:
+//   [0, kPipe): STAGES stages of A (128 x 128 B) then STAGES stages of B (BN x 128 B), all swizzled;
+//   [kPipe, kPipe + kWsEpi): the computing warps' epilogue slices (16, kWsEpiRow) floats each;
+//   [kBars, kBars + 16 STAGES): full[STAGES] then empty[STAGES] mbarriers;
+//   the K-column table (k x k convs) at kMain.
 template <int BN, int STAGES>
+struct WsGeom {
+  static constexpr int kBStage = BN * kWgRowBytes;
+  static constexpr int kPipe = STAGES * (kWgAStage + kBStage);
+  static constexpr int kBars = kPipe + kWsEpi;
+  static constexpr int kMain = kBars + 16 * STAGES;
+};
+
+template <int BN, int STAGES, bool kPointwise>
+__global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(const ImplicitGemmParams<__half> a) {
+#if defined(YOLO12_HAS_WGMMA)
+  pdl_begin();
+  using G = WsGeom<BN, STAGES>;
+  static_assert(BN % kWsEpiCols == 0 && BN % 16 == 0, "whole epilogue slices, B rows split over 16-row passes");
+  constexpr int kAPasses = kWgBM * 8 / kWsLoaders;  // 8
+  constexpr int kBPasses = BN * 8 / kWsLoaders;     // BN / 16
+
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  unsigned char* base = smem_raw + ((kWgAlign - (smem_addr(smem_raw) & (kWgAlign - 1))) & (kWgAlign - 1));
+  unsigned char* As = base;                                   // (STAGES, 128, 128 B) swizzled
+  unsigned char* Bs = base + STAGES * kWgAStage;              // (STAGES, BN, 128 B) swizzled
+  const std::uint32_t full0 = smem_addr(base + G::kBars);     // full[s] at full0 + 8 s
+  const std::uint32_t empty0 = full0 + 8 * STAGES;            // empty[s] at empty0 + 8 s
+  int2* ktab = reinterpret_cast<int2*>(base + a.ktab_offset);  // (k_tiles * 8) when k x k
+
+  const int tid = threadIdx.x;
+  const int k_tiles = (a.k_pad + kWgBK - 1) / kWgBK;
+  const int m_tiles = (a.m + kWgBM - 1) / kWgBM, n_tiles = (a.n_g + BN - 1) / BN;
+  const int tiles = m_tiles * n_tiles * a.groups;
+  if constexpr (!kPointwise) fill_ktable(a, ktab, k_tiles * (kWgBK / kChunk), tid, kWsThreads);
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full0 + 8 * s, kWsLoaders);
+      mbar_init(empty0 + 8 * s, 8);
+    }
+  }
+  __syncthreads();  // the table and the barriers are ready
+
+  if (tid < kWsLoaders) {  // ---- warpgroup 0: the loads
+    const int chunk = tid % 8, row0 = tid / 8;   // chunk `chunk` of rows row0 + 16 i
+    const int swz = (chunk ^ (row0 & 7)) * 16;  // its swizzled byte column
+    int stage = 0;
+    std::uint32_t phase = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const int nt = t % n_tiles, rest = t / n_tiles, mt = rest % m_tiles, g = rest / m_tiles;
+      const int m0 = mt * kWgBM, n0 = nt * BN;
+      RowOrigin<__half> rows[kAPasses];
+#pragma unroll
+      for (int i = 0; i < kAPasses; ++i) rows[i] = gemm_row_origin<kPointwise, !kPointwise>(a, m0 + row0 + i * 16, g);
+      const __half* wg = a.w + static_cast<long long>(g) * a.n_g * a.k_pad;  // (n_g, k_pad)
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(empty0 + 8 * stage, phase ^ 1);  // the computing warps are done with this stage's last use
+        wg_load_stage<kAPasses, kBPasses, 16, kPointwise>(a, rows, wg, ktab, n0, kt, chunk, row0, swz,
+                                                          As + stage * kWgAStage, Bs + stage * G::kBStage);
+        mbar_cp_async_arrive(full0 + 8 * stage);
+        if (++stage == STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    return;
+  }
+
+  // ---- warpgroups 1 and 2: the MMAs and the epilogue
+  const int wgi = tid / 128 - 1;  // rows [64 wgi, 64 wgi + 64) of the tile
+  const int warp = (tid % 128) / 32, lane = tid % 32;
+  float* epi = reinterpret_cast<float*>(base + G::kPipe + (wgi * 4 + warp) * kWsEpiWarp);  // (16, kWsEpiRow)
+  const std::uint32_t a_addr = smem_addr(As) + wgi * 64 * kWgRowBytes, b_addr = smem_addr(Bs);
+  int stage = 0;
+  std::uint32_t phase = 0;
+  float acc[BN / 2];
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int nt = t % n_tiles, rest = t / n_tiles, mt = rest % m_tiles, g = rest / m_tiles;
+    const int m0 = mt * kWgBM, n0 = nt * BN;
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+    int prev = -1;  // the stage of the K tile before
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      mbar_wait(full0 + 8 * stage, phase);  // every loader's copies of this stage have landed
+      fence_proxy_async();                  // ... and are visible to the tensor cores
+      wg_mma_stage<BN>(acc, a_addr + stage * kWgAStage, b_addr + stage * G::kBStage);
+      wgmma_wait<1>();  // the MMAs of the K tile before are done: its stage goes back to the loaders
+      wgmma_fence_accumulators(acc);
+      if (prev >= 0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
+      prev = stage;
+      if (++stage == STAGES) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    wgmma_wait<0>();
+    wgmma_fence_accumulators(acc);
+    if (lane == 0) mbar_arrive(empty0 + 8 * prev);
+
+    const int rw = m0 + wgi * 64 + warp * 16;  // this warp's first output row
+#pragma unroll
+    for (int cc = 0; cc < BN / kWsEpiCols; ++cc) {
+#pragma unroll
+      for (int jj = 0; jj < kWsEpiCols / 8; ++jj) {
+        const int j = cc * (kWsEpiCols / 8) + jj, col = jj * 8 + (lane % 4) * 2, r = lane / 4;
+        *reinterpret_cast<float2*>(epi + r * kWsEpiRow + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
+        *reinterpret_cast<float2*>(epi + (r + 8) * kWsEpiRow + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int h = 0; h < 16 * (kWsEpiCols / 8) / 32; ++h) {
+        const int idx = lane + 32 * h, r = idx / (kWsEpiCols / 8), q = idx % (kWsEpiCols / 8);
+        const int m = rw + r, n = n0 + cc * kWsEpiCols + q * 8;
+        if (m < a.m && n < a.n_g) wg_store_staged(a, epi + r * kWsEpiRow + q * 8, m, n, g);
+      }
+      __syncwarp();
+    }
+  }
+#else
+  (void)a;  // not sm_90a code: wgmma_available() is false and the launcher never runs this
+#endif
+}
+
+// Bytes of dynamic shared memory for one launch of a kernel with geometry G (WgmmaGeom, WsGeom): the aligned
+// main area, the K-column table of a k x k conv with k_tiles K tiles, and the slack that aligns the base to
+// 1024 bytes. ktab_offset: where the table starts (0 without one).
+template <typename G>
 int wgmma_smem(bool pointwise, int k_tiles, int* ktab_offset) {
-  using G = WgmmaGeom<BN, STAGES>;
   int bytes = G::kMain;
   *ktab_offset = 0;
   if (!pointwise) {
@@ -211,38 +391,68 @@ int wgmma_smem(bool pointwise, int k_tiles, int* ktab_offset) {
 template <int BN, int STAGES>
 void launch_wgmma_tile(const ImplicitGemmParams<__half>& params, int groups, bool pointwise, cudaStream_t stream) {
   ImplicitGemmParams<__half> a = params;
-  const int smem = wgmma_smem<BN, STAGES>(pointwise, ceil_div(a.k_pad, kWgBK), &a.ktab_offset);
+  const int smem = wgmma_smem<WgmmaGeom<BN, STAGES>>(pointwise, ceil_div(a.k_pad, kWgBK), &a.ktab_offset);
   const dim3 grid(ceil_div(a.m, kWgBM), ceil_div(a.n_g, BN), groups);
   if (pointwise) launch_with_smem<conv2d_implicit_gemm_wgmma<BN, STAGES, true>>(grid, dim3(kWgThreads), smem, a, stream);
   else launch_with_smem<conv2d_implicit_gemm_wgmma<BN, STAGES, false>>(grid, dim3(kWgThreads), smem, a, stream);
 }
 
-// The instantiated configurations: (BN, STAGES). At most 128 columns two blocks share an SM (registers
-// and shared memory allow it); wider tiles take one SM each.
+// The warp-specialised kernel: one block per SM (at most one per output tile). max_grid > 0 caps the grid
+// (the tests use it so that every block walks many tiles).
+template <int BN, int STAGES>
+void launch_ws_tile(const ImplicitGemmParams<__half>& params, int groups, bool pointwise, cudaStream_t stream,
+                    int max_grid) {
+  ImplicitGemmParams<__half> a = params;
+  const int smem = wgmma_smem<WsGeom<BN, STAGES>>(pointwise, ceil_div(a.k_pad, kWgBK), &a.ktab_offset);
+  const long long tiles = static_cast<long long>(ceil_div(a.m, kWgBM)) * ceil_div(a.n_g, BN) * groups;
+  long long grid = tiles < device_info().sm_count ? tiles : device_info().sm_count;
+  if (max_grid > 0 && grid > max_grid) grid = max_grid;
+  const dim3 g(static_cast<unsigned>(grid));
+  if (pointwise) launch_with_smem<conv2d_implicit_gemm_wgmma_ws<BN, STAGES, true>>(g, dim3(kWsThreads), smem, a, stream);
+  else launch_with_smem<conv2d_implicit_gemm_wgmma_ws<BN, STAGES, false>>(g, dim3(kWsThreads), smem, a, stream);
+}
+
+// The instantiated configurations: (BN, STAGES), and whether warp-specialised (conv2d_implicit_gemm_wgmma_ws;
+// its plans have 12 warps). Of the two-warpgroup kernel at most 128 columns two blocks share an SM (registers
+// and shared memory allow it); wider tiles take one SM each. The warp-specialised kernel takes one SM with
+// as many stages as fit beside its epilogue slices (about 213 KB of the 227).
 struct WgmmaTile {
   int bn, stages;
+  bool ws = false;
 };
-constexpr WgmmaTile kWgmmaTiles[] = {{64, 4}, {96, 3}, {128, 3}, {128, 4}, {192, 4}, {256, 4}};
+constexpr WgmmaTile kWgmmaTiles[] = {{64, 4}, {96, 3}, {128, 3}, {128, 4}, {192, 4}, {256, 4},
+                                     {64, 8, true}, {128, 6, true}, {192, 4, true}, {256, 4, true}};
 
-// f(bn, stages) with both as compile-time constants (std::integral_constant) for the instantiated tile t
-// (kWgmmaTiles; an unknown one is taken as the last).
+// f(bn, stages, ws) with all three as compile-time constants (std::integral_constant) for the instantiated
+// tile t (kWgmmaTiles; an unknown one is taken as the last of its kind).
 template <typename F>
 decltype(auto) with_wgmma_tile(const WgmmaTile& t, F&& f) {
   using std::integral_constant;
+  using Plain = std::false_type;
+  using Ws = std::true_type;
+  if (t.ws) {
+    switch (t.bn) {
+      case 64: return f(integral_constant<int, 64>{}, integral_constant<int, 8>{}, Ws{});
+      case 128: return f(integral_constant<int, 128>{}, integral_constant<int, 6>{}, Ws{});
+      case 192: return f(integral_constant<int, 192>{}, integral_constant<int, 4>{}, Ws{});
+      default: return f(integral_constant<int, 256>{}, integral_constant<int, 4>{}, Ws{});
+    }
+  }
   switch (t.bn * 10 + t.stages) {
-    case 644: return f(integral_constant<int, 64>{}, integral_constant<int, 4>{});
-    case 963: return f(integral_constant<int, 96>{}, integral_constant<int, 3>{});
-    case 1283: return f(integral_constant<int, 128>{}, integral_constant<int, 3>{});
-    case 1284: return f(integral_constant<int, 128>{}, integral_constant<int, 4>{});
-    case 1924: return f(integral_constant<int, 192>{}, integral_constant<int, 4>{});
-    default: return f(integral_constant<int, 256>{}, integral_constant<int, 4>{});
+    case 644: return f(integral_constant<int, 64>{}, integral_constant<int, 4>{}, Plain{});
+    case 963: return f(integral_constant<int, 96>{}, integral_constant<int, 3>{}, Plain{});
+    case 1283: return f(integral_constant<int, 128>{}, integral_constant<int, 3>{}, Plain{});
+    case 1284: return f(integral_constant<int, 128>{}, integral_constant<int, 4>{}, Plain{});
+    case 1924: return f(integral_constant<int, 192>{}, integral_constant<int, 4>{}, Plain{});
+    default: return f(integral_constant<int, 256>{}, integral_constant<int, 4>{}, Plain{});
   }
 }
 
 int wgmma_smem_of(const WgmmaTile& t, bool pointwise, int k_tiles) {
-  return with_wgmma_tile(t, [&](auto bn, auto stages) {
+  return with_wgmma_tile(t, [&](auto bn, auto stages, auto ws) {
     int off = 0;
-    return wgmma_smem<bn(), stages()>(pointwise, k_tiles, &off);
+    if constexpr (ws()) return wgmma_smem<WsGeom<bn(), stages()>>(pointwise, k_tiles, &off);
+    else return wgmma_smem<WgmmaGeom<bn(), stages()>>(pointwise, k_tiles, &off);
   });
 }
 
@@ -253,15 +463,27 @@ ConvPlan wgmma_tile_plan(const WgmmaTile& t) {
   plan.bn = t.bn;
   plan.bk = kWgBK;
   plan.stages = t.stages;
-  plan.warps = kWgThreads / 32;
+  plan.warps = (t.ws ? kWsThreads : kWgThreads) / 32;
   plan.split = 1;
   return plan;
 }
+
+WgmmaTile plan_tile(const ConvPlan& plan) { return WgmmaTile{plan.bn, plan.stages, plan.warps == kWsThreads / 32}; }
 
 // Whether a tile's launch fits the device's shared memory for this shape (the K-column table grows with K).
 bool wgmma_fits(const ConvShape& s, const WgmmaTile& t) {
   const int k_tiles = ceil_div(gemm_layout(s).k_pad, kWgBK);
   return static_cast<std::size_t>(wgmma_smem_of(t, is_pointwise(s), k_tiles)) <= device_info().smem_per_block_optin;
+}
+
+// The warp-specialised tile of width bn, if one is instantiated.
+bool ws_tile(int bn, WgmmaTile& t) {
+  for (const WgmmaTile& c : kWgmmaTiles)
+    if (c.ws && c.bn == bn) {
+      t = c;
+      return true;
+    }
+  return false;
 }
 
 }  // namespace
@@ -286,7 +508,7 @@ std::vector<ConvPlan> wgmma_candidates(const ConvShape& s) {
   if (!wgmma_takes(s)) return out;
   const GemmLayout l = gemm_layout(s);
   for (const WgmmaTile& t : kWgmmaTiles)
-    if ((t.bn == 64 || t.bn < 2 * l.n_g) && wgmma_fits(s, t)) out.push_back(wgmma_tile_plan(t));
+    if ((t.bn == 64 || t.bn < 2 * l.n_g) && wgmma_fits(s, t)) out.push_back(wgmma_tile_plan(t));  // both kernels
   return out;
 }
 
@@ -301,7 +523,7 @@ std::vector<ConvPlan> wgmma_candidates(const ConvShape& s) {
 // (3 row tiles per SM) stay on mma.sync (yolo12x's 1x1 384->384 at 160x160, batch 32: 1.16 ms there
 // against 1.64 on 128x192 wgmma tiles); on a small grid 128x64 if that gives half the SMs a block, else
 // mma.sync (its split-K). Stages: 4, but 3 (two blocks per SM) for 96 and for 128 on a large grid.
-bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan) {
+bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, bool ws) {
   if (!wgmma_takes(s)) return false;
   const GemmLayout l = gemm_layout(s);
   const long long m_tiles = ceil_div(s.batch * s.ho * s.wo, kWgBM), sms = dev.sm_count;
@@ -316,7 +538,9 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan) {
   const auto blocks = [&](int bn) { return m_tiles * ceil_div(l.n_g, bn) * s.groups; };
   const auto large = [&](int bn) { return 2 * blocks(bn) >= 3 * sms; };  // 1.5 blocks per SM
   const auto pick = [&](int bn, int stages) {
-    const WgmmaTile t{bn, stages};
+    WgmmaTile t{bn, stages};
+    WgmmaTile w;
+    if (ws && ws_tile(bn, w) && wgmma_fits(s, w)) t = w;  // variant f16_wgmma_ws: the same width, warp-specialised
     if (!wgmma_fits(s, t)) return false;
     plan = wgmma_tile_plan(t);
     return true;
@@ -328,7 +552,7 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan) {
   }
   for (const int bn : widths)
     if (large(bn)) {
-      if (pointwise && k_tiles <= 6 && l.n_g >= 256 && m_tiles >= 3 * sms) return false;
+      if (pointwise && k_tiles <= 6 && l.n_g >= 256 && m_tiles >= 3 * sms) return ws && pick(128, 3);
       return pick(bn, bn == 96 || bn == 128 ? 3 : 4);
     }
   if (2 * blocks(64) >= sms) return pick(64, 4);
@@ -344,7 +568,8 @@ bool wgmma_runs(const ImplicitGemmParams<__half>& a) {
 
 bool wgmma_runs(const ConvParams<__half>& p) { return wgmma_runs(make_params(p)); }
 
-void launch_conv2d_implicit_gemm_wgmma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream) {
+void launch_conv2d_implicit_gemm_wgmma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream,
+                                       int max_grid) {
   const ImplicitGemmParams<__half> a = make_params(p);
   if (!wgmma_runs(a)) {
     // The same tile height on mma.sync (128 x 64 or 128 x 128 on 8 warps, both instantiated there).
@@ -359,8 +584,10 @@ void launch_conv2d_implicit_gemm_wgmma(const ConvParams<__half>& p, const ConvPl
     launch_conv2d_implicit_gemm_f16(p, f, stream);
     return;
   }
-  with_wgmma_tile(WgmmaTile{plan.bn, plan.stages},
-                  [&](auto bn, auto stages) { launch_wgmma_tile<bn(), stages()>(a, p.groups, is_pointwise(p), stream); });
+  with_wgmma_tile(plan_tile(plan), [&](auto bn, auto stages, auto ws) {
+    if constexpr (ws()) launch_ws_tile<bn(), stages()>(a, p.groups, is_pointwise(p), stream, max_grid);
+    else launch_wgmma_tile<bn(), stages()>(a, p.groups, is_pointwise(p), stream);
+  });
 }
 
 }  // namespace yolo12::cuda::conv_detail

@@ -1,5 +1,6 @@
 // src/backends/cuda/wgmma.cuh - the PTX wrappers of Hopper's warpgroup MMA (wgmma, sm_90a only), which the
-// wgmma conv kernel (conv_wgmma.cu) and the tensor-core peak loop of the roofline (bench/roofline.cu) share.
+// wgmma conv kernels (conv_wgmma.cu) and the tensor-core peak loop of the roofline (bench/roofline.cu) share,
+// and of the shared-memory barriers (mbarrier) that the warp-specialised conv kernel's pipeline runs on.
 //
 // wgmma.mma_async m64nNk16 f32.f16.f16: one warpgroup (4 consecutive warps, the first at a warp index
 // divisible by 4) computes D (64 x N, fp32, in registers) += A (64 x 16) * B (16 x N), both read from
@@ -173,6 +174,37 @@ __device__ __forceinline__ void wgmma_m64k16<256>(float (&d)[128], std::uint64_t
         "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
         "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+// mbarrier: a 64-bit shared-memory barrier with an expected arrival count and a phase bit. A phase completes
+// once `count` arrivals have come; waiting on parity p returns once the phase of parity p has completed (on a
+// fresh barrier, waiting on parity 1 returns at once: the phase "before" the first counts as complete).
+// mbar_cp_async_arrive: one arrival, made once every cp.async this thread issued before it has landed
+// (.noinc: the arrival is one of the `count` at init). mbar_wait spins on try_wait; a wait that lasts about
+// 35 seconds (2^36 clocks) traps, so a pipeline bug becomes a launch error instead of a hang.
+__device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_cp_async_arrive(std::uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ bool mbar_try_wait(std::uint32_t bar, std::uint32_t parity) {
+  std::uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+  if (mbar_try_wait(bar, parity)) return;
+  const long long start = clock64();
+  while (!mbar_try_wait(bar, parity))
+    if (clock64() - start > (1LL << 36)) __trap();
 }
 #endif  // sm_90a
 
