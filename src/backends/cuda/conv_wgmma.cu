@@ -105,6 +105,7 @@ __device__ __forceinline__ void wg_load_stage(const ImplicitGemmParams<__half>& 
 // One K tile's MMAs for this warpgroup, issued and committed as one group: its 64 rows of the A stage at
 // shared address a_stage (128-byte rows, swizzled) times the BN rows of the B stage at b_stage, four K
 // steps of 16 (32 bytes each inside the swizzle atom).
+#if defined(YOLO12_HAS_WGMMA)
 template <int BN>
 __device__ __forceinline__ void wg_mma_stage(float (&acc)[BN / 2], std::uint32_t a_stage, std::uint32_t b_stage) {
   wgmma_fence_accumulators(acc);
@@ -114,7 +115,9 @@ __device__ __forceinline__ void wg_mma_stage(float (&acc)[BN / 2], std::uint32_t
     wgmma_m64k16<BN>(acc, wgmma_desc_sw128(a_stage + ks * 32), wgmma_desc_sw128(b_stage + ks * 32));
   wgmma_commit();
 }
+#endif
 
+#if defined(YOLO12_HAS_WGMMA)
 // Output row m, group channels [n, n + 8) of group g from 8 staged fp32 sums at src (16-byte aligned): the
 // epilogue (conv_detail.cuh), then store_chunk8 (residual, one rounding, 16-byte stores).
 __device__ __forceinline__ void wg_store_staged(const ImplicitGemmParams<__half>& a, const float* src, int m, int n,
@@ -128,6 +131,7 @@ __device__ __forceinline__ void wg_store_staged(const ImplicitGemmParams<__half>
     if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
   store_chunk8(a, m, c, n, v);
 }
+#endif
 
 template <int BN, int STAGES, bool kPointwise>
 __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
@@ -243,7 +247,6 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
 // Epilogue: each computing warp stages its own 16 rows, 32 columns at a time, in a private shared-memory
 // slice (no block barrier), then writes 8-channel chunks through wg_store_staged, as above.
 constexpr int kWsThreads = 384;
-constexpr int kWsLoaders = 128;                          // warpgroup 0
 constexpr int kWsEpiCols = 32;                           // columns a computing warp stages at a time
 constexpr int kWsEpiRow = kWsEpiCols + 8;                // floats (as kCRow: a half-warp's float2 writes hit distinct banks)
 constexpr int kWsEpiWarp = 16 * kWsEpiRow * 4;           // bytes of one warp's slice
@@ -267,6 +270,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(c
 #if defined(YOLO12_HAS_WGMMA)
   pdl_begin();
   using G = WsGeom<BN, STAGES>;
+  constexpr int kWsLoaders = 128;  // warpgroup 0
   static_assert(BN % kWsEpiCols == 0 && BN % 16 == 0, "whole epilogue slices, B rows split over 16-row passes");
   constexpr int kAPasses = kWgBM * 8 / kWsLoaders;  // 8
   constexpr int kBPasses = BN * 8 / kWsLoaders;     // BN / 16
