@@ -193,7 +193,8 @@ ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev, int warps);
 // K-column table of int offsets (where not, launch_conv2d_implicit_gemm_wgmma runs the mma.sync kernel).
 // wgmma_plan: the default rule (variant f16_wgmma), false where the mma.sync kernel's plan stays; ws (variant
 // f16_wgmma_ws): its tiles on the warp-specialised kernel where that has the width.
-// wgmma_candidates: every wgmma tile of both kernels that suits s, for kernel tuning.
+// wgmma_candidates: every wgmma tile that suits s, for kernel tuning (the warp-specialised kernel's only
+// under f16_wgmma_ws).
 bool wgmma_available();
 bool wgmma_takes(const ConvShape& s);
 bool wgmma_runs(const ConvParams<__half>& p);

@@ -511,8 +511,9 @@ std::vector<ConvPlan> wgmma_candidates(const ConvShape& s) {
   std::vector<ConvPlan> out;
   if (!wgmma_takes(s)) return out;
   const GemmLayout l = gemm_layout(s);
+  const bool ws = conv_variants().f16_wgmma_ws;  // the warp-specialised tiles only under their variant
   for (const WgmmaTile& t : kWgmmaTiles)
-    if ((t.bn == 64 || t.bn < 2 * l.n_g) && wgmma_fits(s, t)) out.push_back(wgmma_tile_plan(t));  // both kernels
+    if ((!t.ws || ws) && (t.bn == 64 || t.bn < 2 * l.n_g) && wgmma_fits(s, t)) out.push_back(wgmma_tile_plan(t));
   return out;
 }
 
