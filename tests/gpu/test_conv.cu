@@ -1034,7 +1034,7 @@ TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids w
   cd::conv_variants() = cd::ConvVariants();
   // With f16_wgmma (the default) on a device that runs the wgmma kernel, the wide long-K layers go there.
   if (cd::wgmma_available()) {
-    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[13].s)) == "implicit_gemm_wgmma 128x256x64 s4");
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[13].s)) == "implicit_gemm_wgmma 128x256x64 s4 ws");
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[14].s)) == "implicit_gemm_f16 128x128x64 w8");
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[1].s)) == "implicit_gemm_f16 128x64x64 w8");
   }
@@ -1094,7 +1094,9 @@ TEST_CASE("every plan kernel tuning can choose matches the reference: all tiles,
   if (yolo12::cuda::conv_detail::wgmma_available())  // the wgmma tiles where the device runs them
     for (const char* name : {"implicit_gemm_wgmma 128x64x64 s4", "implicit_gemm_wgmma 128x96x64 s3",
                              "implicit_gemm_wgmma 128x128x64 s3", "implicit_gemm_wgmma 128x128x64 s4",
-                             "implicit_gemm_wgmma 128x192x64 s4", "implicit_gemm_wgmma 128x256x64 s4"}) {
+                             "implicit_gemm_wgmma 128x192x64 s4", "implicit_gemm_wgmma 128x256x64 s4",
+                             "implicit_gemm_wgmma 128x64x64 s8 ws", "implicit_gemm_wgmma 128x128x64 s6 ws",
+                             "implicit_gemm_wgmma 128x192x64 s4 ws", "implicit_gemm_wgmma 128x256x64 s4 ws"}) {
       INFO(name);
       CHECK(names.count(name) == 1);
     }
@@ -1183,20 +1185,22 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
   const yolo12::cuda::DeviceInfo& dev = yolo12::cuda::device_info();
   struct Rule {
     ConvShape s;
-    int bn, stages;  // 0: stays on mma.sync
+    int bn, stages;   // 0: stays on mma.sync
+    int warps = 8;    // 12: the warp-specialised kernel (f16_wgmma_ws)
+    int old_bn = -1;  // the eighth session's rule (f16_wgmma_ws and f16_wgmma_short off) where it differs
   };
   const Rule rules[] = {
-      {shape(32, 40, 1152, 768, 1, 1), 256, 4},  // large grid: the widest tile that divides the channels
-      {shape(32, 80, 384, 384, 3, 2), 192, 4},
+      {shape(32, 40, 1152, 768, 1, 1), 256, 4, 12},  // large grid: the widest tile that divides the channels;
+      {shape(32, 80, 384, 384, 3, 2), 192, 4, 12},   // 192+ columns, 14+ K tiles, 4+ blocks per SM: warp-specialised
       {shape(32, 80, 96, 96, 3, 1), 96, 3},
       {shape(32, 80, 768, 768, 1, 1), 128, 3},   // 1x1 under 16 K tiles: at most 128 wide
-      {shape(32, 40, 128, 80, 1, 1), 96, 3},     // 80 channels: one 96-wide tile
+      {shape(32, 40, 128, 80, 1, 1), 96, 3},     // 80 channels: one 96-wide tile (also with 2 K tiles)
       {shape(32, 160, 48, 48, 3, 1), 64, 4},     // 48 channels: one 64-wide tile
       {shape(32, 20, 384, 256, 1, 1), 128, 3},   // 200 blocks: 1.5 per SM
       {shape(32, 20, 256, 128, 1, 1), 64, 4},
       {shape(32, 20, 256, 64, 3, 1), 64, 4},     // small grid, long K (36 tiles)
       {shape(1, 80, 768, 768, 3, 2), 128, 4},    // small grid, long K: the widest tile for half the SMs
-      {shape(1, 160, 384, 384, 3, 2), 192, 4},
+      {shape(1, 160, 384, 384, 3, 2), 192, 4},   // (too few blocks for the warp-specialised kernel)
       {shape(1, 80, 1536, 192, 1, 1), 64, 4},    // small grid, medium K: 128x64
       {shape(1, 80, 384, 384, 3, 2), 64, 4},
       {shape(32, 160, 384, 384, 1, 1), 0, 0},    // wide 1x1, short K, many pixels: mma.sync
@@ -1204,27 +1208,30 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       {shape(32, 80, 64, 64, 1, 1), 0, 0},       // one K tile
       {shape(1, 40, 768, 768, 3, 2), 0, 0},      // 48 blocks of 128x64: split-K on mma.sync
       {shape(1, 80, 64, 64, 3, 1), 0, 0},
+      {shape(32, 160, 96, 48, 1, 1), 0, 0, 8, 64},   // 1x1 with 2 K tiles, not 96 wide: mma.sync (f16_wgmma_short)
+      {shape(32, 80, 96, 128, 1, 1), 0, 0, 8, 128},
   };
+  cd::ConvVariants eighth;  // the eighth session's rule
+  eighth.f16_wgmma_ws = false;
+  eighth.f16_wgmma_short = false;
   for (const Rule& r : rules) {
     INFO(r.s.batch << " " << r.s.h << "x" << r.s.w_in << " " << r.s.c_in << "->" << r.s.c_out << " k" << r.s.k << " s"
                    << r.s.stride);
     yolo12::cuda::ConvPlan plan;
-    const bool takes = cd::wgmma_plan(r.s, dev, plan);
+    const bool takes = cd::wgmma_plan(r.s, dev, plan, cd::ConvVariants{});
     CHECK(takes == (r.bn > 0));
     if (takes && r.bn > 0) {
       CHECK(plan.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma);
       CHECK(plan.bn == r.bn);
       CHECK(plan.stages == r.stages);
-      CHECK(plan.warps == 8);
+      CHECK(plan.warps == r.warps);
     }
-    // With ws (variant f16_wgmma_ws): the same widths on the warp-specialised kernel where it has them (not 96),
-    // and the wide short-K 1x1 convs on its 128-wide tile instead of mma.sync.
-    yolo12::cuda::ConvPlan wsp;
-    const bool wide_1x1 = r.s.k == 1 && r.s.c_out >= 256 && r.bn == 0 && r.s.batch * r.s.h * r.s.w_in >= 3 * 128 * dev.sm_count;
-    CHECK(cd::wgmma_plan(r.s, dev, wsp, true) == (r.bn > 0 || wide_1x1));
-    if (r.bn > 0 || wide_1x1) {
-      CHECK(wsp.bn == (r.bn > 0 ? r.bn : 128));
-      CHECK(wsp.warps == (r.bn == 96 ? 8 : 12));
+    yolo12::cuda::ConvPlan old;
+    const int old_bn = r.old_bn >= 0 ? r.old_bn : r.bn;
+    CHECK(cd::wgmma_plan(r.s, dev, old, eighth) == (old_bn > 0));
+    if (old_bn > 0) {
+      CHECK(old.bn == old_bn);
+      CHECK(old.warps == 8);
     }
   }
   // Tuning times the wgmma tiles where the kernel runs the views, and only there.
@@ -1238,15 +1245,7 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
   p.w = dummy;
   int wg = 0;
   for (const auto& c : yolo12::cuda::conv_candidates(p)) wg += c.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
-  CHECK(wg == 6);  // the two-warpgroup kernel's tiles
-  {
-    const cd::ConvVariants saved = cd::conv_variants();
-    cd::conv_variants().f16_wgmma_ws = true;
-    wg = 0;
-    for (const auto& c : yolo12::cuda::conv_candidates(p)) wg += c.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
-    CHECK(wg == 10);  // and the 4 warp-specialised ones under their variant
-    cd::conv_variants() = saved;
-  }
+  CHECK(wg == 10);  // 6 tiles of the two-warpgroup kernel, 4 warp-specialised
   p.x = dummy + 4;  // 8 bytes off: no 16-byte A chunks
   wg = 0;
   for (const auto& c : yolo12::cuda::conv_candidates(p)) wg += c.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;

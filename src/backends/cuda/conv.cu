@@ -113,6 +113,7 @@ constexpr VariantName kVariantNames[] = {
     {"f16_stem", &ConvVariants::f16_stem},         {"f16_narrow8w", &ConvVariants::f16_narrow8w},
     {"f16_tiles3", &ConvVariants::f16_tiles3},     {"f16_wide_tiles", &ConvVariants::f16_wide_tiles},
     {"f16_wgmma", &ConvVariants::f16_wgmma},       {"f16_wgmma_ws", &ConvVariants::f16_wgmma_ws},
+    {"f16_wgmma_short", &ConvVariants::f16_wgmma_short},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");

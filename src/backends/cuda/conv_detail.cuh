@@ -159,9 +159,11 @@ struct ConvVariants {
                                   // grids it fills: conv2d_implicit_gemm_wgmma (Hopper's wgmma, sm_90a) where
                                   // the device runs its code (wgmma_plan, conv_wgmma.cu; eighth session:
                                   // yolo12x at batch 32 41.5 -> 35.0 ms on the H200)
-  bool f16_wgmma_ws = false;      // with f16_wgmma: its tiles on conv2d_implicit_gemm_wgmma_ws (warp-specialised,
-                                  // persistent: a loading warpgroup, mbarriers) where one of that width exists,
-                                  // and the short-K 1x1 convs of 256+ channels too (ninth session)
+  bool f16_wgmma_ws = true;       // with f16_wgmma: its tiles of 192+ columns with 14+ K tiles on grids of 4+
+                                  // blocks per SM on conv2d_implicit_gemm_wgmma_ws (warp-specialised, persistent;
+                                  // ninth session: 1.03-1.17x on those convs of yolo12x at batch 32)
+  bool f16_wgmma_short = true;    // with f16_wgmma: 1x1 convs with a K of at most 2 tiles stay on mma.sync unless
+                                  // 96 wide (ninth session: yolo12x's 1x1 96->48 at batch 32 0.17 -> 0.12 ms)
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.
@@ -191,14 +193,13 @@ ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev, int warps);
 // a multiple of 8 (16-byte A chunks; the launcher still falls back to conv2d_implicit_gemm_f16 for views
 // that are not 16-byte aligned). wgmma_runs: wgmma_takes, and p's views allow 16-byte A chunks and a
 // K-column table of int offsets (where not, launch_conv2d_implicit_gemm_wgmma runs the mma.sync kernel).
-// wgmma_plan: the default rule (variant f16_wgmma), false where the mma.sync kernel's plan stays; ws (variant
-// f16_wgmma_ws): its tiles on the warp-specialised kernel where that has the width.
-// wgmma_candidates: every wgmma tile that suits s, for kernel tuning (the warp-specialised kernel's only
-// under f16_wgmma_ws).
+// wgmma_plan: the default rule (variant f16_wgmma), false where the mma.sync kernel's plan stays; v's
+// f16_wgmma_ws and f16_wgmma_short switch its ninth-session refinements.
+// wgmma_candidates: every tile of both wgmma kernels that suits s, for kernel tuning.
 bool wgmma_available();
 bool wgmma_takes(const ConvShape& s);
 bool wgmma_runs(const ConvParams<__half>& p);
-bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, bool ws = false);
+bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const ConvVariants& v);
 std::vector<ConvPlan> wgmma_candidates(const ConvShape& s);
 
 // Launchers (each defined in the file of its algorithm). All assume conv_can_implement(p), and run what

@@ -569,7 +569,7 @@ ConvPlan f16_plan(const ConvShape& s, bool wgmma_views) {
       return narrow;
   }
   ConvPlan wgmma;
-  if (v.f16_wgmma && wgmma_views && wgmma_plan(s, dev, wgmma, v.f16_wgmma_ws)) return wgmma;
+  if (v.f16_wgmma && wgmma_views && wgmma_plan(s, dev, wgmma, v)) return wgmma;
   return implicit_gemm_plan(s, dev, v);
 }
 

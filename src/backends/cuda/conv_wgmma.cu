@@ -511,9 +511,8 @@ std::vector<ConvPlan> wgmma_candidates(const ConvShape& s) {
   std::vector<ConvPlan> out;
   if (!wgmma_takes(s)) return out;
   const GemmLayout l = gemm_layout(s);
-  const bool ws = conv_variants().f16_wgmma_ws;  // the warp-specialised tiles only under their variant
-  for (const WgmmaTile& t : kWgmmaTiles)
-    if ((!t.ws || ws) && (t.bn == 64 || t.bn < 2 * l.n_g) && wgmma_fits(s, t)) out.push_back(wgmma_tile_plan(t));
+  for (const WgmmaTile& t : kWgmmaTiles)  // both kernels
+    if ((t.bn == 64 || t.bn < 2 * l.n_g) && wgmma_fits(s, t)) out.push_back(wgmma_tile_plan(t));
   return out;
 }
 
@@ -528,7 +527,14 @@ std::vector<ConvPlan> wgmma_candidates(const ConvShape& s) {
 // (3 row tiles per SM) stay on mma.sync (yolo12x's 1x1 384->384 at 160x160, batch 32: 1.16 ms there
 // against 1.64 on 128x192 wgmma tiles); on a small grid 128x64 if that gives half the SMs a block, else
 // mma.sync (its split-K). Stages: 4, but 3 (two blocks per SM) for 96 and for 128 on a large grid.
-bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, bool ws) {
+// Ninth session (docs/kernels-conv.md), each under its variant:
+//   f16_wgmma_short: 1x1 convs with a K of at most 2 tiles stay on mma.sync unless the tile is 96 wide
+//     (yolo12x's 1x1 96->48 at 160x160, batch 32: 0.17 ms on 128x64 wgmma tiles, 0.12 on mma.sync;
+//     yolo12n's 96->128 at 80x80: 0.087 against 0.064);
+//   f16_wgmma_ws: tiles of at least 192 columns with at least 14 K tiles on a grid of at least 4 blocks per
+//     SM go to the warp-specialised kernel (yolo12x at batch 32: 1.03-1.17x on each such conv, e.g. the
+//     1x1 1536->384 at 40x40 0.226 -> 0.193 ms; everywhere else it was slower, down to 0.65x on short K).
+bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const ConvVariants& v) {
   if (!wgmma_takes(s)) return false;
   const GemmLayout l = gemm_layout(s);
   const long long m_tiles = ceil_div(s.batch * s.ho * s.wo, kWgBM), sms = dev.sm_count;
@@ -543,9 +549,11 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, bool 
   const auto blocks = [&](int bn) { return m_tiles * ceil_div(l.n_g, bn) * s.groups; };
   const auto large = [&](int bn) { return 2 * blocks(bn) >= 3 * sms; };  // 1.5 blocks per SM
   const auto pick = [&](int bn, int stages) {
+    if (v.f16_wgmma_short && pointwise && k_tiles <= 2 && bn != 96) return false;
     WgmmaTile t{bn, stages};
     WgmmaTile w;
-    if (ws && ws_tile(bn, w) && wgmma_fits(s, w)) t = w;  // variant f16_wgmma_ws: the same width, warp-specialised
+    if (v.f16_wgmma_ws && bn >= 192 && k_tiles >= 14 && blocks(bn) >= 4 * sms && ws_tile(bn, w) && wgmma_fits(s, w))
+      t = w;
     if (!wgmma_fits(s, t)) return false;
     plan = wgmma_tile_plan(t);
     return true;
@@ -557,7 +565,7 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, bool 
   }
   for (const int bn : widths)
     if (large(bn)) {
-      if (pointwise && k_tiles <= 6 && l.n_g >= 256 && m_tiles >= 3 * sms) return ws && pick(128, 3);
+      if (pointwise && k_tiles <= 6 && l.n_g >= 256 && m_tiles >= 3 * sms) return false;
       return pick(bn, bn == 96 || bn == 128 ? 3 : 4);
     }
   if (2 * blocks(64) >= sms) return pick(64, 4);
