@@ -16,7 +16,9 @@
 //   fp16, c_in <= 4, c_out 8..128 (the stem) -> conv2d_stem_f16          (conv_stem.cu, variant f16_stem)
 //   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
 //   fp16, where wgmma_plan() takes it         -> conv2d_implicit_gemm_wgmma (conv_wgmma.cu, variant f16_wgmma,
-//                                               Hopper sm_90a: >= 48 channels, K >= 128, grids it fills)
+//                                               Hopper sm_90a: >= 48 channels, K >= 128, grids it fills), or
+//                                               its warp-specialised form conv2d_implicit_gemm_wgmma_ws for
+//                                               wide long-K tiles on large grids (variant f16_wgmma_ws)
 //   everything else, fp16                    -> conv2d_implicit_gemm_f16 (conv_implicit_gemm.cu), split-K
 //                                               where f16_plan() says so
 //   everything else, fp32                    -> conv2d_implicit_gemm_f32 (conv_implicit_gemm.cu)

@@ -1,5 +1,6 @@
 // src/backends/cuda/conv_wgmma.cu - conv2d_implicit_gemm_wgmma: the implicit GEMM of conv_implicit_gemm.cu
-// (the GEMM of a conv: conv_gemm.cuh) on Hopper's warpgroup MMA, wgmma.mma_async (wgmma.cuh; sm_90a).
+// (the GEMM of a conv: conv_gemm.cuh) on Hopper's warpgroup MMA, wgmma.mma_async (wgmma.cuh; sm_90a), and
+// conv2d_implicit_gemm_wgmma_ws, the same GEMM warp-specialised and persistent (below the first kernel).
 //
 // Why: on yolo12m..x at batch 32 the wide, long-K convs are most of the time, and mma.sync ran them at
 // 150-290 TFLOP/s, a sixth to a third of the 979 TFLOP/s the H200's tensor cores reach with wgmma (the
