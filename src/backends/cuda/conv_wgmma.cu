@@ -103,10 +103,10 @@ __device__ __forceinline__ void wg_load_stage(const ImplicitGemmParams<__half>& 
   }
 }
 
+#if defined(YOLO12_HAS_WGMMA)  // the two helpers below exist only in sm_90a code
 // One K tile's MMAs for this warpgroup, issued and committed as one group: its 64 rows of the A stage at
 // shared address a_stage (128-byte rows, swizzled) times the BN rows of the B stage at b_stage, four K
 // steps of 16 (32 bytes each inside the swizzle atom).
-#if defined(YOLO12_HAS_WGMMA)
 template <int BN>
 __device__ __forceinline__ void wg_mma_stage(float (&acc)[BN / 2], std::uint32_t a_stage, std::uint32_t b_stage) {
   wgmma_fence_accumulators(acc);
@@ -116,9 +116,7 @@ __device__ __forceinline__ void wg_mma_stage(float (&acc)[BN / 2], std::uint32_t
     wgmma_m64k16<BN>(acc, wgmma_desc_sw128(a_stage + ks * 32), wgmma_desc_sw128(b_stage + ks * 32));
   wgmma_commit();
 }
-#endif
 
-#if defined(YOLO12_HAS_WGMMA)
 // Output row m, group channels [n, n + 8) of group g from 8 staged fp32 sums at src (16-byte aligned): the
 // epilogue (conv_detail.cuh), then store_chunk8 (residual, one rounding, 16-byte stores).
 __device__ __forceinline__ void wg_store_staged(const ImplicitGemmParams<__half>& a, const float* src, int m, int n,
