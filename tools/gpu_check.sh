@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # tools/gpu_check.sh - the whole GPU check in one call on a machine with an NVIDIA GPU (sm_90a).
 #
-#   tools/gpu_check.sh [all|test|bench|peer|ours|cli|perf]    default: all
+#   tools/gpu_check.sh [all|test|sanitize|bench|peer|ours|cli|perf]    default: all
 #
 #   test   configure + build (Release, sm_90a, -j$(nproc)), export the fixture models, run the GPU
 #          tests (ctest -L gpu), compute-sanitizer memcheck and racecheck on every GPU test (in
 #          parallel, one process per test and tool), build + run the example application against an
 #          install of the library (find_package), and a per-op profile of yolo12n (yolo12-bench
 #          --profile-ops) under each conv-variant setting of PROFILE_VARIANTS.
+#   sanitize  only the sanitizer step of `test`: build the library and the SANITIZE_TESTS tests (default
+#          test_model_gpu), export the fixture models, run their compute-sanitizer processes (no ctest, no
+#          example app, no profile), so that a long SANITIZE_TIMEOUT fits one call.
 #   bench  peer + ours:
 #   peer   the PyTorch peer (bench/torch_peer.py: Ultralytics YOLO12 n/s/m/l/x, random weights);
 #          its JSON is kept in the build folder for a later `ours` call on the same warm machine;
@@ -119,6 +122,7 @@ for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu tests/ops/test_*.cu; do [ -f "
 targets=(yolo12)
 case "$mode" in
   all|test) targets+=("${gpu_tests[@]}") ;;
+  sanitize) targets+=(${SANITIZE_TESTS:-test_model_gpu}) ;;
   perf) if [ -n "${PERF_TESTS:-}" ]; then targets+=($PERF_TESTS)  # only these GPU tests
         elif [ "${PERF_ALL_TESTS:-0}" = 1 ]; then targets+=("${gpu_tests[@]}"); else targets+=(test_conv test_preprocess test_roofline); fi ;;
 esac
@@ -165,7 +169,7 @@ export_model() {  # src dst
 }
 # The fixture models and images of the whole GPU suite: for test/all, and for perf with PERF_ALL_TESTS=1.
 full_suite=0
-{ [ "$mode" = all ] || [ "$mode" = test ] || { [ "$mode" = perf ] && [ "${PERF_ALL_TESTS:-0}" = 1 ]; }; } && full_suite=1
+{ [ "$mode" = all ] || [ "$mode" = test ] || [ "$mode" = sanitize ] || { [ "$mode" = perf ] && [ "${PERF_ALL_TESTS:-0}" = 1 ]; }; } && full_suite=1
 if [ $full_suite = 1 ]; then
   for pt in tests/data/*.pt; do [ -f "$pt" ] && export_model "$pt" "$models/$(basename "${pt%.*}").y12"; done
   # Fixtures that live in the shared data folder (root "shared" in fixtures.json), if carried.
@@ -308,6 +312,20 @@ profile_variants() {
     note "profile ($prefix$name): $(grep -E '^[nsmlx] fp16' "$log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
   done
 }
+san_start() {  # the sanitizer processes of the tests in $1 (started in the background; san_report waits)
+  local t
+  for t in $1; do
+    [ -x "$build/tests/$t" ] || continue
+    if [ "$t" = test_model_gpu ]; then san_model_jobs; continue; fi
+    san_job memcheck "$t" "$t" "~[big]"
+    san_job racecheck "$t" "$t" "~[big]"
+  done
+}
+if [ "$mode" = sanitize ]; then
+  export YOLO12_TEST_MODELS=$models
+  san_start "${SANITIZE_TESTS:-test_model_gpu}"
+  san_report
+fi
 if [ "$mode" = all ] || [ "$mode" = test ]; then
   export YOLO12_TEST_MODELS=$models
   (cd "$build" && timeout 900 ctest -L gpu ${CTEST_REGEX:+-R "$CTEST_REGEX"} --output-on-failure --timeout 400 > "$out/ctest.log" 2>&1)
@@ -317,13 +335,7 @@ if [ "$mode" = all ] || [ "$mode" = test ]; then
   # once (the sanitizers are slow on the host side, the GPU is mostly idle), each under its own limit.
   # Cases tagged [big] (full-size heads, thousands of candidates) are left to the plain run. The example
   # application builds and runs meanwhile.
-  san_tests=${SANITIZE_TESTS:-"${gpu_tests[*]}"}
-  for t in $san_tests; do
-    [ -x "$build/tests/$t" ] || continue
-    if [ "$t" = test_model_gpu ]; then san_model_jobs; continue; fi
-    san_job memcheck "$t" "$t" "~[big]"
-    san_job racecheck "$t" "$t" "~[big]"
-  done
+  san_start "${SANITIZE_TESTS:-"${gpu_tests[*]}"}"
   if [ "${EXAMPLE_APP:-1}" = 1 ] && [ -f tests/example_app/check.sh ] && [ -f "$models/yolo12n_rand.y12" ]; then
     timeout 300 bash tests/example_app/check.sh "$build" "$models/yolo12n_rand.y12" cuda > "$out/example_app.log" 2>&1
     note "example app (find_package, cuda): rc=$? $(tail -1 "$out/example_app.log")"
