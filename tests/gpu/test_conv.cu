@@ -1170,7 +1170,7 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
         plan_run.bn = 128;
         plan_run.bk = 64;
         plan_run.stages = 6;
-        plan_run.warps = 12;
+        plan_run.warps = yolo12::cuda::conv_detail::kWgmmaWsWarps;
         plan_max_grid = max_grid;
         INFO("warp-specialised 128x128 s6 on a larger conv, grid cap " << max_grid);
         check_case<__half>(*c, seed++, Kernel::Plan);

@@ -261,7 +261,7 @@ std::string conv_plan_detail(const ConvPlan& plan) {
                             " w" + std::to_string(plan.warps));
   } else if (plan.algorithm == ConvAlgorithm::implicit_gemm_wgmma) {
     name += " " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + "x" + std::to_string(plan.bk) + " s" +
-            std::to_string(plan.stages) + (plan.warps == 12 ? " ws" : "");
+            std::to_string(plan.stages) + (plan.warps == conv_detail::kWgmmaWsWarps ? " ws" : "");
   } else if (plan.algorithm == ConvAlgorithm::narrow_f16) {
     name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages) + " w" + std::to_string(plan.warps);
   }

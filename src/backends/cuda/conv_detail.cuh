@@ -196,6 +196,9 @@ ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev, int warps);
 // wgmma_plan: the default rule (variant f16_wgmma), false where the mma.sync kernel's plan stays; v's
 // f16_wgmma_ws and f16_wgmma_short switch its ninth-session refinements.
 // wgmma_candidates: every tile of both wgmma kernels that suits s, for kernel tuning.
+// An implicit_gemm_wgmma plan with this many warps runs the warp-specialised kernel (a loading warpgroup and
+// two computing ones); the two-warpgroup kernel's plans have 8.
+constexpr int kWgmmaWsWarps = 12;
 bool wgmma_available();
 bool wgmma_takes(const ConvShape& s);
 bool wgmma_runs(const ConvParams<__half>& p);

@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
 // run their epilogue, and no block-wide barrier remains in the loop.
 // Epilogue: each computing warp stages its own 16 rows, 32 columns at a time, in a private shared-memory
 // slice (no block barrier), then writes 8-channel chunks through wg_store_staged, as above.
-constexpr int kWsThreads = 384;
+constexpr int kWsThreads = kWgmmaWsWarps * 32;         // 384
 constexpr int kWsEpiCols = 32;                           // columns a computing warp stages at a time
 constexpr int kWsEpiRow = kWsEpiCols + 8;                // floats (as kCRow: a half-warp's float2 writes hit distinct banks)
 constexpr int kWsEpiWarp = 16 * kWsEpiRow * 4;           // bytes of one warp's slice
@@ -466,12 +466,12 @@ ConvPlan wgmma_tile_plan(const WgmmaTile& t) {
   plan.bn = t.bn;
   plan.bk = kWgBK;
   plan.stages = t.stages;
-  plan.warps = (t.ws ? kWsThreads : kWgThreads) / 32;
+  plan.warps = t.ws ? kWgmmaWsWarps : kWgThreads / 32;
   plan.split = 1;
   return plan;
 }
 
-WgmmaTile plan_tile(const ConvPlan& plan) { return WgmmaTile{plan.bn, plan.stages, plan.warps == kWsThreads / 32}; }
+WgmmaTile plan_tile(const ConvPlan& plan) { return WgmmaTile{plan.bn, plan.stages, plan.warps == kWgmmaWsWarps}; }
 
 // Whether a tile's launch fits the device's shared memory for this shape (the K-column table grows with K).
 bool wgmma_fits(const ConvShape& s, const WgmmaTile& t) {
@@ -553,7 +553,8 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const
     WgmmaTile w;
     if (v.f16_wgmma_ws && bn >= 192 && k_tiles >= 14 && blocks(bn) >= 4 * sms && ws_tile(bn, w) && wgmma_fits(s, w))
       t = w;
-    if (!wgmma_fits(s, t)) return false;
+    else if (!wgmma_fits(s, t))
+      return false;
     plan = wgmma_tile_plan(t);
     return true;
   };
