@@ -94,6 +94,7 @@ yolo12::DetectorOptions check_options(const CliOptions& opt, std::vector<yolo12:
   d.max_batch = opt.batch;
   d.cpu_threads = opt.threads;
   d.tune_kernels = opt.tune;
+  d.tune_cache = opt.tune_cache;
   return d;
 }
 
@@ -224,6 +225,9 @@ int run(int argc, char** argv) {
   app.add_flag("--agnostic-nms", opt.agnostic_nms, "Class-agnostic NMS");
   app.add_flag("--half", opt.half, "FP16 inference (CUDA only; the CPU runs FP32)");
   app.add_flag("--tune", opt.tune, "With --half on CUDA: time each conv's kernels on this GPU first and keep the fastest");
+  app.add_option("--tune-cache", opt.tune_cache,
+                 "Keep --tune's choices in this file, per GPU model, so that later runs start without timing (implies --tune)")
+      ->type_name("FILE");
   app.add_option("--batch", opt.batch, "Images per detect() call")->capture_default_str();
   app.add_option("--threads", opt.threads, "CPU backend threads (0: all cores)")->capture_default_str();
   app.add_option("--vid-stride", opt.vid_stride, "Detect every Nth video frame (all frames are still saved)")

@@ -40,6 +40,7 @@ struct CliOptions {
   bool agnostic_nms = false;
   bool half = false;
   bool tune = false;  // time the conv kernels on this GPU before the first batch (DetectorOptions::tune_kernels)
+  std::string tune_cache;  // keep --tune's choices in this file (DetectorOptions::tune_cache; implies --tune)
   int batch = 1;
   int vid_stride = 1;
   int threads = 0;  // CPU backend threads; 0 = all cores

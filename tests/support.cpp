@@ -26,6 +26,12 @@ bool file_exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
 }
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return in ? s.str() : std::string();
+}
 std::string shared_data_dir() {
   std::string dir;
   if (const char* env = std::getenv("YOLO12_SHARED_DATA")) dir = env;

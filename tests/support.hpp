@@ -1,6 +1,7 @@
 // tests/support.hpp - helpers shared by the test executables.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,14 @@ std::string shared_data_dir();
 // The committed fixtures folder, tests/data.
 std::string test_data_dir();
 bool file_exists(const std::string& path);
+// A file's whole content ("" if it cannot be read).
+std::string read_text_file(const std::string& path);
+
+// Seconds since construction (steady clock), for progress lines in long runs.
+struct Stopwatch {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+};
 
 // A float32 / uint8 .npy file (C order). Throws std::runtime_error on anything else.
 struct NpyArray {

@@ -122,7 +122,8 @@ for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu tests/ops/test_*.cu; do [ -f "
 targets=(yolo12)
 case "$mode" in
   all|test) targets+=("${gpu_tests[@]}") ;;
-  sanitize) targets+=(${SANITIZE_TESTS:-test_model_gpu}) ;;
+  sanitize) targets+=(${SANITIZE_TESTS:-test_model_gpu})
+            for r in ${SANITIZE_PLAIN_RUNS:-}; do targets+=("${r%%:*}"); done ;;
   perf) if [ -n "${PERF_TESTS:-}" ]; then targets+=($PERF_TESTS)  # only these GPU tests
         elif [ "${PERF_ALL_TESTS:-0}" = 1 ]; then targets+=("${gpu_tests[@]}"); else targets+=(test_conv test_preprocess test_roofline); fi ;;
 esac
@@ -258,25 +259,41 @@ san_job() {  # tool test name catch-filter [env VAR=value ...]: one sanitizer pr
       "${SANITIZE_FILTER:-$catch_filter}" > "$out/sanitizer_${tool}_$name.log" 2>&1; echo $? > "$out/sanitizer_${tool}_$name.rc" ) &
   san_jobs+=("$tool $name")
 }
-# The whole-model test under the sanitizers, with kernel tuning's quick protocol (YOLO12_CONV_TUNE_QUICK=1:
-# each candidate kernel runs once, since timings under a sanitizer mean nothing). memcheck runs it all in
-# one process. racecheck is too slow for that within a call, so it runs split, all processes at once:
-# the fixture test once per fixture of SANITIZE_MODEL_FIXTURES (default the random yolo12n and the narrow
-# yolo12l at 320, which between them use every kernel the model executor has) and part (plain: fp32, the
-# serial schedule, batch 2, fp16; tuned: the tuned fp16 detector), the other cases but the real-image one,
-# and the real-image case narrowed to one model, image and size (YOLO11n on bus at 320 by default).
+# The whole-model test under the sanitizers, split into processes that run at once, on the fixtures of
+# SANITIZE_MODEL_FIXTURES (default the random yolo12n and the narrow yolo12l at 320, which between them
+# use every kernel the model executor has). Each process prints where it got to ("[model] ... at N s").
+#  - The tuned part's kernel choices are timed first without a sanitizer (a few seconds) into a tune
+#    cache, $out/tune_cache.txt; the sanitizer processes take every tuned choice from it, so they run the
+#    tuned kernels without timing every candidate (each candidate kernel is sanitized on its own in
+#    test_conv '[tune]').
+#  - racecheck: one process per fixture and part (fp32, serial, batch2, fp16, tuned: YOLO12_TEST_MODEL_PARTS),
+#    the pinned/device-memory case, the refused-options case, and the real-image case narrowed to one
+#    model, image and size (YOLO11n on bus at 320 by default) in two processes (images; batch and clone).
+#  - memcheck: one process per fixture (every part), one for the other cases, one for the real-image case.
 san_model_jobs() {
-  local fx part
-  san_job memcheck test_model_gpu test_model_gpu "~[big]" env YOLO12_CONV_TUNE_QUICK=1
+  local fx part cache=$out/tune_cache.txt
+  rm -f "$cache"
   for fx in ${SANITIZE_MODEL_FIXTURES:-yolo12n_rand_bus_320 yolo12l_narrow_rand_bus_320}; do
-    for part in plain tuned; do
-      san_job racecheck test_model_gpu "test_model_gpu_${fx}_$part" "[fixture]~[big]" env YOLO12_CONV_TUNE_QUICK=1 \
-        "YOLO12_TEST_FIXTURE=$fx" "YOLO12_TEST_MODEL_PARTS=$part"
-    done
+    YOLO12_CONV_TUNE_CACHE=$cache YOLO12_TEST_FIXTURE=$fx YOLO12_TEST_MODEL_PARTS=tuned timeout 180 \
+      "$build/tests/test_model_gpu" "[fixture]" > "$out/tune_cache_$fx.log" 2>&1
+    note "tune cache for $fx: rc=$? ($(($(wc -l < "$cache" 2>/dev/null || echo 1) - 1)) entries in all)"
   done
-  san_job racecheck test_model_gpu test_model_gpu_others "~[fixture]~[real]~[big]"
-  san_job racecheck test_model_gpu test_model_gpu_real "[real]" env "YOLO12_TEST_REAL_MODEL=${SANITIZE_REAL_MODEL:-yolo11n}" \
-    "YOLO12_TEST_REAL_SIZE=${SANITIZE_REAL_SIZE:-320}" "YOLO12_TEST_REAL_IMAGE=${SANITIZE_REAL_IMAGE:-bus}"
+  local real=("YOLO12_TEST_REAL_MODEL=${SANITIZE_REAL_MODEL:-yolo11n}" "YOLO12_TEST_REAL_SIZE=${SANITIZE_REAL_SIZE:-320}"
+              "YOLO12_TEST_REAL_IMAGE=${SANITIZE_REAL_IMAGE:-bus}")
+  for fx in ${SANITIZE_MODEL_FIXTURES:-yolo12n_rand_bus_320 yolo12l_narrow_rand_bus_320}; do
+    for part in fp32 serial batch2 fp16 tuned; do
+      san_job racecheck test_model_gpu "test_model_gpu_${fx}_$part" "[fixture]~[big]" env "YOLO12_TEST_FIXTURE=$fx" \
+        "YOLO12_TEST_MODEL_PARTS=$part" "YOLO12_CONV_TUNE_CACHE=$cache" YOLO12_CONV_TUNE_QUICK=1
+    done
+    san_job memcheck test_model_gpu "test_model_gpu_$fx" "[fixture]~[big]" env "YOLO12_TEST_FIXTURE=$fx" \
+      "YOLO12_CONV_TUNE_CACHE=$cache" YOLO12_CONV_TUNE_QUICK=1
+  done
+  san_job racecheck test_model_gpu test_model_gpu_pinned "CUDA backend: images in pinned*"
+  san_job racecheck test_model_gpu test_model_gpu_refused "CUDA backend: options and inputs it refuses"
+  san_job memcheck test_model_gpu test_model_gpu_others "~[fixture]~[real]~[big]"
+  san_job racecheck test_model_gpu test_model_gpu_real_images "[real]" env "${real[@]}" YOLO12_TEST_REAL_PARTS=images
+  san_job racecheck test_model_gpu test_model_gpu_real_batch "[real]" env "${real[@]}" YOLO12_TEST_REAL_PARTS=batch,clone
+  san_job memcheck test_model_gpu test_model_gpu_real "[real]" env "${real[@]}"
 }
 san_report() {  # waits for the sanitizer processes, one summary line each
   wait
@@ -323,6 +340,14 @@ san_start() {  # the sanitizer processes of the tests in $1 (started in the back
 }
 if [ "$mode" = sanitize ]; then
   export YOLO12_TEST_MODELS=$models
+  # SANITIZE_PLAIN_RUNS="test:filter ...": those tests run first without a sanitizer (e.g.
+  # "test_conv:[cache] test_model_gpu:"; an empty filter runs the whole test), into plain_<test>.log.
+  for r in ${SANITIZE_PLAIN_RUNS:-}; do
+    t=${r%%:*} f=${r#*:}
+    [ -x "$build/tests/$t" ] || { note "$t: not built"; continue; }
+    timeout 300 "$build/tests/$t" ${f:+"$f"} > "$out/plain_$t.log" 2>&1
+    note "$t ${f:-(all cases)}: rc=$? | $(grep -m1 -E 'All tests passed|test cases' "$out/plain_$t.log")"
+  done
   san_start "${SANITIZE_TESTS:-test_model_gpu}"
   san_report
 fi

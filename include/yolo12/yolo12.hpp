@@ -73,6 +73,13 @@ struct DetectorOptions {
   // for yolo12n; the choice is fixed from then on, so results stay deterministic). Off: the built-in
   // rules choose. The environment variable YOLO12_CONV_TUNE=1 turns it on as well.
   bool tune_kernels = false;
+  // A file that keeps tune_kernels' choices per GPU model, library version and conv shape, so that only
+  // the first Detector on a GPU model times the kernels and later ones start at once. Non-empty turns
+  // tune_kernels on. A missing file is created; a choice this build cannot run is timed again and
+  // replaced; a file that is not a tune cache is an OptionError and is left as it is; a file that cannot
+  // be written is a warning. Several processes may share the path. YOLO12_CONV_TUNE_CACHE=path in the
+  // environment gives the path to every Detector that tunes (it does not turn tuning on by itself).
+  std::string tune_cache;
   // Memory guard: the Detector refuses (OptionError, naming the bytes) a model + input size +
   // max_batch whose planned host memory (model, weights, activations, input and output; computed
   // from the model's metadata before anything is allocated) exceeds this. Raise it to go beyond.

@@ -41,6 +41,7 @@ struct ExecutorConfig {
   int cpu_threads = 0;                    // CPU backend: 0 = hardware concurrency
   bool tune_kernels = false;              // CUDA backend, fp16: time each conv's kernels per batch (see
                                           // DetectorOptions::tune_kernels)
+  std::string tune_cache;                 // CUDA backend: the tune cache file (DetectorOptions::tune_cache)
   post::NmsParams nms;                    // for executors with fused_nms
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "core/tune_cache.hpp"
 #include "graph/graph.hpp"
 #include "model/model_file.hpp"
 #include "pipeline/head.hpp"
@@ -48,6 +49,10 @@ DetectorOptions resolve_options(DetectorOptions o, const ModelInfo& info) {
     if (c < 0 || c >= info.num_classes)
       bad("class id " + std::to_string(c) + " is outside the model's classes 0.." + std::to_string(info.num_classes - 1));
   if (o.cpu_threads < 0) bad("cpu_threads must be >= 0");
+  if (!o.tune_cache.empty()) {
+    o.tune_kernels = true;                  // a tune cache is a store of tuning's choices
+    TuneCache check(o.tune_cache, "check");  // read now: a file that is not a tune cache fails here
+  }
   if (o.device_index < 0) bad("device index must be >= 0");
   return o;
 }
@@ -60,6 +65,7 @@ ExecutorConfig executor_config(const DetectorOptions& o) {
   c.precision = o.precision;
   c.cpu_threads = o.cpu_threads;
   c.tune_kernels = o.tune_kernels;
+  c.tune_cache = o.tune_cache;
   c.nms.conf = o.conf;
   c.nms.iou = o.iou;
   c.nms.max_det = o.max_det;

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -36,7 +38,9 @@
 #include "backends/cuda/conv_gemm.cuh"
 #include "backends/cuda/conv_narrow.cuh"
 #include "backends/cuda/mma.cuh"
+#include "core/tune_cache.hpp"
 #include "ops/op_suite.hpp"
+#include "support.hpp"
 
 using yolo12::cuda::ConvParams;
 using yolo12::cuda::ConvShape;
@@ -1104,6 +1108,115 @@ TEST_CASE("every plan kernel tuning can choose matches the reference: all tiles,
   ConvParams<float> f32;
   static_cast<ConvShape&>(f32) = cases.front().s;
   CHECK(yolo12::cuda::conv_candidates(f32).size() == 1);
+}
+
+// The tune cache (core/tune_cache.hpp) through conv_tune_cached: a stored plan that is one of the
+// candidates comes back as it is, untimed; anything else is tuned and replaced.
+TEST_CASE("conv_tune_cached takes a cached candidate untimed, re-tunes and replaces anything else", "[conv][gpu][tune][cache]") {
+  namespace yc = yolo12::cuda;
+  const ConvShape s = make_case(2, 40, 40, 64, 64, 3, 1, 1).s;
+  const std::size_t nx = 1ull * s.batch * s.h * s.w_in * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
+  std::vector<float> w(1ull * s.c_out * s.c_in * 9);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  for (auto& v : w) v = 0.05f * uni(rng);
+  std::vector<__half> packed(yc::conv_packed_weight_elems(s)), xh(nx);
+  yc::conv_pack_weights<__half>(s, w.data(), packed.data());
+  for (auto& v : xh) v = __float2half_rn(uni(rng));
+  DeviceBuf<__half> dx(nx), dw(packed.size()), dy(ny);
+  DeviceBuf<float> db(s.c_out);
+  REQUIRE((dx.base && dw.base && dy.base && db.base));
+  TEST_CUDA(cudaMemcpy(dx.data(), xh.data(), nx * 2, cudaMemcpyHostToDevice));
+  TEST_CUDA(cudaMemcpy(dw.data(), packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
+  TEST_CUDA(cudaMemset(db.data(), 0, s.c_out * sizeof(float)));
+  ConvParams<__half> p;
+  static_cast<ConvShape&>(p) = s;
+  p.x = dx.data();
+  p.ldx = s.c_in;
+  p.w = dw.data();
+  p.bias = db.data();
+  p.y = dy.data();
+  p.ldy = s.c_out;
+  const std::vector<yc::ConvPlan> plans = yc::conv_candidates(p);
+  REQUIRE(plans.size() > 2);
+  // The text form of every candidate reads back as the same plan; other text is not a plan.
+  for (const yc::ConvPlan& plan : plans) {
+    yc::ConvPlan q;
+    REQUIRE(yc::conv_plan_decode(yc::conv_plan_encode(plan), q));
+    CHECK(q == plan);
+  }
+  for (const char* bad : {"", "6", "6 128 64 64 1 0", "6 128 64 64 1 0 4 9", "99 128 64 64 1 0 4", "-1 128 64 64 1 0 4",
+                          "6 128 x 64 1 0 4", "6 128 64 64 1 0 4 w4"}) {
+    INFO("'" << bad << "'");
+    yc::ConvPlan q;
+    CHECK_FALSE(yc::conv_plan_decode(bad, q));
+  }
+  // The key separates what the candidates and their speed depend on.
+  const std::string key = yc::conv_tune_key(p);
+  ConvParams<__half> q = p;
+  q.batch = 1;
+  CHECK(yc::conv_tune_key(q) != key);
+  q = p;
+  q.ldy = 2 * s.c_out;
+  CHECK(yc::conv_tune_key(q) != key);
+  q = p;
+  q.y = dy.data() + 4;  // 8-byte aligned only
+  CHECK(yc::conv_tune_key(q) != key);
+  q = p;
+  q.residual = dx.data();
+  q.ldr = s.c_in;
+  CHECK(yc::conv_tune_key(q) != key);
+  ConvParams<float> f32;
+  static_cast<ConvShape&>(f32) = s;
+  f32.ldx = s.c_in;
+  f32.ldy = s.c_out;
+  CHECK(yc::conv_tune_key(f32) != key);
+
+  const std::string dir = yolo12::test::binary_dir() + "/test_tmp";
+  ::mkdir(dir.c_str(), 0755);
+  const std::string path = dir + "/conv_tune_cache.txt";
+  std::remove(path.c_str());
+  yolo12::TuneCache cache(path, "test gpu");
+  cudaStream_t stream;
+  TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // Every candidate, stored, is the answer (timing could not pick them all), with its own smem_bytes.
+  for (const yc::ConvPlan& plan : plans) {
+    INFO(yc::conv_plan_detail(plan));
+    cache.put(key, yc::conv_plan_encode(plan));
+    bool from_cache = false;
+    const yc::ConvPlan got = yc::conv_tune_cached(p, stream, cache, &from_cache);
+    CHECK(from_cache);
+    CHECK(got == plan);
+    CHECK(got.smem_bytes == plan.smem_bytes);
+  }
+  // Not a plan, or a plan this build has no kernel for (a 96x96 mma.sync tile): tuned, and replaced by
+  // the choice, which is a candidate.
+  yc::ConvPlan no_such_tile;
+  no_such_tile.algorithm = yc::ConvAlgorithm::implicit_gemm_f16;
+  no_such_tile.bm = no_such_tile.bn = 96;
+  no_such_tile.bk = 64;
+  no_such_tile.warps = 4;
+  yc::ConvPlan tuned;
+  for (const std::string& stale : {std::string("garbage"), yc::conv_plan_encode(no_such_tile)}) {
+    INFO("'" << stale << "'");
+    cache.put(key, stale);
+    bool from_cache = true;
+    tuned = yc::conv_tune_cached(p, stream, cache, &from_cache);
+    CHECK_FALSE(from_cache);
+    CHECK(std::find(plans.begin(), plans.end(), tuned) != plans.end());
+    REQUIRE(cache.find(key));
+    CHECK(*cache.find(key) == yc::conv_plan_encode(tuned));
+  }
+  // Saved, and read by another cache (another start-up): the same plan, untimed.
+  REQUIRE(cache.save());
+  yolo12::TuneCache again(path, "test gpu");
+  bool from_cache = false;
+  const yc::ConvPlan got = yc::conv_tune_cached(p, stream, again, &from_cache);
+  CHECK(from_cache);
+  CHECK(got == tuned);
+  CHECK_FALSE(again.dirty());
+  TEST_CUDA(cudaStreamSynchronize(stream));
+  cudaStreamDestroy(stream);
 }
 
 TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stage count, 1x1 and k x k, edges, fallbacks",

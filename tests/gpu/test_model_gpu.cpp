@@ -6,7 +6,8 @@
 //  * raw head, per fixture: GPU fp32 vs the CPU backend and vs the Ultralytics output within the
 //    fixture's tolerance (10x the model's own fp32-vs-fp64 error); GPU fp16 vs the Ultralytics output
 //    within 2x PyTorch's own fp16-vs-fp64 error on that input, also with kernel tuning on (which then
-//    repeats its result bit for bit); a batch of 2 equals two single runs.
+//    repeats its result bit for bit, and through a tune cache gives a second detector the same kernels);
+//    a batch of 2 equals two single runs; the serial schedule equals the multi-stream one bit for bit.
 //  * detections with the real COCO weights on the shared images, decoded to uint8 BGR .npy.gz files in
 //    $YOLO12_DECODED_DIR (tools/gpu_check.sh makes them: the GPU machine has no OpenCV C++): GPU fp32
 //    == CPU backend (same boxes within 0.05 px, scores within 1e-3, classes), fixed and rect; GPU fp16
@@ -130,12 +131,22 @@ TEST_CASE("whole model: raw head on the GPU equals the CPU backend and Ultralyti
   int ran = 0;
   // YOLO12_TEST_FIXTURE=substring: only the matching fixtures (for sanitizer runs).
   const char* only = std::getenv("YOLO12_TEST_FIXTURE");
-  // YOLO12_TEST_MODEL_PARTS: "plain" (fp32, the serial schedule, batch 2, fp16), "tuned" (the fp16 detector
-  // with kernel tuning) or both (unset): the sanitizer runs take the two parts in separate processes.
+  // YOLO12_TEST_MODEL_PARTS: a comma-separated subset of the parts below (unset: all), so that the
+  // sanitizer runs can take them in separate processes. "plain" stands for the first four.
+  //   fp32:   GPU fp32 against the CPU backend and Ultralytics;
+  //   serial: the serial schedule (one stream) gives the multi-stream result bit for bit;
+  //   batch2: a batch of two equals the single result twice;
+  //   fp16:   GPU fp16 (the rules' kernels) against Ultralytics;
+  //   tuned:  the fp16 detector with kernel tuning, and its tune cache (unless YOLO12_CONV_TUNE_CACHE
+  //           names one already: then every tuned choice comes from it, nothing is timed).
   const char* parts_env = std::getenv("YOLO12_TEST_MODEL_PARTS");
-  const std::string parts = parts_env ? parts_env : "plain,tuned";
-  const bool plain = parts.find("plain") != std::string::npos, tuned = parts.find("tuned") != std::string::npos;
-  REQUIRE((plain || tuned));
+  std::string parts = parts_env ? parts_env : "plain,tuned";
+  if (parts.find("plain") != std::string::npos) parts += ",fp32,serial,batch2,fp16";
+  const auto part = [&](const char* name) { return parts.find(name) != std::string::npos; };
+  const bool fp32 = part("fp32"), serial = part("serial"), batch2 = part("batch2"), fp16 = part("fp16"),
+             tuned = part("tuned");
+  REQUIRE((fp32 || serial || batch2 || fp16 || tuned));
+  const char* env_cache = std::getenv("YOLO12_CONV_TUNE_CACHE");
   for (const auto& fx : fixtures) {
     const std::string name = fx["name"].get<std::string>();
     if (only && name.find(only) == std::string::npos) continue;
@@ -147,97 +158,125 @@ TEST_CASE("whole model: raw head on the GPU equals the CPU backend and Ultralyti
       continue;
     }
     INFO("fixture " << name << " model " << model);
+    const test::Stopwatch clock;
+    const auto progress = [&](const char* what) {  // where a sanitizer run got to, in its log
+      std::printf("[model] %-28s %s at %.1f s\n", name.c_str(), what, clock.seconds());
+      std::fflush(stdout);
+    };
     const auto x = load_npy_any(in_path);
     const auto ref = load_npy_any(out_path);
     const int H = static_cast<int>(x.shape.at(2)), W = static_cast<int>(x.shape.at(3));
     const double tol = fx.value("tolerance_rel_l2", 1e-4);
     const bool has_torch16 = fx.contains("fp16_vs_fp64_rel_l2") && fx["fp16_vs_fp64_rel_l2"].is_number();
     const double torch16 = has_torch16 ? fx["fp16_vs_fp64_rel_l2"].get<double>() : 0.0;
+    const double bound16 = has_torch16 ? 2 * torch16 : 0.1;  // no PyTorch fp16 figure recorded: a loose bound
 
     DetectorOptions o;
     o.input_height = H;
     o.input_width = W;
     if (tuned) {
       // With kernel tuning (every conv on the fastest of its candidate kernels, chosen by timing here):
-      // the fp16 bound, and a tuned detector repeats its result bit for bit.
+      // the fp16 bound, and a tuned detector repeats its result bit for bit. Through a tune cache: a
+      // second detector reading it takes the same kernels (the same result bit for bit) and adds nothing.
       DetectorOptions t = o;
       t.device = Device::Cuda;
       t.precision = Precision::Fp16;
       t.tune_kernels = true;
-      Detector tuned16(model, t);
-      const std::vector<float> out16t = tuned16.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
-      CHECK(tuned16.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr) == out16t);
+      const std::string cache = env_cache ? "" : test::binary_dir() + "/tune_cache_" + name + ".txt";
+      if (!cache.empty()) {
+        std::remove(cache.c_str());
+        t.tune_cache = cache;
+      }
+      std::vector<float> out16t;
+      {
+        Detector tuned16(model, t);
+        out16t = tuned16.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
+        CHECK(tuned16.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr) == out16t);
+      }
       const double e16t = rel_l2(out16t.data(), ref.data.data(), ref.data.size());
       std::printf("[model] %-28s fp16 tuned: gpu-vs-ultralytics %.2e  (PyTorch fp16 vs fp64 %s)\n", name.c_str(), e16t,
                   has_torch16 ? std::to_string(torch16).c_str() : "not recorded: bound 0.1");
-      CHECK(e16t < (has_torch16 ? 2 * torch16 : 0.1));
+      CHECK(e16t < bound16);
+      if (!cache.empty()) {
+        const std::string written = test::read_text_file(cache);
+        const auto lines = std::count(written.begin(), written.end(), '\n');
+        CHECK(lines > 10);  // the header and one line per fp16 conv
+        Detector again(model, t);
+        CHECK(again.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr) == out16t);
+        CHECK(test::read_text_file(cache) == written);
+        std::remove(cache.c_str());
+      }
+      progress("tuned done");
     }
-    if (!plain) {
-      ++ran;
-      continue;
-    }
-    o.device = Device::Cpu;
-    Detector cpu(model, o);
-    int ch = 0, an = 0;
-    const std::vector<float> cpu_out = cpu.forward_raw(x.data.data(), 1, H, W, &ch, &an);
-    REQUIRE(cpu_out.size() == ref.data.size());
-
+    std::vector<float> gpu_out;  // GPU fp32, the default schedule
+    int gch = 0, gan = 0;
     o.device = Device::Cuda;
     o.max_batch = 2;
-    Detector gpu(model, o);
-    REQUIRE(gpu.device_name() == "cuda:0");
-    int gch = 0, gan = 0;
-    const std::vector<float> gpu_out = gpu.forward_raw(x.data.data(), 1, H, W, &gch, &gan);
-    REQUIRE(gch == ch);
-    REQUIRE(gan == an);
-    std::size_t bad = 0;
-    for (float v : gpu_out) bad += std::isfinite(v) ? 0 : 1;
-    CHECK(bad == 0);
-    // The multi-stream schedule (the default, executor.cuh) gives the serial order's result bit for bit.
-    {
+    if (fp32 || serial || batch2) {
+      Detector gpu(model, o);
+      REQUIRE(gpu.device_name() == "cuda:0");
+      gpu_out = gpu.forward_raw(x.data.data(), 1, H, W, &gch, &gan);
+      REQUIRE(gpu_out.size() == ref.data.size());
+      std::size_t bad = 0;
+      for (float v : gpu_out) bad += std::isfinite(v) ? 0 : 1;
+      CHECK(bad == 0);
+      progress("fp32 forward done");
+      if (batch2) {  // a batch of two identical images gives the single result twice
+        std::vector<float> x2(x.data);
+        x2.insert(x2.end(), x.data.begin(), x.data.end());
+        const std::vector<float> out2 = gpu.forward_raw(x2.data(), 2, H, W, nullptr, nullptr);
+        REQUIRE(out2.size() == 2 * gpu_out.size());
+        CHECK(rel_l2(out2.data(), gpu_out.data(), gpu_out.size()) < 1e-6);
+        CHECK(rel_l2(out2.data() + gpu_out.size(), gpu_out.data(), gpu_out.size()) < 1e-6);
+        progress("batch2 done");
+      }
+    }
+    if (serial) {  // the multi-stream schedule (the default, executor.cuh) gives the serial order's result
       const char* prev = std::getenv("YOLO12_CUDA_STREAMS");
       const std::string keep = prev ? prev : "";
       setenv("YOLO12_CUDA_STREAMS", "1", 1);
       std::vector<float> serial_out;
       try {
-        Detector serial(model, o);
-        serial_out = serial.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
+        Detector one_stream(model, o);
+        serial_out = one_stream.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
       } catch (...) {
         if (prev) setenv("YOLO12_CUDA_STREAMS", keep.c_str(), 1); else unsetenv("YOLO12_CUDA_STREAMS");
         throw;
       }
       if (prev) setenv("YOLO12_CUDA_STREAMS", keep.c_str(), 1); else unsetenv("YOLO12_CUDA_STREAMS");
       CHECK(serial_out == gpu_out);
+      progress("serial done");
     }
-    const double e_cpu = rel_l2(gpu_out.data(), cpu_out.data(), cpu_out.size());
-    const double e_ref = rel_l2(gpu_out.data(), ref.data.data(), ref.data.size());
-    const double e_cpu_ref = rel_l2(cpu_out.data(), ref.data.data(), ref.data.size());
-    std::printf("[model] %-28s fp32: gpu-vs-cpu %.2e  gpu-vs-ultralytics %.2e  cpu-vs-ultralytics %.2e  (tol %.1e)\n",
-                name.c_str(), e_cpu, e_ref, e_cpu_ref, tol);
-    CHECK(e_cpu < tol);
-    CHECK(e_ref < tol);
-
-    // A batch of two identical images gives the single result twice.
-    std::vector<float> x2(x.data);
-    x2.insert(x2.end(), x.data.begin(), x.data.end());
-    const std::vector<float> out2 = gpu.forward_raw(x2.data(), 2, H, W, nullptr, nullptr);
-    REQUIRE(out2.size() == 2 * gpu_out.size());
-    CHECK(rel_l2(out2.data(), gpu_out.data(), gpu_out.size()) < 1e-6);
-    CHECK(rel_l2(out2.data() + gpu_out.size(), gpu_out.data(), gpu_out.size()) < 1e-6);
-
-    o.precision = Precision::Fp16;
-    o.max_batch = 1;
-    Detector gpu16(model, o);
-    const std::vector<float> out16 = gpu16.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
-    const double e16 = rel_l2(out16.data(), ref.data.data(), ref.data.size());
-    if (has_torch16) {
-      std::printf("[model] %-28s fp16: gpu-vs-ultralytics %.2e  (PyTorch fp16 vs fp64 %.2e, bound 2x)\n", name.c_str(),
-                  e16, torch16);
-      CHECK(e16 < 2 * torch16);
-    } else {
-      std::printf("[model] %-28s fp16: gpu-vs-ultralytics %.2e  (no PyTorch fp16 figure recorded: not judged)\n",
-                  name.c_str(), e16);
-      CHECK(e16 < 0.1);
+    if (fp32) {
+      DetectorOptions oc = o;
+      oc.device = Device::Cpu;
+      oc.max_batch = 1;
+      Detector cpu(model, oc);
+      int ch = 0, an = 0;
+      const std::vector<float> cpu_out = cpu.forward_raw(x.data.data(), 1, H, W, &ch, &an);
+      REQUIRE(cpu_out.size() == ref.data.size());
+      REQUIRE(gch == ch);
+      REQUIRE(gan == an);
+      const double e_cpu = rel_l2(gpu_out.data(), cpu_out.data(), cpu_out.size());
+      const double e_ref = rel_l2(gpu_out.data(), ref.data.data(), ref.data.size());
+      const double e_cpu_ref = rel_l2(cpu_out.data(), ref.data.data(), ref.data.size());
+      std::printf("[model] %-28s fp32: gpu-vs-cpu %.2e  gpu-vs-ultralytics %.2e  cpu-vs-ultralytics %.2e  (tol %.1e)\n",
+                  name.c_str(), e_cpu, e_ref, e_cpu_ref, tol);
+      CHECK(e_cpu < tol);
+      CHECK(e_ref < tol);
+      progress("fp32 done");
+    }
+    if (fp16) {
+      DetectorOptions oh = o;
+      oh.precision = Precision::Fp16;
+      oh.max_batch = 1;
+      Detector gpu16(model, oh);
+      const std::vector<float> out16 = gpu16.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
+      const double e16 = rel_l2(out16.data(), ref.data.data(), ref.data.size());
+      std::printf("[model] %-28s fp16: gpu-vs-ultralytics %.2e  (PyTorch fp16 vs fp64 %s, bound %.2e)\n", name.c_str(),
+                  e16, has_torch16 ? std::to_string(torch16).c_str() : "not recorded", bound16);
+      CHECK(e16 < bound16);
+      progress("fp16 done");
     }
     ++ran;
   }
@@ -258,6 +297,13 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
   const char* only = std::getenv("YOLO12_TEST_REAL_MODEL");  // substring filter, for focused runs
   const char* only_size = std::getenv("YOLO12_TEST_REAL_SIZE");  // e.g. "320": that input size only
   const char* only_image = std::getenv("YOLO12_TEST_REAL_IMAGE");  // e.g. "bus": that image only
+  // YOLO12_TEST_REAL_PARTS: a comma-separated subset of "images" (each image against the CPU and
+  // Ultralytics), "batch" (a batch equals single calls) and "clone" (unset: all), for sanitizer runs.
+  const char* parts_env = std::getenv("YOLO12_TEST_REAL_PARTS");
+  const std::string parts = parts_env ? parts_env : "images,batch,clone";
+  const bool images_part = parts.find("images") != std::string::npos, batch_part = parts.find("batch") != std::string::npos,
+             clone_part = parts.find("clone") != std::string::npos;
+  REQUIRE((images_part || batch_part || clone_part));
   for (int mi = 0; mi < 2; ++mi) {
     if (only && std::string(models[mi]).find(only) == std::string::npos) continue;
     const std::string model = models_dir() + "/" + models[mi] + ".y12";
@@ -281,7 +327,7 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
       Detector gpu(model, o);
       o.precision = Precision::Fp16;
       Detector gpu16(model, o);
-      for (int ii = 0; ii < 2; ++ii) {
+      for (int ii = 0; ii < 2 && images_part; ++ii) {
         if (only_image && std::string(images[ii]) != only_image) continue;
         INFO(models[mi] << " on " << images[ii] << " at " << mode.size << (mode.rect ? " rect" : " fixed"));
         const ImageView v = decoded[static_cast<std::size_t>(ii)].view();
@@ -335,7 +381,7 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
       }
       // A batch of both images equals the two single calls, in rect mode too: there the two images
       // (810x1080 and 1280x720) get different rectangles and run as two groups (docs/api.md, "Batches").
-      {
+      if (batch_part) {
         const std::vector<Result> rb = gpu.detect(std::vector<ImageView>{decoded[0].view(), decoded[1].view()});
         REQUIRE(rb.size() == 2);
         if (mode.rect) CHECK(rb[0].input_width != rb[1].input_width);
@@ -349,8 +395,9 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
           CHECK(mb.matched == static_cast<int>(single.detections.size()));
           CHECK(mb.worst_box < 1e-3);
         }
+        ++compared;
       }
-      if (!mode.rect) {
+      if (!mode.rect && clone_part) {
         // A clone shares the weights and gives the same answer.
         Detector other = gpu.clone();
         const Result a = gpu.detect(decoded[0].view()), b = other.detect(decoded[0].view());
@@ -359,10 +406,11 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
           CHECK(a.detections[i].box.x1 == b.detections[i].box.x1);
           CHECK(a.detections[i].score == b.detections[i].score);
         }
+        ++compared;
       }
     }
   }
-  std::printf("[real] %d model/image/mode combinations compared\n", compared);
+  std::printf("[real] %d model/image/mode/part combinations compared\n", compared);
   CHECK(compared > 0);
 }
 
@@ -399,6 +447,7 @@ TEST_CASE("CUDA backend: images in pinned and device memory give the host image'
   o.device = Device::Cuda;
   o.max_batch = 3;
   o.conf = 0.001f;
+  o.input_height = o.input_width = 320;  // what is tested is where the frames are: a quarter of 640's work
   for (Precision prec : {Precision::Fp32, Precision::Fp16}) {
     o.precision = prec;
     Detector det(model, o);

@@ -346,12 +346,14 @@ Step bind(const graph::ConvOp& op, const BindContext<T>& ctx) {
     else conv2d_forward<T>(q, stream);
   };
   if constexpr (std::is_same_v<T, __half>)  // fp32 has one kernel per conv: nothing to tune
-    step.tune = [p, tuned](int batch, cudaStream_t stream) {
+    step.tune = [p, tuned](int batch, cudaStream_t stream, TuneCache* cache) {
       ConvParams<T> q = p;
       q.batch = batch;
-      const ConvPlan plan = conv_tune<T>(q, stream);
+      Step::Tuned out;
+      const ConvPlan plan = cache ? conv_tune_cached<T>(q, stream, *cache, &out.cached) : conv_tune<T>(q, stream);
       (*tuned)[batch] = plan;
-      return conv_plan_detail(plan);
+      out.plan = conv_plan_detail(plan);
+      return out;
     };
   step.label = label.str();
   step.bytes_per_image = sizeof(T) * (in + out * (p.residual ? 2 : 1));

@@ -16,6 +16,10 @@
 
 #include "graph/graph.hpp"
 
+namespace yolo12 {
+class TuneCache;  // core/tune_cache.hpp
+}
+
 namespace yolo12::cuda {
 
 // One conv call: the graph op's attributes verbatim (c_in, c_out, k, stride, pad, groups, dilation,
@@ -118,5 +122,20 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
 // unless another is more than 3% faster. Synchronises the stream: never call it during capture.
 template <typename T>
 ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream);
+
+// The tune cache (core/tune_cache.hpp) for convs. A plan as one field of text and back:
+// "<algorithm number> <bm> <bn> <bk> <split> <stages> <warps>" (smem_bytes follows from the rest);
+// conv_plan_decode returns false for text that is not seven integers with a known algorithm.
+std::string conv_plan_encode(const ConvPlan& plan);
+bool conv_plan_decode(const std::string& text, ConvPlan& plan);
+// What conv_candidates and their speed depend on: the element type, the attributes, the sizes and batch,
+// the views' leading dimensions, the residual and gamma, and the 16-byte alignment of every pointer.
+template <typename T>
+std::string conv_tune_key(const ConvParams<T>& p);
+// conv_tune through the cache: the cached plan where the cache has one for conv_tune_key(p) and it is
+// one of conv_candidates(p) (*from_cache = true; nothing runs), else conv_tune's choice, which is stored
+// (a stale or foreign entry is replaced). The caller saves the cache.
+template <typename T>
+ConvPlan conv_tune_cached(const ConvParams<T>& p, cudaStream_t stream, TuneCache& cache, bool* from_cache);
 
 }  // namespace yolo12::cuda

@@ -7,11 +7,14 @@
 // batch, when the executor is asked to (ExecutorConfig::tune_kernels, YOLO12_CONV_TUNE=1). Every
 // candidate computes the same conv: the tests run each one against the reference (test_conv, [tune]).
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "core/tune_cache.hpp"
 #include "yolo12/errors.hpp"
 
 #include "common.cuh"
@@ -132,5 +135,61 @@ ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream) {
 }
 template ConvPlan conv_tune<float>(const ConvParams<float>&, cudaStream_t);
 template ConvPlan conv_tune<__half>(const ConvParams<__half>&, cudaStream_t);
+
+std::string conv_plan_encode(const ConvPlan& plan) {
+  std::ostringstream s;
+  s << static_cast<int>(plan.algorithm) << ' ' << plan.bm << ' ' << plan.bn << ' ' << plan.bk << ' ' << plan.split << ' '
+    << plan.stages << ' ' << plan.warps;
+  return s.str();
+}
+
+bool conv_plan_decode(const std::string& text, ConvPlan& plan) {
+  std::istringstream s(text);
+  int algorithm = -1;
+  ConvPlan q;
+  if (!(s >> algorithm >> q.bm >> q.bn >> q.bk >> q.split >> q.stages >> q.warps)) return false;
+  std::string rest;
+  if (s >> rest) return false;  // trailing text
+  if (algorithm < static_cast<int>(ConvAlgorithm::direct_naive) ||
+      algorithm > static_cast<int>(ConvAlgorithm::implicit_gemm_f32))
+    return false;
+  q.algorithm = static_cast<ConvAlgorithm>(algorithm);
+  plan = q;
+  return true;
+}
+
+template <typename T>
+std::string conv_tune_key(const ConvParams<T>& p) {
+  const auto a16 = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0 ? 1 : 0; };
+  std::ostringstream s;
+  s << "conv " << (std::is_same_v<T, __half> ? "f16" : "f32") << " c" << p.c_in << "-" << p.c_out << " k" << p.k
+    << " s" << p.stride << " p" << p.pad << " g" << p.groups << " d" << p.dilation << " a" << static_cast<int>(p.act)
+    << " " << p.h << "x" << p.w_in << "-" << p.ho << "x" << p.wo << " b" << p.batch << " ld" << p.ldx << "," << p.ldy
+    << "," << (p.residual ? p.ldr : 0) << (p.gamma ? " gamma" : "") << " al" << a16(p.x) << a16(p.w) << a16(p.y)
+    << (p.residual ? a16(p.residual) : 1);
+  return s.str();
+}
+template std::string conv_tune_key<float>(const ConvParams<float>&);
+template std::string conv_tune_key<__half>(const ConvParams<__half>&);
+
+template <typename T>
+ConvPlan conv_tune_cached(const ConvParams<T>& p, cudaStream_t stream, TuneCache& cache, bool* from_cache) {
+  const std::string key = conv_tune_key(p);
+  if (const std::string* text = cache.find(key)) {
+    ConvPlan cached;
+    if (conv_plan_decode(*text, cached))
+      for (const ConvPlan& plan : conv_candidates(p))
+        if (plan == cached) {  // the candidate itself, with its smem_bytes
+          if (from_cache) *from_cache = true;
+          return plan;
+        }
+  }
+  const ConvPlan plan = conv_tune(p, stream);
+  cache.put(key, conv_plan_encode(plan));
+  if (from_cache) *from_cache = false;
+  return plan;
+}
+template ConvPlan conv_tune_cached<float>(const ConvParams<float>&, cudaStream_t, TuneCache&, bool*);
+template ConvPlan conv_tune_cached<__half>(const ConvParams<__half>&, cudaStream_t, TuneCache&, bool*);
 
 }  // namespace yolo12::cuda

@@ -14,6 +14,7 @@
 #include "conv.cuh"
 #include "core/half.hpp"
 #include "core/log.hpp"
+#include "core/tune_cache.hpp"
 #include "detect.cuh"
 #include "elementwise.cuh"
 #include "graph/graph.hpp"
@@ -49,6 +50,26 @@ bool tuning_from_env() {
   throw OptionError(std::string("YOLO12_CONV_TUNE must be 0 or 1, got '") + env + "'");
 }
 
+// The tune cache's path where tuning is on: ExecutorConfig::tune_cache, else YOLO12_CONV_TUNE_CACHE, else
+// none. (The option turns tuning on, DetectorOptions::tune_cache; the environment variable does not.)
+std::string tune_cache_path(const ExecutorConfig& cfg) {
+  if (!cfg.tune_cache.empty()) return cfg.tune_cache;
+  const char* env = std::getenv("YOLO12_CONV_TUNE_CACHE");
+  return env ? env : "";
+}
+
+// What a tuned choice depends on beyond the op (TuneCache's scope): the GPU model, its multiprocessors,
+// the library version and the precision.
+std::string tune_cache_scope(int device, bool fp16) {
+  cudaDeviceProp prop{};
+  YOLO12_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::string name(prop.name);
+  for (char& c : name)
+    if (c < 0x20 || c > 0x7e) c = '_';
+  return name + " sm" + std::to_string(prop.major) + std::to_string(prop.minor) + " " +
+         std::to_string(prop.multiProcessorCount) + " SMs yolo12 " + version() + (fp16 ? " fp16" : " fp32");
+}
+
 std::string mib(std::size_t bytes) {
   std::ostringstream s;
   s.setf(std::ios::fixed);
@@ -62,8 +83,13 @@ class ExecutorImpl final : public CudaExecutor {
  public:
   ExecutorImpl(std::shared_ptr<const DeviceWeights> weights, const model::ModelFile& file, const ExecutorConfig& cfg,
                cudaStream_t stream)
-      : weights_(std::move(weights)), cfg_(cfg), stream_(stream), tuning_(cfg.tune_kernels || tuning_from_env()) {
+      : weights_(std::move(weights)), cfg_(cfg), stream_(stream) {
     if (cfg.max_batch < 1) throw OptionError("max_batch must be at least 1, got " + std::to_string(cfg.max_batch));
+    tuning_ = cfg.tune_kernels || tuning_from_env();
+    const std::string cache_path = tuning_ ? tune_cache_path(cfg) : std::string();
+    if (!cache_path.empty())  // read now: a file that is not a tune cache fails the construction
+      tune_cache_ = std::make_unique<TuneCache>(cache_path,
+                                                tune_cache_scope(weights_->device, std::is_same<T, __half>::value));
     graph_ = graph::build_graph(file.header(), cfg.input_h, cfg.input_w);
     plan_memory(network_streams());
     bind();
@@ -102,18 +128,24 @@ class ExecutorImpl final : public CudaExecutor {
     if (!tuning_ || batch < 1 || batch > cfg_.max_batch || tuned_.count(batch)) return;
     YOLO12_CUDA_CHECK(cudaSetDevice(weights_->device));
     const auto start = std::chrono::steady_clock::now();
-    int convs = 0;
+    int convs = 0, cached = 0;
     for (Step& step : steps_) {
       if (!step.tune) continue;
-      const std::string name = step.tune(batch, stream_);
+      const Step::Tuned t = step.tune(batch, stream_, tune_cache_.get());
       const std::size_t open = step.label.rfind('[');
-      step.label = (open == std::string::npos ? step.label + " " : step.label.substr(0, open)) + "[" + name + " tuned]";
+      step.label = (open == std::string::npos ? step.label + " " : step.label.substr(0, open)) + "[" + t.plan +
+                   (t.cached ? " cached]" : " tuned]");
       ++convs;
+      cached += t.cached ? 1 : 0;
     }
     tuned_.insert(batch);
+    if (tune_cache_ && tune_cache_->dirty() && !tune_cache_->save())
+      log::warn("cuda executor: could not write the tune cache " + tune_cache_->path() +
+                " (the tuned kernels are used; the next start-up tunes again)");
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     log::info("cuda executor: tuned the kernels of " + std::to_string(convs) + " convs for batch " +
-              std::to_string(batch) + " in " + std::to_string(static_cast<int>(ms)) + " ms");
+              std::to_string(batch) + " in " + std::to_string(static_cast<int>(ms)) + " ms" +
+              (tune_cache_ ? ", " + std::to_string(cached) + " from the cache " + tune_cache_->path() : std::string()));
   }
 
   void run(const ExecutorRun& r) override {
@@ -161,6 +193,7 @@ class ExecutorImpl final : public CudaExecutor {
   std::vector<cudaEvent_t> op_ev_, join_ev_;
   bool tuning_ = false;    // tune() times the convs' kernels (ExecutorConfig::tune_kernels, YOLO12_CONV_TUNE)
   std::set<int> tuned_;    // the batches tune() has run for
+  std::unique_ptr<TuneCache> tune_cache_;  // ExecutorConfig::tune_cache / YOLO12_CONV_TUNE_CACHE, or none
 
   T* value_ptr(int v) const { return arena_.as<T>(value_offset_[static_cast<std::size_t>(v)]); }
   int raw_elems(int batch) const { return batch * graph_.head.raw_channels() * graph_.head.raw_anchors(); }

@@ -77,9 +77,11 @@ class CudaExecutor : public yolo12::Executor {
   // Enqueues the network alone for `batch` images on stream() as run() does (the schedule's streams
   // fork from it and join it again), on whatever input the arena holds: the benchmark's figure.
   virtual void enqueue_network(int batch) = 0;
-  // Kernel tuning (ExecutorConfig::tune_kernels or YOLO12_CONV_TUNE=1; otherwise a no-op): times the
-  // candidate kernels of every fp16 conv for `batch` images on the arena and keeps the fastest for all
-  // later launches at that batch; once per batch. run() does it before it captures a batch's graph, and
+  // Kernel tuning (ExecutorConfig::tune_kernels or YOLO12_CONV_TUNE=1; otherwise a no-op):
+  // times the candidate kernels of every fp16 conv for `batch` images on the arena and keeps the fastest
+  // for all later launches at that batch; once per batch. With a tune cache (ExecutorConfig::tune_cache
+  // or YOLO12_CONV_TUNE_CACHE; core/tune_cache.hpp) a conv whose choice the cache holds is not timed, and
+  // the new choices are saved to it at the end (a file that cannot be written is a warning). run() does it before it captures a batch's graph, and
   // overwrites whatever the arena holds. Never during a capture on stream().
   virtual void tune(int batch) = 0;
 };

@@ -21,6 +21,10 @@
 #include "graph/graph.hpp"
 #include "yolo12/yolo12.hpp"
 
+namespace yolo12 {
+class TuneCache;  // core/tune_cache.hpp
+}
+
 namespace yolo12::cuda {
 
 // One network op bound to its buffers: run(batch, stream) enqueues it (no allocation, no
@@ -33,8 +37,13 @@ struct Step {
   double flops_per_image = 0;  // multiply-adds x 2
   // Set where the op has kernels to choose from (fp16 convs): times them for `batch` images on the op's
   // own buffers (overwriting its output; synchronises, so never during capture), keeps the fastest for
-  // run(batch), and returns its name (conv_plan_detail).
-  std::function<std::string(int, cudaStream_t)> tune;
+  // run(batch), and returns its name (conv_plan_detail). With a cache (core/tune_cache.hpp), a choice
+  // stored there for this op and batch is taken without timing, and a new one is stored.
+  struct Tuned {
+    std::string plan;     // conv_plan_detail of the choice
+    bool cached = false;  // taken from the cache
+  };
+  std::function<Tuned(int batch, cudaStream_t, TuneCache* cache)> tune;
 };
 
 // The packed weights of one model at one precision on one device (executor.cuh: upload_weights).
