@@ -494,13 +494,21 @@ if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = peer ]; then
 fi
 if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = ours ]; then
   ours=()
+  # OURS_SCALES: the peer weights of these scales are written first where the peer has not saved them
+  # (a fresh machine after `peer` ran in an earlier call), so `ours` times every scale of a split peer run.
+  if [ -n "${OURS_SCALES:-}" ]; then
+    use_wheels
+    missing=$(for sc in ${OURS_SCALES//,/ }; do [ -f "$peer_dir/yolo12${sc}_peer.pt" ] || printf '%s,' "$sc"; done)
+    [ -n "$missing" ] && YOLO_OFFLINE=1 timeout 120 python3 bench/torch_peer.py save --save-dir "$peer_dir" \
+      --scales "${missing%,}" >> "$out/peer_save.log" 2>&1
+  fi
   for pt in "$peer_dir"/yolo12*_peer.pt; do
     [ -f "$pt" ] || continue
     y12=$models/$(basename "${pt%.*}").y12
     export_model "$pt" "$y12"
     [ -f "$y12" ] || continue
     j=$out/bench_$(basename "${pt%.*}").json
-    timeout 240 "$build/yolo12-bench" "$y12" --batch "${PEER_BATCHES:-1,32}" --precision fp16,fp32 --iters 100 --json "$j" \
+    timeout 240 "$build/yolo12-bench" "$y12" --batch "${PEER_BATCHES:-1,32}" --precision "${OURS_PRECISIONS:-fp16,fp32}" --iters 100 --json "$j" \
       >> "$out/bench.log" 2>&1 && ours+=("$j") || note "yolo12-bench $(basename "$y12") FAILED"
   done
   cat "$out/bench.log"
