@@ -16,11 +16,13 @@
 namespace yolo12 {
 namespace {
 
-// Printable ASCII without the tab that separates the fields; at most kMaxField characters.
+bool printable_char(char c) { return c >= 0x20 && c <= 0x7e; }  // printable ASCII, not the tab
+
+// A scope, key or value: printable characters only, 1 to kMaxField of them.
 bool field_ok(const std::string& s) {
   if (s.empty() || s.size() > TuneCache::kMaxField) return false;
   for (const char c : s)
-    if (c < 0x20 || c > 0x7e) return false;
+    if (!printable_char(c)) return false;
   return true;
 }
 
@@ -71,6 +73,12 @@ TuneCache::Entries TuneCache::read_file(const std::string& path) {
   }
   if (!text.empty() && text.back() != '\n') refuse(path, "its last line is cut off (no line end)");
   return out;
+}
+
+std::string TuneCache::printable(std::string text) {
+  for (char& c : text)
+    if (!printable_char(c)) c = '_';
+  return text;
 }
 
 const std::string* TuneCache::find(const std::string& key) const {

@@ -48,6 +48,10 @@ class TuneCache {
   // time. Throws OptionError if the file on disk has meanwhile become something that is not a cache.
   bool save();
 
+  // text with every byte a field may not hold (outside printable ASCII, so the tab too) replaced by '_':
+  // a valid scope or key made from any text (a device name, say), if not empty and at most kMaxField long.
+  static std::string printable(std::string text);
+
   // The format's first line.
   static const char* header() { return "yolo12 tune cache 1"; }
 

@@ -1110,33 +1110,46 @@ TEST_CASE("every plan kernel tuning can choose matches the reference: all tiles,
   CHECK(yolo12::cuda::conv_candidates(f32).size() == 1);
 }
 
+// One dense conv on the device for the cases that time or tune it rather than check its values: random
+// weights (scaled by the fan-in), bias and input in their own buffers, and the params over them (dense
+// NHWC views, no residual). FAILs the test case if an allocation or copy fails.
+template <typename T>
+struct DenseConv {
+  DeviceBuf<T> dx, dw, dy;
+  DeviceBuf<float> db;
+  ConvParams<T> p;
+  DenseConv(const ConvShape& s, unsigned seed)
+      : dx(1ull * s.batch * s.h * s.w_in * s.c_in), dw(yolo12::cuda::conv_packed_weight_elems(s)),
+        dy(1ull * s.batch * s.ho * s.wo * s.c_out), db(s.c_out) {
+    std::vector<float> w(1ull * s.c_out * (s.c_in / s.groups) * s.k * s.k), bias(s.c_out);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> uni(-1.f, 1.f);
+    for (auto& v : w) v = uni(rng) / std::sqrt(static_cast<float>(s.c_in / s.groups * s.k * s.k));
+    for (auto& v : bias) v = 0.1f * uni(rng);
+    std::vector<T> packed(dw.n), xh(dx.n);
+    yolo12::cuda::conv_pack_weights<T>(s, w.data(), packed.data());
+    for (auto& v : xh) v = to_t<T>(uni(rng));
+    REQUIRE((dx.base && dw.base && dy.base && db.base));
+    TEST_CUDA(cudaMemcpy(dx.data(), xh.data(), dx.n * sizeof(T), cudaMemcpyHostToDevice));
+    TEST_CUDA(cudaMemcpy(dw.data(), packed.data(), dw.n * sizeof(T), cudaMemcpyHostToDevice));
+    TEST_CUDA(cudaMemcpy(db.data(), bias.data(), s.c_out * sizeof(float), cudaMemcpyHostToDevice));
+    static_cast<ConvShape&>(p) = s;
+    p.x = dx.data();
+    p.ldx = s.c_in;
+    p.w = dw.data();
+    p.bias = db.data();
+    p.y = dy.data();
+    p.ldy = s.c_out;
+  }
+};
+
 // The tune cache (core/tune_cache.hpp) through conv_tune_cached: a stored plan that is one of the
 // candidates comes back as it is, untimed; anything else is tuned and replaced.
 TEST_CASE("conv_tune_cached takes a cached candidate untimed, re-tunes and replaces anything else", "[conv][gpu][tune][cache]") {
   namespace yc = yolo12::cuda;
   const ConvShape s = make_case(2, 40, 40, 64, 64, 3, 1, 1).s;
-  const std::size_t nx = 1ull * s.batch * s.h * s.w_in * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
-  std::vector<float> w(1ull * s.c_out * s.c_in * 9);
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uni(-1.f, 1.f);
-  for (auto& v : w) v = 0.05f * uni(rng);
-  std::vector<__half> packed(yc::conv_packed_weight_elems(s)), xh(nx);
-  yc::conv_pack_weights<__half>(s, w.data(), packed.data());
-  for (auto& v : xh) v = __float2half_rn(uni(rng));
-  DeviceBuf<__half> dx(nx), dw(packed.size()), dy(ny);
-  DeviceBuf<float> db(s.c_out);
-  REQUIRE((dx.base && dw.base && dy.base && db.base));
-  TEST_CUDA(cudaMemcpy(dx.data(), xh.data(), nx * 2, cudaMemcpyHostToDevice));
-  TEST_CUDA(cudaMemcpy(dw.data(), packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
-  TEST_CUDA(cudaMemset(db.data(), 0, s.c_out * sizeof(float)));
-  ConvParams<__half> p;
-  static_cast<ConvShape&>(p) = s;
-  p.x = dx.data();
-  p.ldx = s.c_in;
-  p.w = dw.data();
-  p.bias = db.data();
-  p.y = dy.data();
-  p.ldy = s.c_out;
+  DenseConv<__half> conv(s, 11);
+  const ConvParams<__half>& p = conv.p;
   const std::vector<yc::ConvPlan> plans = yc::conv_candidates(p);
   REQUIRE(plans.size() > 2);
   // The text form of every candidate reads back as the same plan; other text is not a plan.
@@ -1160,10 +1173,10 @@ TEST_CASE("conv_tune_cached takes a cached candidate untimed, re-tunes and repla
   q.ldy = 2 * s.c_out;
   CHECK(yc::conv_tune_key(q) != key);
   q = p;
-  q.y = dy.data() + 4;  // 8-byte aligned only
+  q.y = conv.dy.data() + 4;  // 8-byte aligned only
   CHECK(yc::conv_tune_key(q) != key);
   q = p;
-  q.residual = dx.data();
+  q.residual = conv.dx.data();
   q.ldr = s.c_in;
   CHECK(yc::conv_tune_key(q) != key);
   ConvParams<float> f32;
@@ -1485,29 +1498,8 @@ template <typename T>
 void bench_shape(const BenchShape& b, int batch, const char* label) {
   Case c = make_case(batch, b.h, b.h, b.ci, b.co, b.k, b.stride, b.groups);
   const ConvShape& s = c.s;
-  const std::size_t nx = 1ull * s.batch * s.h * s.w_in * s.c_in, ny = 1ull * s.batch * s.ho * s.wo * s.c_out;
-  std::vector<float> w(1ull * s.c_out * (s.c_in / s.groups) * s.k * s.k), bias(s.c_out);
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uni(-1.f, 1.f);
-  for (auto& v : w) v = uni(rng) / std::sqrt(static_cast<float>(s.c_in / s.groups * s.k * s.k));
-  for (auto& v : bias) v = 0.1f * uni(rng);
-  std::vector<T> packed(yolo12::cuda::conv_packed_weight_elems(s)), xh(nx);
-  yolo12::cuda::conv_pack_weights<T>(s, w.data(), packed.data());
-  for (auto& v : xh) v = to_t<T>(uni(rng));
-  DeviceBuf<T> dx(nx), dw(packed.size()), dy(ny);
-  DeviceBuf<float> db(s.c_out);
-  REQUIRE((dx.base && dw.base && dy.base && db.base));
-  TEST_CUDA(cudaMemcpy(dx.data(), xh.data(), nx * sizeof(T), cudaMemcpyHostToDevice));
-  TEST_CUDA(cudaMemcpy(dw.data(), packed.data(), packed.size() * sizeof(T), cudaMemcpyHostToDevice));
-  TEST_CUDA(cudaMemcpy(db.data(), bias.data(), s.c_out * 4, cudaMemcpyHostToDevice));
-  ConvParams<T> p;
-  static_cast<ConvShape&>(p) = s;
-  p.x = dx.data();
-  p.ldx = s.c_in;
-  p.w = dw.data();
-  p.bias = db.data();
-  p.y = dy.data();
-  p.ldy = s.c_out;
+  DenseConv<T> conv(s, 11);
+  const ConvParams<T>& p = conv.p;
   cudaStream_t stream;
   TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   constexpr int kPerGraph = 20;
@@ -1534,7 +1526,7 @@ void bench_shape(const BenchShape& b, int batch, const char* label) {
   std::sort(ms.begin(), ms.end());
   const double t_us = ms[ms.size() / 2] * 1e3;
   const double flops = 2.0 * s.batch * s.ho * s.wo * s.c_out * (s.c_in / s.groups) * s.k * s.k;
-  const double bytes = (nx + ny + packed.size()) * sizeof(T);
+  const double bytes = (conv.dx.n + conv.dy.n + conv.dw.n) * sizeof(T);
   const double t_flop_us = flops / 790e12 * 1e6, t_byte_us = bytes / 4.3e12 * 1e6;
   std::printf("BENCH %-5s b%-2d %-32s %9.2f us  %7.1f TFLOP/s  %7.0f GB/s  floor %7.2f us (%s)  %5.1fx floor\n",
               label, batch, b.name, t_us, flops / t_us * 1e-6, bytes / t_us * 1e-3,

@@ -164,6 +164,8 @@ TEST_CASE("tune cache: bad keys and values, and a path that cannot be written", 
   CHECK_THROWS_AS(c.put("conv 1", std::string(TuneCache::kMaxField + 1, '6')), OptionError);
   CHECK_FALSE(c.dirty());  // nothing stored
   CHECK_THROWS_AS(TuneCache(path, "gpu\tA"), OptionError);
+  CHECK(TuneCache::printable("gpu\tA\xc3\xa9\n") == "gpu_A___");  // what the backend makes a device name into
+  CHECK_NOTHROW(TuneCache(path, TuneCache::printable("gpu\tA")));
   CHECK_THROWS_AS(TuneCache("", "gpu A"), OptionError);
   // A folder that does not exist: save() reports it and keeps the entries, it does not throw.
   TuneCache lost(test::binary_dir() + "/test_tmp/no_such_folder/tc.txt", "gpu A");

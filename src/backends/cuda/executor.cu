@@ -63,10 +63,7 @@ std::string tune_cache_path(const ExecutorConfig& cfg) {
 std::string tune_cache_scope(int device, bool fp16) {
   cudaDeviceProp prop{};
   YOLO12_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  std::string name(prop.name);
-  for (char& c : name)
-    if (c < 0x20 || c > 0x7e) c = '_';
-  return name + " sm" + std::to_string(prop.major) + std::to_string(prop.minor) + " " +
+  return TuneCache::printable(prop.name) + " sm" + std::to_string(prop.major) + std::to_string(prop.minor) + " " +
          std::to_string(prop.multiProcessorCount) + " SMs yolo12 " + version() + (fp16 ? " fp16" : " fp32");
 }
 
