@@ -1100,7 +1100,9 @@ TEST_CASE("every plan kernel tuning can choose matches the reference: all tiles,
                              "implicit_gemm_wgmma 128x128x64 s3", "implicit_gemm_wgmma 128x128x64 s4",
                              "implicit_gemm_wgmma 128x192x64 s4", "implicit_gemm_wgmma 128x256x64 s4",
                              "implicit_gemm_wgmma 128x64x64 s8 ws", "implicit_gemm_wgmma 128x128x64 s6 ws",
-                             "implicit_gemm_wgmma 128x192x64 s4 ws", "implicit_gemm_wgmma 128x256x64 s4 ws"}) {
+                             "implicit_gemm_wgmma 128x192x64 s4 ws", "implicit_gemm_wgmma 128x256x64 s4 ws",
+                             "implicit_gemm_wgmma 128x64x64 s8 ws pingpong",
+                             "implicit_gemm_wgmma 128x128x64 s6 ws pingpong"}) {
       INFO(name);
       CHECK(names.count(name) == 1);
     }
@@ -1158,11 +1160,18 @@ TEST_CASE("conv_tune_cached takes a cached candidate untimed, re-tunes and repla
     REQUIRE(yc::conv_plan_decode(yc::conv_plan_encode(plan), q));
     CHECK(q == plan);
   }
-  for (const char* bad : {"", "6", "6 128 64 64 1 0", "6 128 64 64 1 0 4 9", "99 128 64 64 1 0 4", "-1 128 64 64 1 0 4",
+  for (const char* bad : {"", "6", "6 128 64 64 1 0", "6 128 64 64 1 0 4 9", "7 128 64 64 1 8 12 1 1", "99 128 64 64 1 0 4", "-1 128 64 64 1 0 4",
                           "6 128 x 64 1 0 4", "6 128 64 64 1 0 4 w4"}) {
     INFO("'" << bad << "'");
     yc::ConvPlan q;
     CHECK_FALSE(yc::conv_plan_decode(bad, q));
+  }
+  {  // the optional eighth field: the ping-pong schedule
+    yc::ConvPlan q;
+    REQUIRE(yc::conv_plan_decode("7 128 128 64 1 6 12 1", q));
+    CHECK(q.pingpong);
+    REQUIRE(yc::conv_plan_decode("7 128 128 64 1 6 12 0", q));
+    CHECK_FALSE(q.pingpong);
   }
   // The key separates what the candidates and their speed depend on.
   const std::string key = yc::conv_tune_key(p);
@@ -1261,11 +1270,13 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
   // (the launcher runs conv2d_implicit_gemm_f16 instead).
   cases.push_back(with_options(make_case(1, 16, 16, 12, 64, 3, 1, 1), false, false, true));
   cases.push_back(with_options(make_case(1, 16, 16, 64, 64, 1, 1, 1), false, false, true, 4, 4));
-  // {bn, stages, warps}: the two-warpgroup kernel (8 warps) and the warp-specialised one (12), the latter
-  // also with its persistent grid capped at 1 and 3 blocks (one block walks every tile: the pipeline runs
-  // across output tiles and wraps its stages many times).
-  const int tiles[][3] = {{64, 4, 8},  {96, 3, 8},   {128, 3, 8},  {128, 4, 8},  {192, 4, 8},
-                          {256, 4, 8}, {64, 8, 12},  {128, 6, 12}, {192, 4, 12}, {256, 4, 12}};
+  // {bn, stages, warps, ping-pong}: the two-warpgroup kernel (8 warps) and the warp-specialised one (12) in
+  // both schedules, the latter also with its persistent grid capped at 1 and 3 blocks (one block walks every
+  // tile: the pipeline runs across output tiles and wraps its stages many times; ping-pong: the two computing
+  // warpgroups alternate over them, with an odd and an even number of tiles per block).
+  const int tiles[][4] = {{64, 4, 8, 0},   {96, 3, 8, 0},   {128, 3, 8, 0},  {128, 4, 8, 0},
+                          {192, 4, 8, 0},  {256, 4, 8, 0},  {64, 8, 12, 0},  {128, 6, 12, 0},
+                          {192, 4, 12, 0}, {256, 4, 12, 0}, {64, 8, 12, 1},  {128, 6, 12, 1}};
   std::uint64_t seed = 12000;
   for (const Case& c : cases)
     for (const auto& t : tiles)
@@ -1278,8 +1289,10 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
         plan_run.bk = 64;
         plan_run.stages = t[1];
         plan_run.warps = t[2];
+        plan_run.pingpong = t[3] == 1;
         plan_max_grid = max_grid;
-        INFO("wgmma tile 128x" << t[0] << " stages " << t[1] << " warps " << t[2] << " grid cap " << max_grid);
+        INFO("wgmma tile 128x" << t[0] << " stages " << t[1] << " warps " << t[2] << (t[3] ? " ping-pong" : "")
+                               << " grid cap " << max_grid);
         check_case<__half>(c, seed++, Kernel::Plan);
       }
   plan_max_grid = 0;
@@ -1288,19 +1301,21 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
   {
     const Case big = with_options(make_case(2, 40, 64, 128, 384, 1, 1, 1), true, true, true);
     const Case big3 = with_options(make_case(1, 24, 30, 64, 256, 3, 1, 1), false, true, true);
-    for (const int max_grid : {0, 7})
-      for (const Case* c : {&big, &big3}) {
-        plan_run = yolo12::cuda::ConvPlan{};
-        plan_run.algorithm = yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
-        plan_run.bm = 128;
-        plan_run.bn = 128;
-        plan_run.bk = 64;
-        plan_run.stages = 6;
-        plan_run.warps = yolo12::cuda::conv_detail::kWgmmaWsWarps;
-        plan_max_grid = max_grid;
-        INFO("warp-specialised 128x128 s6 on a larger conv, grid cap " << max_grid);
-        check_case<__half>(*c, seed++, Kernel::Plan);
-      }
+    for (const bool ping : {false, true})
+      for (const int max_grid : {0, 7, 8})
+        for (const Case* c : {&big, &big3}) {
+          plan_run = yolo12::cuda::ConvPlan{};
+          plan_run.algorithm = yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
+          plan_run.bm = 128;
+          plan_run.bn = 128;
+          plan_run.bk = 64;
+          plan_run.stages = 6;
+          plan_run.warps = yolo12::cuda::conv_detail::kWgmmaWsWarps;
+          plan_run.pingpong = ping;
+          plan_max_grid = max_grid;
+          INFO("warp-specialised 128x128 s6" << (ping ? " ping-pong" : "") << " on a larger conv, grid cap " << max_grid);
+          check_case<__half>(*c, seed++, Kernel::Plan);
+        }
     plan_max_grid = 0;
   }
   // The rule (wgmma_plan), on yolo12n / yolo12x shapes at batch 1 and 32 where tuning chose these tiles.
@@ -1337,14 +1352,16 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       {shape(32, 160, 96, 48, 1, 1), 0, 0, 8, 64},   // 1x1 with 2 K tiles, not 96 wide: mma.sync (f16_wgmma_short)
       {shape(32, 80, 96, 128, 1, 1), 0, 0, 8, 128},
   };
-  cd::ConvVariants eighth;  // the eighth session's rule
+  cd::ConvVariants ninth;  // the ninth session's rule: the table above
+  ninth.f16_wgmma_ping = false;
+  cd::ConvVariants eighth = ninth;  // the eighth session's rule
   eighth.f16_wgmma_ws = false;
   eighth.f16_wgmma_short = false;
   for (const Rule& r : rules) {
     INFO(r.s.batch << " " << r.s.h << "x" << r.s.w_in << " " << r.s.c_in << "->" << r.s.c_out << " k" << r.s.k << " s"
                    << r.s.stride);
     yolo12::cuda::ConvPlan plan;
-    const bool takes = cd::wgmma_plan(r.s, dev, plan, cd::ConvVariants{});
+    const bool takes = cd::wgmma_plan(r.s, dev, plan, ninth);
     CHECK(takes == (r.bn > 0));
     if (takes && r.bn > 0) {
       CHECK(plan.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma);
@@ -1360,6 +1377,37 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       CHECK(old.warps == 8);
     }
   }
+  // With f16_wgmma_ping (the default): a K of under 14 tiles over at least 4 ping-pong tiles per SM, 128 wide
+  // (64 for at most 64 channels, or where 64 divides the channels and 128 does not); everything else as above.
+  struct Ping {
+    ConvShape s;
+    int bn;  // 0: the rule above
+  };
+  const Ping pings[] = {
+      {shape(32, 160, 384, 384, 1, 1), 128},  // (was mma.sync: wide 1x1, short K)
+      {shape(32, 80, 768, 768, 1, 1), 128},   {shape(32, 40, 384, 1152, 1, 1), 128},
+      {shape(32, 160, 96, 48, 1, 1), 64},     {shape(32, 80, 64, 64, 3, 1), 64},     // 48 / 64 channels
+      {shape(32, 80, 128, 192, 1, 1), 64},    // 192 = 3 x 64
+      {shape(32, 80, 96, 96, 3, 1), 0},       // 14 K tiles
+      {shape(32, 20, 256, 128, 1, 1), 0},     // 100 tiles of 128 x 128: under 4 per SM
+      {shape(1, 80, 1536, 192, 1, 1), 0},
+  };
+  for (const Ping& r : pings) {
+    INFO("ping-pong rule: " << r.s.batch << " " << r.s.h << "x" << r.s.w_in << " " << r.s.c_in << "->" << r.s.c_out
+                            << " k" << r.s.k);
+    yolo12::cuda::ConvPlan plan, without;
+    const bool takes = cd::wgmma_plan(r.s, dev, plan, cd::ConvVariants{});
+    const bool takes_without = cd::wgmma_plan(r.s, dev, without, ninth);
+    if (r.bn > 0) {
+      REQUIRE(takes);
+      CHECK(plan.pingpong);
+      CHECK(plan.bn == r.bn);
+      CHECK(plan.warps == cd::kWgmmaWsWarps);
+    } else {
+      CHECK(takes == takes_without);
+      CHECK((takes && plan == without) == takes_without);
+    }
+  }
   // Tuning times the wgmma tiles where the kernel runs the views, and only there.
   ConvParams<__half> p;
   static_cast<ConvShape&>(p) = shape(2, 20, 128, 256, 3, 1);
@@ -1371,7 +1419,7 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
   p.w = dummy;
   int wg = 0;
   for (const auto& c : yolo12::cuda::conv_candidates(p)) wg += c.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
-  CHECK(wg == 10);  // 6 tiles of the two-warpgroup kernel, 4 warp-specialised
+  CHECK(wg == 12);  // 6 tiles of the two-warpgroup kernel, 4 warp-specialised, 2 ping-pong
   p.x = dummy + 4;  // 8 bytes off: no 16-byte A chunks
   wg = 0;
   for (const auto& c : yolo12::cuda::conv_candidates(p)) wg += c.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;

@@ -115,7 +115,7 @@ constexpr VariantName kVariantNames[] = {
     {"f16_stem", &ConvVariants::f16_stem},         {"f16_narrow8w", &ConvVariants::f16_narrow8w},
     {"f16_tiles3", &ConvVariants::f16_tiles3},     {"f16_wide_tiles", &ConvVariants::f16_wide_tiles},
     {"f16_wgmma", &ConvVariants::f16_wgmma},       {"f16_wgmma_ws", &ConvVariants::f16_wgmma_ws},
-    {"f16_wgmma_short", &ConvVariants::f16_wgmma_short},
+    {"f16_wgmma_short", &ConvVariants::f16_wgmma_short}, {"f16_wgmma_ping", &ConvVariants::f16_wgmma_ping},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");
@@ -261,7 +261,8 @@ std::string conv_plan_detail(const ConvPlan& plan) {
                             " w" + std::to_string(plan.warps));
   } else if (plan.algorithm == ConvAlgorithm::implicit_gemm_wgmma) {
     name += " " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + "x" + std::to_string(plan.bk) + " s" +
-            std::to_string(plan.stages) + (plan.warps == conv_detail::kWgmmaWsWarps ? " ws" : "");
+            std::to_string(plan.stages) + (plan.warps == conv_detail::kWgmmaWsWarps ? " ws" : "") +
+            (plan.pingpong ? " pingpong" : "");
   } else if (plan.algorithm == ConvAlgorithm::narrow_f16) {
     name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages) + " w" + std::to_string(plan.warps);
   }

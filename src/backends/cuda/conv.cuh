@@ -83,7 +83,9 @@ enum class ConvAlgorithm {
 //                      sharing an output tile (each summing 1/split of K); stages and smem_bytes unused.
 //   implicit_gemm_wgmma: block tile bm (128) x bn on `warps` warps (8: two warpgroups; 12: the warp-specialised
 //                      kernel, a loading warpgroup and two computing ones), bk = 64, stages = shared-memory
-//                      pipeline stages (3 or 4; 4 to 8 warp-specialised); split 1.
+//                      pipeline stages (3 or 4; 4 to 8 warp-specialised); split 1; pingpong: the
+//                      warp-specialised kernel's ping-pong schedule (each computing warpgroup on its own
+//                      output tiles, 128 x 64 or 128 x 128).
 //   narrow_f16:        bm = 128 pixels per tile, bn = the N tile (all of c_out), bk = the whole K
 //                      (k*k*cin_pad rounded up to 16), stages = pipeline depth in pixel tiles,
 //                      smem_bytes = dynamic shared memory, warps = 4 or 8 per block.
@@ -93,10 +95,11 @@ struct ConvPlan {
   int split = 1;
   int stages = 0, smem_bytes = 0;
   int warps = 0;
+  bool pingpong = false;
   // The same kernel and configuration (smem_bytes follows from the rest).
   bool operator==(const ConvPlan& o) const {
     return algorithm == o.algorithm && bm == o.bm && bn == o.bn && bk == o.bk && split == o.split && stages == o.stages &&
-           warps == o.warps;
+           warps == o.warps && pingpong == o.pingpong;
   }
 };
 template <typename T>
@@ -124,8 +127,9 @@ template <typename T>
 ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream);
 
 // The tune cache (core/tune_cache.hpp) for convs. A plan as one field of text and back:
-// "<algorithm number> <bm> <bn> <bk> <split> <stages> <warps>" (smem_bytes follows from the rest);
-// conv_plan_decode returns false for text that is not seven integers with a known algorithm.
+// "<algorithm number> <bm> <bn> <bk> <split> <stages> <warps>", then " 1" for a ping-pong plan (smem_bytes
+// follows from the rest); conv_plan_decode returns false for text that is not seven integers with a known
+// algorithm, optionally followed by an eighth, 0 or 1 (pingpong).
 std::string conv_plan_encode(const ConvPlan& plan);
 bool conv_plan_decode(const std::string& text, ConvPlan& plan);
 // What conv_candidates and their speed depend on: the element type, the attributes, the sizes and batch,

@@ -164,6 +164,9 @@ struct ConvVariants {
                                   // ninth session: 1.03-1.17x on those convs of yolo12x at batch 32)
   bool f16_wgmma_short = true;    // with f16_wgmma: 1x1 convs with a K of at most 2 tiles stay on mma.sync unless
                                   // 96 wide (ninth session: yolo12x's 1x1 96->48 at batch 32 0.17 -> 0.12 ms)
+  bool f16_wgmma_ping = true;     // with f16_wgmma: a K of under 14 tiles on grids of 4+ tiles per SM on the
+                                  // warp-specialised kernel's ping-pong schedule (one computing warpgroup's
+                                  // epilogue overlaps the other's MMAs; eleventh session)
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.
@@ -194,10 +197,11 @@ ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev, int warps);
 // that are not 16-byte aligned). wgmma_runs: wgmma_takes, and p's views allow 16-byte A chunks and a
 // K-column table of int offsets (where not, launch_conv2d_implicit_gemm_wgmma runs the mma.sync kernel).
 // wgmma_plan: the default rule (variant f16_wgmma), false where the mma.sync kernel's plan stays; v's
-// f16_wgmma_ws and f16_wgmma_short switch its ninth-session refinements.
+// f16_wgmma_ws and f16_wgmma_short switch its ninth-session refinements, f16_wgmma_ping the eleventh's.
 // wgmma_candidates: every tile of both wgmma kernels that suits s, for kernel tuning.
 // An implicit_gemm_wgmma plan with this many warps runs the warp-specialised kernel (a loading warpgroup and
-// two computing ones); the two-warpgroup kernel's plans have 8.
+// two computing ones; with ConvPlan::pingpong each computing warpgroup on its own output tiles); the
+// two-warpgroup kernel's plans have 8.
 constexpr int kWgmmaWsWarps = 12;
 bool wgmma_available();
 bool wgmma_takes(const ConvShape& s);

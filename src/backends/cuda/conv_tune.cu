@@ -140,6 +140,7 @@ std::string conv_plan_encode(const ConvPlan& plan) {
   std::ostringstream s;
   s << static_cast<int>(plan.algorithm) << ' ' << plan.bm << ' ' << plan.bn << ' ' << plan.bk << ' ' << plan.split << ' '
     << plan.stages << ' ' << plan.warps;
+  if (plan.pingpong) s << " 1";
   return s.str();
 }
 
@@ -149,7 +150,11 @@ bool conv_plan_decode(const std::string& text, ConvPlan& plan) {
   ConvPlan q;
   if (!(s >> algorithm >> q.bm >> q.bn >> q.bk >> q.split >> q.stages >> q.warps)) return false;
   std::string rest;
-  if (s >> rest) return false;  // trailing text
+  if (s >> rest) {  // the optional pingpong field, then nothing
+    if (rest != "0" && rest != "1") return false;
+    q.pingpong = rest == "1";
+    if (s >> rest) return false;
+  }
   if (algorithm < static_cast<int>(ConvAlgorithm::direct_naive) ||
       algorithm > static_cast<int>(ConvAlgorithm::implicit_gemm_f32))
     return false;

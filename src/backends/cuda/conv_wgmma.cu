@@ -117,6 +117,23 @@ __device__ __forceinline__ void wg_mma_stage(float (&acc)[BN / 2], std::uint32_t
   wgmma_commit();
 }
 
+// The ping-pong kernel's K tile: all 128 rows of the A stage for one warpgroup, rows [0, 64) into lo and
+// [64, 128) into hi, times the same B stage; eight wgmmas committed as one group.
+template <int BN>
+__device__ __forceinline__ void wg_mma_stage_128(float (&lo)[BN / 2], float (&hi)[BN / 2], std::uint32_t a_stage,
+                                                 std::uint32_t b_stage) {
+  wgmma_fence_accumulators(lo);
+  wgmma_fence_accumulators(hi);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kWgBK / 16; ++ks) {
+    const std::uint64_t b = wgmma_desc_sw128(b_stage + ks * 32);
+    wgmma_m64k16<BN>(lo, wgmma_desc_sw128(a_stage + ks * 32), b);
+    wgmma_m64k16<BN>(hi, wgmma_desc_sw128(a_stage + 64 * kWgRowBytes + ks * 32), b);
+  }
+  wgmma_commit();
+}
+
 // Output row m, group channels [n, n + 8) of group g from 8 staged fp32 sums at src (16-byte aligned): the
 // epilogue (conv_detail.cuh), then store_chunk8 (residual, one rounding, 16-byte stores).
 __device__ __forceinline__ void wg_store_staged(const ImplicitGemmParams<__half>& a, const float* src, int m, int n,
@@ -234,13 +251,24 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
 // + gridDim.x, ...; t = (g, row tile, column tile) with the column tile fastest, so that the blocks running
 // at once share their A rows in L2). Warpgroup 0 only loads: its 128 threads gather A (128 rows x 8 chunks,
 // rows row0 + 16 i) and B (BN rows) of each K tile with the same cp.async copies as above into STAGES stages,
-// one after another across the K tiles of all its output tiles. Warpgroups 1 and 2 only compute, rows [0, 64)
-// and [64, 128) of the tile: they wait for a stage, issue its four wgmmas, and give the stage of the K tile
-// before back once those MMAs are done. Each stage has two mbarriers (wgmma.cuh):
+// one after another across the K tiles of all its output tiles (the block's K tile number q counts across
+// its tiles: stage q % STAGES). Warpgroups 1 and 2 compute, in one of two schedules:
+//   cooperative (kPing false): both on every tile, rows [0, 64) and [64, 128): they wait for a stage, issue
+//     its four wgmmas, and give the stage of the K tile before back once those MMAs are done;
+//   ping-pong (kPing true, eleventh session): each on every other tile of the block (the block's j-th tile
+//     to warpgroup 1 + j % 2), all 128 rows (eight wgmmas per stage, BN fp32 accumulators per thread), so
+//     that one warpgroup's epilogue runs while the other's MMAs do: the cooperative schedule leaves the
+//     tensor cores idle during every epilogue, which on a short K (1x1 convs of 2-8 K tiles) costs about
+//     as long as the MMAs.
+// Each stage has two mbarriers (wgmma.cuh):
 //   full[s]:  128 arrivals, one per loading thread, each made when that thread's copies have landed
 //             (cp.async.mbarrier.arrive); the computing threads wait on it, then fence.proxy.async;
-//   empty[s]: 8 arrivals, one per computing warp, once its wgmmas that read the stage are done; the loaders
-//             wait on it before refilling the stage.
+//   empty[s]: one arrival per warp that read the stage (8 cooperative, 4 ping-pong), once its wgmmas are
+//             done; the loaders wait on it before refilling the stage.
+// Ping-pong adds turn[2] (one arrival each): a warpgroup starts waiting for its tile's first stage only after
+// the other one has passed the full barrier of its tile's last K tile (it arrives on turn[other] then). The
+// stages' parity waits need that: a waiter on a stage must never be two fills ahead of it, and without the
+// turn a warpgroup could wait for its next tile's stages while the other's tile has not been loaded yet.
 // So the loaders run up to STAGES K tiles ahead, also into the next output tile while the computing warps
 // run their epilogue, and no block-wide barrier remains in the loop.
 // Epilogue: each computing warp stages its own 16 rows, 32 columns at a time, in a private shared-memory
@@ -254,25 +282,107 @@ constexpr int kWsEpi = 8 * kWsEpiWarp;                   // the eight computing 
 // The shared memory of a warp-specialised BN x STAGES configuration, from the 1024-byte aligned base:
 //   [0, kPipe): STAGES stages of A (128 x 128 B) then STAGES stages of B (BN x 128 B), all swizzled;
 //   [kPipe, kPipe + kWsEpi): the computing warps' epilogue slices (16, kWsEpiRow) floats each;
-//   [kBars, kBars + 16 STAGES): full[STAGES] then empty[STAGES] mbarriers;
+//   [kBars, kBars + 16 STAGES + 16): full[STAGES], empty[STAGES], then turn[2] (ping-pong) mbarriers;
 //   the K-column table (k x k convs) at kMain.
 template <int BN, int STAGES>
 struct WsGeom {
   static constexpr int kBStage = BN * kWgRowBytes;
   static constexpr int kPipe = STAGES * (kWgAStage + kBStage);
   static constexpr int kBars = kPipe + kWsEpi;
-  static constexpr int kMain = kBars + 16 * STAGES;
+  static constexpr int kMain = kBars + 16 * STAGES + 16;
 };
 
-template <int BN, int STAGES, bool kPointwise>
+#if defined(YOLO12_HAS_WGMMA)
+// One computing warp's 16 output rows [rw, rw + 16) x columns [n0, n0 + BN) of group g from its accumulators
+// (the wgmma layout, wgmma.cuh), 32 columns at a time through its private slice epi (16, kWsEpiRow) floats.
+template <int BN>
+__device__ __forceinline__ void ws_warp_epilogue(const ImplicitGemmParams<__half>& a, const float (&acc)[BN / 2], float* epi,
+                                                 int rw, int n0, int g, int lane) {
+#pragma unroll
+  for (int cc = 0; cc < BN / kWsEpiCols; ++cc) {
+#pragma unroll
+    for (int jj = 0; jj < kWsEpiCols / 8; ++jj) {
+      const int j = cc * (kWsEpiCols / 8) + jj, col = jj * 8 + (lane % 4) * 2, r = lane / 4;
+      *reinterpret_cast<float2*>(epi + r * kWsEpiRow + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<float2*>(epi + (r + 8) * kWsEpiRow + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int h = 0; h < 16 * (kWsEpiCols / 8) / 32; ++h) {
+      const int idx = lane + 32 * h, r = idx / (kWsEpiCols / 8), q = idx % (kWsEpiCols / 8);
+      const int m = rw + r, n = n0 + cc * kWsEpiCols + q * 8;
+      if (m < a.m && n < a.n_g) wg_store_staged(a, epi + r * kWsEpiRow + q * 8, m, n, g);
+    }
+    __syncwarp();
+  }
+}
+
+// The stage ring's position: K tile number q of the block is stage q % STAGES, filled for the (q / STAGES)-th
+// time; waiting on its full barrier takes that count's parity, on its empty barrier the one before.
+template <int STAGES>
+struct StageRing {
+  int stage = 0;
+  std::uint32_t phase = 0;
+  __device__ __forceinline__ void seek(long long q) {
+    stage = static_cast<int>(q % STAGES);
+    phase = static_cast<std::uint32_t>((q / STAGES) & 1);
+  }
+  __device__ __forceinline__ void next() {
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+// A computing warpgroup's MMAs of one output tile: its k_tiles stages from ring's position on, each
+// released to the loaders (one arrival per warp on empty) once the MMAs that read it are done. Cooperative
+// (kPing false): rows [0, 64) of the stage at a_addr into lo (hi unused). Ping-pong: all 128 rows, into lo
+// and hi. turn (non-zero for one thread of a ping-pong warpgroup): the other warpgroup's turn barrier, arrived
+// on once this thread has passed the full barrier of the tile's last stage.
+template <int BN, int STAGES, bool kPing>
+__device__ __forceinline__ void ws_tile_mma(float (&lo)[BN / 2], float (&hi)[BN / 2], StageRing<STAGES>& ring,
+                                            int k_tiles, std::uint32_t full0, std::uint32_t empty0,
+                                            std::uint32_t a_addr, std::uint32_t b_addr, int lane, std::uint32_t turn) {
+  constexpr int kBStage = BN * kWgRowBytes;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) lo[i] = 0.f;
+  if constexpr (kPing) {
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) hi[i] = 0.f;
+  }
+  int prev = -1;  // the stage of the K tile before
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    mbar_wait(full0 + 8 * ring.stage, ring.phase);  // every loader's copies of this stage have landed
+    if (turn != 0 && kt == k_tiles - 1) mbar_arrive(turn);
+    fence_proxy_async();  // ... and are visible to the tensor cores
+    if constexpr (kPing) wg_mma_stage_128<BN>(lo, hi, a_addr + ring.stage * kWgAStage, b_addr + ring.stage * kBStage);
+    else wg_mma_stage<BN>(lo, a_addr + ring.stage * kWgAStage, b_addr + ring.stage * kBStage);
+    wgmma_wait<1>();  // the MMAs of the K tile before are done: its stage goes back to the loaders
+    wgmma_fence_accumulators(lo);
+    if constexpr (kPing) wgmma_fence_accumulators(hi);
+    if (prev >= 0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
+    prev = ring.stage;
+    ring.next();
+  }
+  wgmma_wait<0>();
+  wgmma_fence_accumulators(lo);
+  if constexpr (kPing) wgmma_fence_accumulators(hi);
+  if (lane == 0) mbar_arrive(empty0 + 8 * prev);
+}
+#endif
+
+template <int BN, int STAGES, bool kPointwise, bool kPing>
 __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(const ImplicitGemmParams<__half> a) {
 #if defined(YOLO12_HAS_WGMMA)
   pdl_begin();
   using G = WsGeom<BN, STAGES>;
   constexpr int kWsLoaders = 128;  // warpgroup 0
   static_assert(BN % kWsEpiCols == 0 && BN % 16 == 0, "whole epilogue slices, B rows split over 16-row passes");
+  static_assert(!kPing || BN <= 128, "a ping-pong warpgroup holds BN fp32 accumulators per thread");
   constexpr int kAPasses = kWgBM * 8 / kWsLoaders;  // 8
   constexpr int kBPasses = BN * 8 / kWsLoaders;     // BN / 16
+  constexpr int kReleases = kPing ? 4 : 8;          // warps that read (and release) each stage
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* base = smem_raw + ((kWgAlign - (smem_addr(smem_raw) & (kWgAlign - 1))) & (kWgAlign - 1));
@@ -280,6 +390,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(c
   unsigned char* Bs = base + STAGES * kWgAStage;              // (STAGES, BN, 128 B) swizzled
   const std::uint32_t full0 = smem_addr(base + G::kBars);     // full[s] at full0 + 8 s
   const std::uint32_t empty0 = full0 + 8 * STAGES;            // empty[s] at empty0 + 8 s
+  const std::uint32_t turn0 = empty0 + 8 * STAGES;            // turn[w] at turn0 + 8 w (ping-pong)
   int2* ktab = reinterpret_cast<int2*>(base + a.ktab_offset);  // (k_tiles * 8) when k x k
 
   const int tid = threadIdx.x;
@@ -290,16 +401,17 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(c
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full0 + 8 * s, kWsLoaders);
-      mbar_init(empty0 + 8 * s, 8);
+      mbar_init(empty0 + 8 * s, kReleases);
     }
+    mbar_init(turn0, 1);
+    mbar_init(turn0 + 8, 1);
   }
   __syncthreads();  // the table and the barriers are ready
 
   if (tid < kWsLoaders) {  // ---- warpgroup 0: the loads
     const int chunk = tid % 8, row0 = tid / 8;   // chunk `chunk` of rows row0 + 16 i
     const int swz = (chunk ^ (row0 & 7)) * 16;  // its swizzled byte column
-    int stage = 0;
-    std::uint32_t phase = 0;
+    StageRing<STAGES> ring;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       const int nt = t % n_tiles, rest = t / n_tiles, mt = rest % m_tiles, g = rest / m_tiles;
       const int m0 = mt * kWgBM, n0 = nt * BN;
@@ -308,14 +420,11 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(c
       for (int i = 0; i < kAPasses; ++i) rows[i] = gemm_row_origin<kPointwise, !kPointwise>(a, m0 + row0 + i * 16, g);
       const __half* wg = a.w + static_cast<long long>(g) * a.n_g * a.k_pad;  // (n_g, k_pad)
       for (int kt = 0; kt < k_tiles; ++kt) {
-        mbar_wait(empty0 + 8 * stage, phase ^ 1);  // the computing warps are done with this stage's last use
+        mbar_wait(empty0 + 8 * ring.stage, ring.phase ^ 1);  // the computing warps are done with its last use
         wg_load_stage<kAPasses, kBPasses, 16, kPointwise>(a, rows, wg, ktab, n0, kt, chunk, row0, swz,
-                                                          As + stage * kWgAStage, Bs + stage * G::kBStage);
-        mbar_cp_async_arrive(full0 + 8 * stage);
-        if (++stage == STAGES) {
-          stage = 0;
-          phase ^= 1;
-        }
+                                                          As + ring.stage * kWgAStage, Bs + ring.stage * G::kBStage);
+        mbar_cp_async_arrive(full0 + 8 * ring.stage);
+        ring.next();
       }
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -323,53 +432,36 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(c
   }
 
   // ---- warpgroups 1 and 2: the MMAs and the epilogue
-  const int wgi = tid / 128 - 1;  // rows [64 wgi, 64 wgi + 64) of the tile
+  const int wgi = tid / 128 - 1;  // cooperative: rows [64 wgi, 64 wgi + 64) of each tile; ping-pong: tiles j % 2 == wgi
   const int warp = (tid % 128) / 32, lane = tid % 32;
   float* epi = reinterpret_cast<float*>(base + G::kPipe + (wgi * 4 + warp) * kWsEpiWarp);  // (16, kWsEpiRow)
-  const std::uint32_t a_addr = smem_addr(As) + wgi * 64 * kWgRowBytes, b_addr = smem_addr(Bs);
-  int stage = 0;
-  std::uint32_t phase = 0;
-  float acc[BN / 2];
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const int nt = t % n_tiles, rest = t / n_tiles, mt = rest % m_tiles, g = rest / m_tiles;
-    const int m0 = mt * kWgBM, n0 = nt * BN;
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-    int prev = -1;  // the stage of the K tile before
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      mbar_wait(full0 + 8 * stage, phase);  // every loader's copies of this stage have landed
-      fence_proxy_async();                  // ... and are visible to the tensor cores
-      wg_mma_stage<BN>(acc, a_addr + stage * kWgAStage, b_addr + stage * G::kBStage);
-      wgmma_wait<1>();  // the MMAs of the K tile before are done: its stage goes back to the loaders
-      wgmma_fence_accumulators(acc);
-      if (prev >= 0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
-      prev = stage;
-      if (++stage == STAGES) {
-        stage = 0;
-        phase ^= 1;
+  const std::uint32_t b_addr = smem_addr(Bs);
+  StageRing<STAGES> ring;
+  if constexpr (kPing) {
+    float lo[BN / 2], hi[BN / 2];  // rows [0, 64) and [64, 128) of the tile
+    std::uint32_t turn_phase = 0;
+    long long j = wgi;  // the block's tile number
+    for (int t = blockIdx.x + wgi * gridDim.x; t < tiles; t += 2 * gridDim.x, j += 2) {
+      const int nt = t % n_tiles, rest = t / n_tiles, mt = rest % m_tiles, g = rest / m_tiles;
+      const int m0 = mt * kWgBM, n0 = nt * BN;
+      if (j > 0) {  // the other warpgroup has passed the last full barrier of tile j - 1
+        mbar_wait(turn0 + 8 * wgi, turn_phase);
+        turn_phase ^= 1;
       }
+      ring.seek(j * k_tiles);
+      ws_tile_mma<BN, STAGES, true>(lo, hi, ring, k_tiles, full0, empty0, smem_addr(As), b_addr, lane,
+                                    tid % 128 == 0 ? turn0 + 8 * (1 - wgi) : 0u);
+      ws_warp_epilogue<BN>(a, lo, epi, m0 + warp * 16, n0, g, lane);
+      ws_warp_epilogue<BN>(a, hi, epi, m0 + 64 + warp * 16, n0, g, lane);
     }
-    wgmma_wait<0>();
-    wgmma_fence_accumulators(acc);
-    if (lane == 0) mbar_arrive(empty0 + 8 * prev);
-
-    const int rw = m0 + wgi * 64 + warp * 16;  // this warp's first output row
-#pragma unroll
-    for (int cc = 0; cc < BN / kWsEpiCols; ++cc) {
-#pragma unroll
-      for (int jj = 0; jj < kWsEpiCols / 8; ++jj) {
-        const int j = cc * (kWsEpiCols / 8) + jj, col = jj * 8 + (lane % 4) * 2, r = lane / 4;
-        *reinterpret_cast<float2*>(epi + r * kWsEpiRow + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
-        *reinterpret_cast<float2*>(epi + (r + 8) * kWsEpiRow + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-      }
-      __syncwarp();
-#pragma unroll
-      for (int h = 0; h < 16 * (kWsEpiCols / 8) / 32; ++h) {
-        const int idx = lane + 32 * h, r = idx / (kWsEpiCols / 8), q = idx % (kWsEpiCols / 8);
-        const int m = rw + r, n = n0 + cc * kWsEpiCols + q * 8;
-        if (m < a.m && n < a.n_g) wg_store_staged(a, epi + r * kWsEpiRow + q * 8, m, n, g);
-      }
-      __syncwarp();
+  } else {
+    float acc[BN / 2];
+    const std::uint32_t a_addr = smem_addr(As) + wgi * 64 * kWgRowBytes;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const int nt = t % n_tiles, rest = t / n_tiles, mt = rest % m_tiles, g = rest / m_tiles;
+      const int m0 = mt * kWgBM, n0 = nt * BN;
+      ws_tile_mma<BN, STAGES, false>(acc, acc, ring, k_tiles, full0, empty0, a_addr, b_addr, lane, 0u);
+      ws_warp_epilogue<BN>(a, acc, epi, m0 + wgi * 64 + warp * 16, n0, g, lane);
     }
   }
 #else
@@ -402,7 +494,7 @@ void launch_wgmma_tile(const ImplicitGemmParams<__half>& params, int groups, boo
 
 // The warp-specialised kernel: one block per SM (at most one per output tile). max_grid > 0 caps the grid
 // (the tests use it so that every block walks many tiles).
-template <int BN, int STAGES>
+template <int BN, int STAGES, bool kPing>
 void launch_ws_tile(const ImplicitGemmParams<__half>& params, int groups, bool pointwise, cudaStream_t stream,
                     int max_grid) {
   ImplicitGemmParams<__half> a = params;
@@ -411,48 +503,55 @@ void launch_ws_tile(const ImplicitGemmParams<__half>& params, int groups, bool p
   long long grid = tiles < device_info().sm_count ? tiles : device_info().sm_count;
   if (max_grid > 0 && grid > max_grid) grid = max_grid;
   const dim3 g(static_cast<unsigned>(grid));
-  if (pointwise) launch_with_smem<conv2d_implicit_gemm_wgmma_ws<BN, STAGES, true>>(g, dim3(kWsThreads), smem, a, stream);
-  else launch_with_smem<conv2d_implicit_gemm_wgmma_ws<BN, STAGES, false>>(g, dim3(kWsThreads), smem, a, stream);
+  if (pointwise) launch_with_smem<conv2d_implicit_gemm_wgmma_ws<BN, STAGES, true, kPing>>(g, dim3(kWsThreads), smem, a, stream);
+  else launch_with_smem<conv2d_implicit_gemm_wgmma_ws<BN, STAGES, false, kPing>>(g, dim3(kWsThreads), smem, a, stream);
 }
 
 // The instantiated configurations: (BN, STAGES), and whether warp-specialised (conv2d_implicit_gemm_wgmma_ws;
 // its plans have 12 warps). Of the two-warpgroup kernel at most 128 columns two blocks share an SM (registers
 // and shared memory allow it); wider tiles take one SM each. The warp-specialised kernel takes one SM with
-// as many stages as fit beside its epilogue slices (about 213 KB of the 227).
+// as many stages as fit beside its epilogue slices (about 213 KB of the 227); its ping-pong schedule (ping,
+// eleventh session) at 64 and 128 columns, where a warpgroup's BN accumulators per thread fit its registers.
 struct WgmmaTile {
   int bn, stages;
   bool ws = false;
+  bool ping = false;
 };
-constexpr WgmmaTile kWgmmaTiles[] = {{64, 4}, {96, 3}, {128, 3}, {128, 4}, {192, 4}, {256, 4},
-                                     {64, 8, true}, {128, 6, true}, {192, 4, true}, {256, 4, true}};
+constexpr WgmmaTile kWgmmaTiles[] = {{64, 4},        {96, 3},        {128, 3},       {128, 4},
+                                     {192, 4},       {256, 4},       {64, 8, true},  {128, 6, true},
+                                     {192, 4, true}, {256, 4, true}, {64, 8, true, true}, {128, 6, true, true}};
 
-// f(bn, stages, ws) with all three as compile-time constants (std::integral_constant) for the instantiated
-// tile t (kWgmmaTiles; an unknown one is taken as the last of its kind).
+// f(bn, stages, ws, ping) with all four as compile-time constants (std::integral_constant) for the
+// instantiated tile t (kWgmmaTiles; an unknown one is taken as the last of its kind).
 template <typename F>
 decltype(auto) with_wgmma_tile(const WgmmaTile& t, F&& f) {
   using std::integral_constant;
-  using Plain = std::false_type;
-  using Ws = std::true_type;
+  using No = std::false_type;
+  using Yes = std::true_type;
+  if (t.ws && t.ping) {
+    if (t.bn == 64) return f(integral_constant<int, 64>{}, integral_constant<int, 8>{}, Yes{}, Yes{});
+    return f(integral_constant<int, 128>{}, integral_constant<int, 6>{}, Yes{}, Yes{});
+  }
   if (t.ws) {
     switch (t.bn) {
-      case 64: return f(integral_constant<int, 64>{}, integral_constant<int, 8>{}, Ws{});
-      case 128: return f(integral_constant<int, 128>{}, integral_constant<int, 6>{}, Ws{});
-      case 192: return f(integral_constant<int, 192>{}, integral_constant<int, 4>{}, Ws{});
-      default: return f(integral_constant<int, 256>{}, integral_constant<int, 4>{}, Ws{});
+      case 64: return f(integral_constant<int, 64>{}, integral_constant<int, 8>{}, Yes{}, No{});
+      case 128: return f(integral_constant<int, 128>{}, integral_constant<int, 6>{}, Yes{}, No{});
+      case 192: return f(integral_constant<int, 192>{}, integral_constant<int, 4>{}, Yes{}, No{});
+      default: return f(integral_constant<int, 256>{}, integral_constant<int, 4>{}, Yes{}, No{});
     }
   }
   switch (t.bn * 10 + t.stages) {
-    case 644: return f(integral_constant<int, 64>{}, integral_constant<int, 4>{}, Plain{});
-    case 963: return f(integral_constant<int, 96>{}, integral_constant<int, 3>{}, Plain{});
-    case 1283: return f(integral_constant<int, 128>{}, integral_constant<int, 3>{}, Plain{});
-    case 1284: return f(integral_constant<int, 128>{}, integral_constant<int, 4>{}, Plain{});
-    case 1924: return f(integral_constant<int, 192>{}, integral_constant<int, 4>{}, Plain{});
-    default: return f(integral_constant<int, 256>{}, integral_constant<int, 4>{}, Plain{});
+    case 644: return f(integral_constant<int, 64>{}, integral_constant<int, 4>{}, No{}, No{});
+    case 963: return f(integral_constant<int, 96>{}, integral_constant<int, 3>{}, No{}, No{});
+    case 1283: return f(integral_constant<int, 128>{}, integral_constant<int, 3>{}, No{}, No{});
+    case 1284: return f(integral_constant<int, 128>{}, integral_constant<int, 4>{}, No{}, No{});
+    case 1924: return f(integral_constant<int, 192>{}, integral_constant<int, 4>{}, No{}, No{});
+    default: return f(integral_constant<int, 256>{}, integral_constant<int, 4>{}, No{}, No{});
   }
 }
 
 int wgmma_smem_of(const WgmmaTile& t, bool pointwise, int k_tiles) {
-  return with_wgmma_tile(t, [&](auto bn, auto stages, auto ws) {
+  return with_wgmma_tile(t, [&](auto bn, auto stages, auto ws, auto) {
     int off = 0;
     if constexpr (ws()) return wgmma_smem<WsGeom<bn(), stages()>>(pointwise, k_tiles, &off);
     else return wgmma_smem<WgmmaGeom<bn(), stages()>>(pointwise, k_tiles, &off);
@@ -468,10 +567,13 @@ ConvPlan wgmma_tile_plan(const WgmmaTile& t) {
   plan.stages = t.stages;
   plan.warps = t.ws ? kWgmmaWsWarps : kWgThreads / 32;
   plan.split = 1;
+  plan.pingpong = t.ping;
   return plan;
 }
 
-WgmmaTile plan_tile(const ConvPlan& plan) { return WgmmaTile{plan.bn, plan.stages, plan.warps == kWgmmaWsWarps}; }
+WgmmaTile plan_tile(const ConvPlan& plan) {
+  return WgmmaTile{plan.bn, plan.stages, plan.warps == kWgmmaWsWarps, plan.pingpong};
+}
 
 // Whether a tile's launch fits the device's shared memory for this shape (the K-column table grows with K).
 bool wgmma_fits(const ConvShape& s, const WgmmaTile& t) {
@@ -479,10 +581,10 @@ bool wgmma_fits(const ConvShape& s, const WgmmaTile& t) {
   return static_cast<std::size_t>(wgmma_smem_of(t, is_pointwise(s), k_tiles)) <= device_info().smem_per_block_optin;
 }
 
-// The warp-specialised tile of width bn, if one is instantiated.
-bool ws_tile(int bn, WgmmaTile& t) {
+// The warp-specialised tile of width bn and schedule ping, if one is instantiated.
+bool ws_tile(int bn, WgmmaTile& t, bool ping = false) {
   for (const WgmmaTile& c : kWgmmaTiles)
-    if (c.ws && c.bn == bn) {
+    if (c.ws && c.ping == ping && c.bn == bn) {
       t = c;
       return true;
     }
@@ -533,6 +635,10 @@ std::vector<ConvPlan> wgmma_candidates(const ConvShape& s) {
 //   f16_wgmma_ws: tiles of at least 192 columns with at least 14 K tiles on a grid of at least 4 blocks per
 //     SM go to the warp-specialised kernel (yolo12x at batch 32: 1.03-1.17x on each such conv, e.g. the
 //     1x1 1536->384 at 40x40 0.226 -> 0.193 ms; everywhere else it was slower, down to 0.65x on short K).
+// Eleventh session, variant f16_wgmma_ping: a K of under 14 tiles on a grid of at least 4 ping-pong tiles
+// per SM goes to the warp-specialised kernel's ping-pong schedule, 128 wide (64 for at most 64 channels or
+// a width 64 divides and 128 does not), ahead of the rules above: there the epilogue is a large share of a
+// tile and the cooperative schedules leave the tensor cores idle during it.
 bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const ConvVariants& v) {
   if (!wgmma_takes(s)) return false;
   const GemmLayout l = gemm_layout(s);
@@ -547,6 +653,14 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const
   widths.push_back(64);
   const auto blocks = [&](int bn) { return m_tiles * ceil_div(l.n_g, bn) * s.groups; };
   const auto large = [&](int bn) { return 2 * blocks(bn) >= 3 * sms; };  // 1.5 blocks per SM
+  if (v.f16_wgmma_ping && k_tiles < 14) {
+    const int bn = l.n_g <= 64 || (l.n_g % 128 != 0 && l.n_g % 64 == 0) ? 64 : 128;
+    WgmmaTile t;
+    if (blocks(bn) >= 4 * sms && ws_tile(bn, t, true) && wgmma_fits(s, t)) {
+      plan = wgmma_tile_plan(t);
+      return true;
+    }
+  }
   const auto pick = [&](int bn, int stages) {
     if (v.f16_wgmma_short && pointwise && k_tiles <= 2 && bn != 96) return false;
     WgmmaTile t{bn, stages};
@@ -597,8 +711,8 @@ void launch_conv2d_implicit_gemm_wgmma(const ConvParams<__half>& p, const ConvPl
     launch_conv2d_implicit_gemm_f16(p, f, stream);
     return;
   }
-  with_wgmma_tile(plan_tile(plan), [&](auto bn, auto stages, auto ws) {
-    if constexpr (ws()) launch_ws_tile<bn(), stages()>(a, p.groups, is_pointwise(p), stream, max_grid);
+  with_wgmma_tile(plan_tile(plan), [&](auto bn, auto stages, auto ws, auto ping) {
+    if constexpr (ws()) launch_ws_tile<bn(), stages(), ping()>(a, p.groups, is_pointwise(p), stream, max_grid);
     else launch_wgmma_tile<bn(), stages()>(a, p.groups, is_pointwise(p), stream);
   });
 }
