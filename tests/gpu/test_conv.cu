@@ -169,7 +169,7 @@ struct CandidateRun {
 };
 CandidateRun candidate_run;
 yolo12::cuda::ConvPlan plan_run;  // what Kernel::Plan runs
-int plan_max_grid = 0;            // > 0: Kernel::Plan launches the wgmma kernels directly with this grid cap
+int plan_max_grid = 0;            // > 0: Kernel::Plan launches the wgmma / halo kernels directly with this grid cap
 
 struct NarrowRun {
   yolo12::cuda::ConvPlan plan;
@@ -462,6 +462,8 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
     if constexpr (kHalf) {
       if (plan_max_grid > 0 && plan_run.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma)
         yolo12::cuda::conv_detail::launch_conv2d_implicit_gemm_wgmma(p, plan_run, nullptr, plan_max_grid);
+      else if (plan_max_grid > 0 && plan_run.algorithm == yolo12::cuda::ConvAlgorithm::halo_f16)
+        yolo12::cuda::conv_detail::launch_conv2d_halo_f16(p, plan_run, nullptr, plan_max_grid);
       else yolo12::cuda::conv2d_forward<T>(p, plan_run, nullptr);
     } else {
       yolo12::cuda::conv2d_forward<T>(p, plan_run, nullptr);
@@ -1083,7 +1085,7 @@ TEST_CASE("every plan kernel tuning can choose matches the reference: all tiles,
                            "implicit_gemm_f16 256x128x64 w8", "implicit_gemm_f16 64x64x64 w4 split-K 2",
                            "implicit_gemm_f16 64x64x64 w4 split-K 4", "implicit_gemm_f16 64x64x64 w4 split-K 8",
                            "implicit_gemm_f16 128x32x64 w4 split-K 2", "direct_small_cin", "stem_f16", "depthwise",
-                           "depthwise tiled_f16"}) {
+                           "depthwise tiled_f16", "halo_f16 n16 k144 s3 w8"}) {
     INFO(name);
     CHECK(names.count(name) == 1);
   }
@@ -1241,6 +1243,58 @@ TEST_CASE("conv_tune_cached takes a cached candidate untimed, re-tunes and repla
   cudaStreamDestroy(stream);
 }
 
+// conv2d_halo_f16 (conv_halo.cu) launched with its plan on shapes of any size (halo_plan's any_grid), with
+// the persistent grid uncapped and capped at 1 and 3 blocks (one block walks every tile and the stages wrap).
+TEST_CASE("conv2d_halo_f16 matches the reference: k x k at stride 1, tile edges, channel counts, slices",
+          "[conv][gpu][halo]") {
+  namespace cd = yolo12::cuda::conv_detail;
+  std::vector<Case> cases;
+  // 3x3: sizes under one tile, one pixel, odd sizes crossing the 8 x 16 tile edges, batch 3.
+  cases.push_back(with_options(make_case(1, 7, 9, 16, 8, 3, 1, 1), false, false, true));
+  cases.push_back(with_options(make_case(1, 1, 1, 8, 16, 3, 1, 1), false, true, true));
+  cases.push_back(with_options(make_case(3, 17, 33, 16, 16, 3, 1, 1), true, true, true));
+  cases.push_back(with_options(make_case(2, 20, 20, 32, 32, 3, 1, 1), false, true, false));
+  cases.push_back(with_options(make_case(1, 40, 41, 64, 64, 3, 1, 1), true, false, true));   // K = 576, the largest
+  cases.push_back(with_options(make_case(1, 9, 18, 48, 48, 3, 1, 1), false, true, true));
+  cases.push_back(with_options(make_case(1, 16, 16, 24, 40, 3, 1, 1), false, false, true));  // cin_pad 24: no row pad
+  cases.push_back(with_options(make_case(1, 12, 13, 8, 24, 3, 1, 1), false, true, true));    // K = 72 -> 80: a zero half
+  cases.push_back(with_options(make_case(1, 10, 10, 16, 60, 3, 1, 1), false, true, true));   // c_out 60: no 16-byte stores
+  // 5x5 and 2x2 (pad 1: an output smaller than the input), pad 0.
+  cases.push_back(with_options(make_case(1, 19, 21, 16, 32, 5, 1, 1), false, true, true));
+  cases.push_back(with_options(make_case(1, 11, 17, 8, 8, 2, 1, 1), false, false, true));
+  {
+    Case c = with_options(make_case(1, 15, 23, 32, 16, 3, 1, 1), false, true, true);
+    c.s.pad = 0;
+    finish_shape(c.s);
+    cases.push_back(c);
+  }
+  // Channel slices: x, y and the residual inside wider buffers at 16-byte aligned offsets.
+  cases.push_back(with_options(make_case(2, 14, 22, 32, 16, 3, 1, 1), true, true, true, 8, 16, 8, 8, 16, 8));
+  const yolo12::cuda::DeviceInfo& dev = yolo12::cuda::device_info();
+  std::uint64_t seed = 15000;
+  for (const Case& c : cases) {
+    plan_run = cd::halo_plan(c.s, dev, true);
+    INFO("halo " << describe(c));
+    REQUIRE(plan_run.algorithm == yolo12::cuda::ConvAlgorithm::halo_f16);
+    for (const int max_grid : {0, 1, 3}) {
+      plan_max_grid = max_grid;
+      INFO("halo plan " << yolo12::cuda::conv_plan_detail(plan_run) << " grid cap " << max_grid);
+      check_case<__half>(c, seed++, Kernel::Plan);
+    }
+  }
+  plan_max_grid = 0;
+  // What it does not take, and the rule: stride 2, groups, c_in not a multiple of 8, over 64 channels, a
+  // K over 576; a grid under one tile per SM.
+  for (const Case& c : {make_case(1, 16, 16, 16, 16, 3, 2, 1), make_case(1, 16, 16, 32, 32, 3, 1, 2),
+                        make_case(1, 16, 16, 12, 16, 3, 1, 1), make_case(1, 16, 16, 16, 72, 3, 1, 1),
+                        make_case(1, 16, 16, 72, 16, 3, 1, 1), make_case(1, 16, 16, 16, 16, 1, 1, 1)}) {
+    INFO(describe(c));
+    CHECK_FALSE(cd::halo_takes(c.s));
+  }
+  CHECK(cd::halo_plan(make_case(1, 40, 40, 32, 32, 3, 1, 1).s, dev).algorithm != yolo12::cuda::ConvAlgorithm::halo_f16);
+  CHECK(cd::halo_plan(make_case(32, 80, 80, 16, 16, 3, 1, 1).s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16);
+}
+
 TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stage count, 1x1 and k x k, edges, fallbacks",
           "[conv][gpu][wgmma]") {
   namespace cd = yolo12::cuda::conv_detail;
@@ -1377,19 +1431,20 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       CHECK(old.warps == 8);
     }
   }
-  // With f16_wgmma_ping (the default): a K of under 14 tiles over at least 4 ping-pong tiles per SM, 128 wide
-  // (64 for at most 64 channels, or where 64 divides the channels and 128 does not); everything else as above.
+  // With f16_wgmma_ping (the default): 1x1 convs with 18+ K tiles and channels 128 divides, over at least 4
+  // tiles of 128 x 128 per SM, on the ping-pong schedule; everything else as above.
   struct Ping {
     ConvShape s;
     int bn;  // 0: the rule above
   };
   const Ping pings[] = {
-      {shape(32, 160, 384, 384, 1, 1), 128},  // (was mma.sync: wide 1x1, short K)
-      {shape(32, 80, 768, 768, 1, 1), 128},   {shape(32, 40, 384, 1152, 1, 1), 128},
-      {shape(32, 160, 96, 48, 1, 1), 64},     {shape(32, 80, 64, 64, 3, 1), 64},     // 48 / 64 channels
-      {shape(32, 80, 128, 192, 1, 1), 64},    // 192 = 3 x 64
-      {shape(32, 80, 96, 96, 3, 1), 0},       // 14 K tiles
-      {shape(32, 20, 256, 128, 1, 1), 0},     // 100 tiles of 128 x 128: under 4 per SM
+      {shape(32, 40, 1152, 768, 1, 1), 128},  // (was 128x256 warp-specialised)
+      {shape(32, 40, 1536, 384, 1, 1), 128},  {shape(32, 20, 1536, 768, 1, 1), 128},  // 600 tiles
+      {shape(32, 160, 384, 384, 1, 1), 0},    // 6 K tiles
+      {shape(32, 80, 768, 768, 1, 1), 0},     // 12
+      {shape(32, 80, 1536, 192, 1, 1), 0},    // 192 channels
+      {shape(32, 40, 1152, 768, 3, 1), 0},    // not 1x1
+      {shape(32, 20, 1536, 384, 1, 1), 0},    // 300 tiles: under 4 per SM
       {shape(1, 80, 1536, 192, 1, 1), 0},
   };
   for (const Ping& r : pings) {

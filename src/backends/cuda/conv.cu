@@ -116,6 +116,7 @@ constexpr VariantName kVariantNames[] = {
     {"f16_tiles3", &ConvVariants::f16_tiles3},     {"f16_wide_tiles", &ConvVariants::f16_wide_tiles},
     {"f16_wgmma", &ConvVariants::f16_wgmma},       {"f16_wgmma_ws", &ConvVariants::f16_wgmma_ws},
     {"f16_wgmma_short", &ConvVariants::f16_wgmma_short}, {"f16_wgmma_ping", &ConvVariants::f16_wgmma_ping},
+    {"f16_halo", &ConvVariants::f16_halo},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");
@@ -222,7 +223,12 @@ ConvPlan conv_select(const ConvParams<T>& p) {
   }
   const bool small_cin = conv_detail::conv2d_direct_small_cin_supports(p);
   if constexpr (kHalf) {
-    // narrow_f16 (the small-c_in convs too, under their own variant) or implicit_gemm_f16
+    // halo_f16 where it runs p, then narrow_f16 (the small-c_in convs too, under their own variant) or
+    // implicit_gemm_f16
+    if (conv_detail::conv_variants().f16_halo && conv_detail::halo_runs(p)) {
+      const ConvPlan halo = conv_detail::halo_plan(p, device_info());
+      if (halo.algorithm == ConvAlgorithm::halo_f16) return halo;
+    }
     const ConvPlan f16 = conv_detail::f16_plan(p, conv_detail::wgmma_runs(p));
     if (f16.algorithm == ConvAlgorithm::narrow_f16) return f16;
     if (conv_detail::conv_variants().f16_stem && conv_detail::conv2d_stem_f16_supports(p)) {
@@ -245,6 +251,7 @@ std::string conv_plan_name(const ConvPlan& plan) {
     case ConvAlgorithm::direct_small_cin: return "direct_small_cin";
     case ConvAlgorithm::stem_f16: return "stem_f16";
     case ConvAlgorithm::narrow_f16: return "narrow_f16 n" + std::to_string(plan.bn);
+    case ConvAlgorithm::halo_f16: return "halo_f16 n" + std::to_string(plan.bn);
     case ConvAlgorithm::implicit_gemm_f32: return "implicit_gemm_f32";
     case ConvAlgorithm::implicit_gemm_f16:
       return plan.split > 1 ? "implicit_gemm_f16 split-K " + std::to_string(plan.split) : "implicit_gemm_f16";
@@ -263,7 +270,7 @@ std::string conv_plan_detail(const ConvPlan& plan) {
     name += " " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + "x" + std::to_string(plan.bk) + " s" +
             std::to_string(plan.stages) + (plan.warps == conv_detail::kWgmmaWsWarps ? " ws" : "") +
             (plan.pingpong ? " pingpong" : "");
-  } else if (plan.algorithm == ConvAlgorithm::narrow_f16) {
+  } else if (plan.algorithm == ConvAlgorithm::narrow_f16 || plan.algorithm == ConvAlgorithm::halo_f16) {
     name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages) + " w" + std::to_string(plan.warps);
   }
   return name;
@@ -285,6 +292,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
     case ConvAlgorithm::stem_f16:
     case ConvAlgorithm::dwconv_tiled_f16:
     case ConvAlgorithm::narrow_f16:
+    case ConvAlgorithm::halo_f16:
     case ConvAlgorithm::implicit_gemm_f16:
     case ConvAlgorithm::implicit_gemm_wgmma:
     case ConvAlgorithm::implicit_gemm_f32:
@@ -292,6 +300,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
         if (plan.algorithm == ConvAlgorithm::stem_f16) conv_detail::launch_conv2d_stem_f16(p, stream);
         else if (plan.algorithm == ConvAlgorithm::dwconv_tiled_f16) conv_detail::launch_dwconv_tiled_f16(p, stream);
         else if (plan.algorithm == ConvAlgorithm::narrow_f16) conv_detail::launch_conv2d_narrow_f16(p, plan, stream);
+        else if (plan.algorithm == ConvAlgorithm::halo_f16) conv_detail::launch_conv2d_halo_f16(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::implicit_gemm_wgmma) conv_detail::launch_conv2d_implicit_gemm_wgmma(p, plan, stream);
         else conv_detail::launch_conv2d_implicit_gemm_f16(p, plan, stream);
       } else {

@@ -77,6 +77,8 @@ enum class ConvAlgorithm {
   implicit_gemm_f16,  // every other fp16 conv
   implicit_gemm_wgmma,  // fp16 on Hopper's wgmma (sm_90a), where wgmma_plan takes the conv: conv_wgmma.cu (variant f16_wgmma)
   implicit_gemm_f32,  // every other fp32 conv
+  halo_f16,           // fp16 k x k at stride 1, c_out <= 64: input tiles with their halo in shared memory,
+                      // conv_halo.cu (variant f16_halo)
 };
 // The fp16 GEMM kernels' configuration (conv_detail::f16_plan), zero for the other algorithms:
 //   implicit_gemm_f16: block tile bm x bn on `warps` warps, K tile bk, split = blocks of one cluster
@@ -89,6 +91,7 @@ enum class ConvAlgorithm {
 //   narrow_f16:        bm = 128 pixels per tile, bn = the N tile (all of c_out), bk = the whole K
 //                      (k*k*cin_pad rounded up to 16), stages = pipeline depth in pixel tiles,
 //                      smem_bytes = dynamic shared memory, warps = 4 or 8 per block.
+//   halo_f16:          as narrow_f16 (bm = 128 pixels: 8 x 16; warps = 8; stages = halo tiles in flight).
 struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::direct_naive;
   int bm = 0, bn = 0, bk = 0;

@@ -164,9 +164,12 @@ struct ConvVariants {
                                   // ninth session: 1.03-1.17x on those convs of yolo12x at batch 32)
   bool f16_wgmma_short = true;    // with f16_wgmma: 1x1 convs with a K of at most 2 tiles stay on mma.sync unless
                                   // 96 wide (ninth session: yolo12x's 1x1 96->48 at batch 32 0.17 -> 0.12 ms)
-  bool f16_wgmma_ping = true;     // with f16_wgmma: a K of under 14 tiles on grids of 4+ tiles per SM on the
-                                  // warp-specialised kernel's ping-pong schedule (one computing warpgroup's
-                                  // epilogue overlaps the other's MMAs; eleventh session)
+  bool f16_halo = true;           // fp16 k x k convs at stride 1 with c_out <= 64 and K <= 576 over grids of a tile
+                                  // per SM: conv2d_halo_f16 (input tiles with their halo in shared memory, each
+                                  // pixel read about 1.4 times instead of k*k; eleventh session)
+  bool f16_wgmma_ping = true;     // with f16_wgmma: 1x1 convs with 18+ K tiles and channels 128 divides on grids
+                                  // of 4+ tiles per SM on the warp-specialised kernel's ping-pong schedule (each
+                                  // computing warpgroup on its own tiles; eleventh session: 4-10 % on those)
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.
@@ -223,6 +226,14 @@ bool dwconv_tiled_f16_supports(const ConvParams<__half>& p);
 // dwconv_tiled_f16 itself (also called directly by the tests): any depthwise shape dwconv_direct_supports
 // with c % 8 == 0 and 16-byte aligned views.
 void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream);
+// conv2d_halo_f16 (conv_halo.cu). halo_takes: groups 1, stride 1, dilation 1, k 2..5, c_in a multiple of 8,
+// c_out <= 64, K rounded up to 16 at most 576. halo_plan: its plan, where it takes s and (unless any_grid) the
+// 8 x 16-pixel tiles are at least one per SM; else a plan of another algorithm (not taken). halo_runs:
+// halo_takes and p's input view allows 16-byte chunks. max_grid > 0 caps the persistent grid (the tests).
+bool halo_takes(const ConvShape& s);
+ConvPlan halo_plan(const ConvShape& s, const DeviceInfo& dev, bool any_grid = false);
+bool halo_runs(const ConvParams<__half>& p);
+void launch_conv2d_halo_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream, int max_grid = 0);
 bool conv2d_direct_small_cin_supports(const ConvShape& s);  // groups 1, c_in <= 4, c_out <= 64, k <= 7
 template <typename T> void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream);
 // plan: an implicit_gemm_f16 plan for p (f16_plan).

@@ -166,16 +166,18 @@ __host__ __device__ inline void narrow_stage(float* cs, int c_row, int lane, con
   }
 }
 
-// The warp's 8 staged rows (output rows m0 .. m0 + 7, bn channels each) into y: the residual added in fp32,
-// one rounding to half, 16-byte loads and stores where vec_out, element by element otherwise.
+// The warp's 8 staged rows (output rows m0 .. m0 + 7, bn channels each; those below m_end, -1: below a.m)
+// into y: the residual added in fp32, one rounding to half, 16-byte loads and stores where vec_out, element by
+// element otherwise.
 template <int BN>
 __host__ __device__ inline void narrow_store_staged(const ImplicitGemmParams<__half>& a, const float* cs, int c_row, int m0,
-                                                    int lane) {
+                                                    int lane, int m_end = -1) {
+  if (m_end < 0 || m_end > a.m) m_end = a.m;
   constexpr int kChunksN = BN / 8;
   for (int idx = lane; idx < kNarrowStageRows * kChunksN; idx += 32) {
     const int r = idx / kChunksN, q = idx % kChunksN;
     const int m = m0 + r, n = q * 8;
-    if (m >= a.m || n >= a.n_g) continue;
+    if (m >= m_end || n >= a.n_g) continue;
     float v[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) v[e] = cs[r * c_row + n + e];

@@ -88,6 +88,10 @@ std::vector<ConvPlan> conv_candidates(const ConvParams<T>& p) {
     for (const ConvPlan& plan : conv_detail::implicit_gemm_candidates(p)) add_plan(out, plan);
     if (conv_detail::wgmma_runs(p))
       for (const ConvPlan& plan : conv_detail::wgmma_candidates(p)) add_plan(out, plan);
+    if (conv_detail::halo_runs(p)) {
+      const ConvPlan halo = conv_detail::halo_plan(p, device_info());
+      if (halo.algorithm == ConvAlgorithm::halo_f16) add_plan(out, halo);
+    }
     for (const int warps : {4, 8}) {
       const ConvPlan narrow = conv_detail::narrow_plan(p, device_info(), warps);
       if (narrow.algorithm == ConvAlgorithm::narrow_f16) add_plan(out, narrow);
@@ -156,7 +160,7 @@ bool conv_plan_decode(const std::string& text, ConvPlan& plan) {
     if (s >> rest) return false;
   }
   if (algorithm < static_cast<int>(ConvAlgorithm::direct_naive) ||
-      algorithm > static_cast<int>(ConvAlgorithm::implicit_gemm_f32))
+      algorithm > static_cast<int>(ConvAlgorithm::halo_f16))
     return false;
   q.algorithm = static_cast<ConvAlgorithm>(algorithm);
   plan = q;

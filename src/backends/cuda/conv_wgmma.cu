@@ -265,10 +265,14 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
 //             (cp.async.mbarrier.arrive); the computing threads wait on it, then fence.proxy.async;
 //   empty[s]: one arrival per warp that read the stage (8 cooperative, 4 ping-pong), once its wgmmas are
 //             done; the loaders wait on it before refilling the stage.
-// Ping-pong adds turn[2] (one arrival each): a warpgroup starts waiting for its tile's first stage only after
-// the other one has passed the full barrier of its tile's last K tile (it arrives on turn[other] then). The
-// stages' parity waits need that: a waiter on a stage must never be two fills ahead of it, and without the
-// turn a warpgroup could wait for its next tile's stages while the other's tile has not been loaded yet.
+// Ping-pong adds turn[2] (4 arrivals each): a warpgroup starts waiting for its tile's first stage only after
+// all four warps of the other one have passed the full barrier of its tile's last K tile (each warp arrives
+// on turn[other] then). The stages' parity waits need that: a waiter on a stage must never be two fills
+// ahead of it, and without the turn a warpgroup could wait for its next tile's stages while the other's tile
+// has not been loaded yet. One arrival per warp, not per warpgroup: the warps of a warpgroup drift apart in
+// the epilogue, and a single arrival from a warp that ran ahead could complete two phases of the other
+// warpgroup's turn before a lagging warp waits on the first (compute-sanitizer memcheck's scheduling found
+// that: a lagging warp waited on the wrong parity until the trap).
 // So the loaders run up to STAGES K tiles ahead, also into the next output tile while the computing warps
 // run their epilogue, and no block-wide barrier remains in the loop.
 // Epilogue: each computing warp stages its own 16 rows, 32 columns at a time, in a private shared-memory
@@ -338,8 +342,8 @@ struct StageRing {
 // A computing warpgroup's MMAs of one output tile: its k_tiles stages from ring's position on, each
 // released to the loaders (one arrival per warp on empty) once the MMAs that read it are done. Cooperative
 // (kPing false): rows [0, 64) of the stage at a_addr into lo (hi unused). Ping-pong: all 128 rows, into lo
-// and hi. turn (non-zero for one thread of a ping-pong warpgroup): the other warpgroup's turn barrier, arrived
-// on once this thread has passed the full barrier of the tile's last stage.
+// and hi. turn (non-zero for lane 0 of each warp of a ping-pong warpgroup): the other warpgroup's turn
+// barrier, arrived on once this thread has passed the full barrier of the tile's last stage.
 template <int BN, int STAGES, bool kPing>
 __device__ __forceinline__ void ws_tile_mma(float (&lo)[BN / 2], float (&hi)[BN / 2], StageRing<STAGES>& ring,
                                             int k_tiles, std::uint32_t full0, std::uint32_t empty0,
@@ -403,8 +407,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(c
       mbar_init(full0 + 8 * s, kWsLoaders);
       mbar_init(empty0 + 8 * s, kReleases);
     }
-    mbar_init(turn0, 1);
-    mbar_init(turn0 + 8, 1);
+    mbar_init(turn0, 4);
+    mbar_init(turn0 + 8, 4);
   }
   __syncthreads();  // the table and the barriers are ready
 
@@ -450,7 +454,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(c
       }
       ring.seek(j * k_tiles);
       ws_tile_mma<BN, STAGES, true>(lo, hi, ring, k_tiles, full0, empty0, smem_addr(As), b_addr, lane,
-                                    tid % 128 == 0 ? turn0 + 8 * (1 - wgi) : 0u);
+                                    lane == 0 ? turn0 + 8 * (1 - wgi) : 0u);
       ws_warp_epilogue<BN>(a, lo, epi, m0 + warp * 16, n0, g, lane);
       ws_warp_epilogue<BN>(a, hi, epi, m0 + 64 + warp * 16, n0, g, lane);
     }
@@ -635,10 +639,11 @@ std::vector<ConvPlan> wgmma_candidates(const ConvShape& s) {
 //   f16_wgmma_ws: tiles of at least 192 columns with at least 14 K tiles on a grid of at least 4 blocks per
 //     SM go to the warp-specialised kernel (yolo12x at batch 32: 1.03-1.17x on each such conv, e.g. the
 //     1x1 1536->384 at 40x40 0.226 -> 0.193 ms; everywhere else it was slower, down to 0.65x on short K).
-// Eleventh session, variant f16_wgmma_ping: a K of under 14 tiles on a grid of at least 4 ping-pong tiles
-// per SM goes to the warp-specialised kernel's ping-pong schedule, 128 wide (64 for at most 64 channels or
-// a width 64 divides and 128 does not), ahead of the rules above: there the epilogue is a large share of a
-// tile and the cooperative schedules leave the tensor cores idle during it.
+// Eleventh session, variant f16_wgmma_ping: 1x1 convs with a long K (at least 18 tiles) and channels that
+// 128 divides, on a grid of at least 4 such tiles per SM, go to the warp-specialised kernel's ping-pong
+// schedule, 128 wide (yolo12x at batch 32, tuning's choice there: the 1x1 1152->768 at 40x40 0.586 ->
+// 0.563 ms, 1536->768 at 20x20 0.225 -> 0.202, 1920->768 +res 0.519 -> 0.494). On a short K it was slower
+// everywhere (the 1x1 384->384 at 160x160 1.15 -> 1.45 ms), so the epilogue is not what limits those.
 bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const ConvVariants& v) {
   if (!wgmma_takes(s)) return false;
   const GemmLayout l = gemm_layout(s);
@@ -653,10 +658,9 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const
   widths.push_back(64);
   const auto blocks = [&](int bn) { return m_tiles * ceil_div(l.n_g, bn) * s.groups; };
   const auto large = [&](int bn) { return 2 * blocks(bn) >= 3 * sms; };  // 1.5 blocks per SM
-  if (v.f16_wgmma_ping && k_tiles < 14) {
-    const int bn = l.n_g <= 64 || (l.n_g % 128 != 0 && l.n_g % 64 == 0) ? 64 : 128;
+  if (v.f16_wgmma_ping && pointwise && k_tiles >= 18 && l.n_g % 128 == 0 && blocks(128) >= 4 * sms) {
     WgmmaTile t;
-    if (blocks(bn) >= 4 * sms && ws_tile(bn, t, true) && wgmma_fits(s, t)) {
+    if (ws_tile(128, t, true) && wgmma_fits(s, t)) {
       plan = wgmma_tile_plan(t);
       return true;
     }
