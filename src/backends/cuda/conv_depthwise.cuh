@@ -73,6 +73,21 @@ __host__ __device__ void dw_tiled_load(const DwParams<__half>& a, const DwTileCo
   }
 }
 
+// Output pixel pix (of the whole (B, Ho, Wo) grid), channels [ch, ch + 8) from their conv sums: the fused
+// epilogue, the residual, one rounding to half, one 16-byte store (as dwconv_direct).
+__host__ __device__ inline void dw_store8(const DwParams<__half>& a, long long pix, int ch, const float (&acc)[8]) {
+  float out[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) out[e] = epilogue<__half>(acc[e], a.bias, a.gamma, a.silu(), ch + e);
+  if (a.residual) {
+    float r[8];
+    unpack8(load_nc(reinterpret_cast<const uint4*>(a.residual + pix * a.ldr + ch)), r);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) out[e] += r[e];
+  }
+  *reinterpret_cast<uint4*>(a.y + pix * a.ldy + ch) = pack8(out);
+}
+
 // Thread tid's output pixel from the loaded tile: taps in row-major order (as dwconv_direct), the fused
 // epilogue, the residual, one 16-byte store. Threads past the image or c do nothing.
 template <int K, int S>
@@ -95,17 +110,7 @@ __host__ __device__ void dw_tiled_pixel(const DwParams<__half>& a, const DwTileC
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[e] = fmaf(xv[e], wv[e], acc[e]);
     }
-  const long long pix = (static_cast<long long>(at.n) * a.ho + oy) * a.wo + ox;
-  float out[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) out[e] = epilogue<__half>(acc[e], a.bias, a.gamma, a.silu(), ch + e);
-  if (a.residual) {
-    float r[8];
-    unpack8(load_nc(reinterpret_cast<const uint4*>(a.residual + pix * a.ldr + ch)), r);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) out[e] += r[e];
-  }
-  *reinterpret_cast<uint4*>(a.y + pix * a.ldy + ch) = pack8(out);
+  dw_store8(a, (static_cast<long long>(at.n) * a.ho + oy) * a.wo + ox, ch, acc);
 }
 
 }  // namespace yolo12::cuda::conv_detail
