@@ -8,8 +8,9 @@
 //
 // Dispatch (conv_select, read by conv2d_forward and by the per-op profile's label through bind):
 //   weights not 16-byte aligned              -> conv2d_direct_naive      (hand-made params only)
-//   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu), in fp16 over
-//                                               large grids dwconv_tiled_f16 (variant dw_tiled_f16)
+//   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu); in fp16 with
+//                                               16-byte views at stride 1 dwconv_rows_f16 (variant
+//                                               dw_rows_f16), else dwconv_tiled_f16 (variant dw_tiled_f16)
 //   fp16, f16_plan() says narrow_f16         -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
 //                                               short K, many pixels (f16_narrow; wider and longer convs
 //                                               with f16_narrow_wide, the stem with f16_narrow_stem)
@@ -115,7 +116,7 @@ constexpr VariantName kVariantNames[] = {
     {"f16_stem", &ConvVariants::f16_stem},         {"f16_narrow8w", &ConvVariants::f16_narrow8w},
     {"f16_tiles3", &ConvVariants::f16_tiles3},     {"f16_wide_tiles", &ConvVariants::f16_wide_tiles},
     {"f16_wgmma", &ConvVariants::f16_wgmma},       {"f16_wgmma_ws", &ConvVariants::f16_wgmma_ws},
-    {"f16_wgmma_short", &ConvVariants::f16_wgmma_short},
+    {"f16_wgmma_short", &ConvVariants::f16_wgmma_short}, {"dw_rows_f16", &ConvVariants::dw_rows_f16},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");
@@ -216,6 +217,7 @@ ConvPlan conv_select(const ConvParams<T>& p) {
     if (!conv_detail::dwconv_direct_supports(p)) return plan;
     plan.algorithm = ConvAlgorithm::dwconv_direct;
     if constexpr (kHalf) {
+      if (conv_detail::dwconv_rows_f16_takes(p)) return conv_detail::dwconv_rows_f16_plan(p, device_info());
       if (conv_detail::dwconv_tiled_f16_takes(p)) plan.algorithm = ConvAlgorithm::dwconv_tiled_f16;
     }
     return plan;
@@ -249,6 +251,7 @@ std::string conv_plan_name(const ConvPlan& plan) {
     case ConvAlgorithm::implicit_gemm_f16:
       return plan.split > 1 ? "implicit_gemm_f16 split-K " + std::to_string(plan.split) : "implicit_gemm_f16";
     case ConvAlgorithm::implicit_gemm_wgmma: return "implicit_gemm_wgmma";
+    case ConvAlgorithm::dwconv_rows_f16: return "depthwise rows_f16";
   }
   return "?";
 }
@@ -264,6 +267,8 @@ std::string conv_plan_detail(const ConvPlan& plan) {
             std::to_string(plan.stages) + (plan.warps == conv_detail::kWgmmaWsWarps ? " ws" : "");
   } else if (plan.algorithm == ConvAlgorithm::narrow_f16) {
     name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages) + " w" + std::to_string(plan.warps);
+  } else if (plan.algorithm == ConvAlgorithm::dwconv_rows_f16) {
+    name += " c" + std::to_string(plan.bn);
   }
   return name;
 }
@@ -283,6 +288,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
     case ConvAlgorithm::direct_small_cin: conv_detail::launch_conv2d_direct_small_cin(p, stream); break;
     case ConvAlgorithm::stem_f16:
     case ConvAlgorithm::dwconv_tiled_f16:
+    case ConvAlgorithm::dwconv_rows_f16:
     case ConvAlgorithm::narrow_f16:
     case ConvAlgorithm::implicit_gemm_f16:
     case ConvAlgorithm::implicit_gemm_wgmma:
@@ -290,6 +296,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
       if constexpr (std::is_same_v<T, __half>) {
         if (plan.algorithm == ConvAlgorithm::stem_f16) conv_detail::launch_conv2d_stem_f16(p, stream);
         else if (plan.algorithm == ConvAlgorithm::dwconv_tiled_f16) conv_detail::launch_dwconv_tiled_f16(p, stream);
+        else if (plan.algorithm == ConvAlgorithm::dwconv_rows_f16) conv_detail::launch_dwconv_rows_f16(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::narrow_f16) conv_detail::launch_conv2d_narrow_f16(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::implicit_gemm_wgmma) conv_detail::launch_conv2d_implicit_gemm_wgmma(p, plan, stream);
         else conv_detail::launch_conv2d_implicit_gemm_f16(p, plan, stream);
