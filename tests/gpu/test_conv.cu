@@ -1,7 +1,8 @@
 // tests/gpu/test_conv.cu - the conv kernels themselves, against the shared conv reference in double
 // (tests/ops: conv_reference, on this file's NHWC buffers): the kernel variants switched off, the
-// naive oracle kernel, split-K over a cluster, conv2d_narrow_f16 and dwconv_tiled_f16 launched
-// directly and replayed on the CPU, the plans the dispatcher picks, CUDA-graph capture. Shapes: the
+// naive oracle kernel, split-K over a cluster, conv2d_narrow_f16, dwconv_tiled_f16 and dwconv_rows_f16
+// launched directly and replayed on the CPU (dwconv_rows_f16 bit for bit against dwconv_direct and
+// dwconv_tiled_f16), the plans the dispatcher picks, CUDA-graph capture. Shapes: the
 // suite's fixed conv shapes (every kernel path and its edges) and its random ones, plus each kernel's
 // own: odd H/W, stride 2, dilation, groups, depthwise 3/5/7, channel counts that are not multiples of
 // 8, c_in = 3, residual/gamma/SiLU on and off, and channel-slice reads and writes (ldx > c_in, ldy >
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <set>
 #include <string>
@@ -160,7 +162,10 @@ struct DeviceBuf {
 // Candidate: conv2d_forward with plan candidate_run.index of conv_candidates(p) (the kernel tuning's
 // choices), recording how many candidates p has and the plan's name.
 // Plan: conv2d_forward with the plan plan_run (any plan, e.g. a wgmma tile the rules would not pick).
-enum class Kernel { Forward, Naive, Narrow, NarrowHost, DwTiled, DwTiledHost, Candidate, Plan };
+// DwRows: dwconv_rows_f16 launched directly with plan_run's channels per block (fp16, aligned stride-1
+// depthwise shapes of any size); DwRowsHost: the same replayed on the CPU (emulate_dw_rows).
+// DwDirect: dwconv_direct launched directly (the oracle dwconv_rows_f16 must match bit for bit).
+enum class Kernel { Forward, Naive, Narrow, NarrowHost, DwTiled, DwTiledHost, Candidate, Plan, DwRows, DwRowsHost, DwDirect };
 
 struct CandidateRun {
   std::size_t index = 0;  // in: which candidate
@@ -314,6 +319,25 @@ void emulate_narrow_bn(const ConvParams<__half>& p, const yolo12::cuda::ConvPlan
   }
 }
 
+// A depthwise kernel's block replayed on the CPU: its shared memory (xs: XHalves halves, ws: WElems of type W)
+// poisoned with NaN, then load(xs, ws, bx, by, bz) (every thread's loads), then compute(xs, ws, bx, by, bz)
+// (every thread's outputs); for every block of a gx x gy x gz grid.
+template <int XHalves, typename W, int WElems, typename Load, typename Compute>
+void emulate_dw_blocks(int gx, int gy, int gz, const Load& load, const Compute& compute) {
+  static_assert(XHalves % 8 == 0 && WElems * sizeof(W) % 16 == 0, "whole 16-byte words");
+  std::vector<uint4> xs_words(XHalves / 8), ws_words(WElems * sizeof(W) / 16);
+  auto* xs = reinterpret_cast<__half*>(xs_words.data());
+  auto* ws = reinterpret_cast<W*>(ws_words.data());
+  for (int bz = 0; bz < gz; ++bz)
+    for (int by = 0; by < gy; ++by)
+      for (int bx = 0; bx < gx; ++bx) {
+        std::memset(xs, 0xff, XHalves * 2);
+        std::memset(ws, 0xff, WElems * sizeof(W));
+        load(xs, ws, bx, by, bz);
+        compute(xs, ws, bx, by, bz);
+      }
+}
+
 // dwconv_tiled_f16 replayed on the CPU: every block of its grid, the loads of all threads (shared memory
 // starting as NaN), then every thread's pixel, through the kernel's own pieces (conv_depthwise.cuh).
 template <int K, int S>
@@ -321,20 +345,56 @@ void emulate_dw_tiled_ks(const ConvParams<__half>& p) {
   namespace cd = yolo12::cuda::conv_detail;
   using Tile = cd::DwTile<K, S>;
   const cd::DwParams<__half> a = cd::make_dw_params(p);
-  std::vector<uint4> xs_words(Tile::kXHalves / 8), ws_words(Tile::kWHalves / 8);
-  auto* xs = reinterpret_cast<__half*>(xs_words.data());
-  auto* ws = reinterpret_cast<__half*>(ws_words.data());
   const int gx = cd::dw_channel_pairs(a.c_out) * ((a.wo + cd::kDwTileW - 1) / cd::kDwTileW);
   const int gy = (a.ho + cd::kDwTileH - 1) / cd::kDwTileH;
-  for (int bz = 0; bz < a.batch; ++bz)
-    for (int by = 0; by < gy; ++by)
-      for (int bx = 0; bx < gx; ++bx) {
-        std::memset(xs, 0xff, Tile::kXHalves * 2);
-        std::memset(ws, 0xff, Tile::kWHalves * 2);
+  emulate_dw_blocks<Tile::kXHalves, __half, Tile::kWHalves>(
+      gx, gy, a.batch,
+      [&](__half* xs, __half* ws, int bx, int by, int bz) {
         const cd::DwTileCoords at = cd::dw_tile_coords(a, bx, by, bz);
         for (int t = 0; t < cd::kDwTiledThreads; ++t) cd::dw_tiled_load<K, S>(a, at, t, xs, ws, HostCopy());
+      },
+      [&](const __half* xs, const __half* ws, int bx, int by, int bz) {
+        const cd::DwTileCoords at = cd::dw_tile_coords(a, bx, by, bz);
         for (int t = 0; t < cd::kDwTiledThreads; ++t) cd::dw_tiled_pixel<K, S>(a, at, t, xs, ws);
-      }
+      });
+}
+
+// dwconv_rows_f16 replayed on the CPU in the same way: every block's copies and fp32 weights, then every
+// thread's 5 outputs (conv_depthwise.cuh), CH warps per block (plan.bn / 8).
+template <int K, int CH>
+void emulate_dw_rows_kc(const ConvParams<__half>& p) {
+  namespace cd = yolo12::cuda::conv_detail;
+  using Tile = cd::DwRowsTile<K, CH>;
+  const cd::DwParams<__half> a = cd::make_dw_params(p);
+  const int gx = cd::dw_rows_groups(a.c_out, CH) * ((a.wo + cd::kDwRowsTileW - 1) / cd::kDwRowsTileW);
+  const int gy = (a.ho + cd::kDwRowsTileH - 1) / cd::kDwRowsTileH;
+  emulate_dw_blocks<Tile::kXHalves, float, Tile::kWFloats>(
+      gx, gy, a.batch,
+      [&](__half* xs, float* ws, int bx, int by, int bz) {
+        const cd::DwTileCoords at = cd::dw_rows_coords(a, CH, bx, by, bz);
+        for (int t = 0; t < Tile::kThreads; ++t) cd::dw_rows_load<K, CH>(a, at, t, xs, ws, HostCopy());
+      },
+      [&](const __half* xs, const float* ws, int bx, int by, int bz) {
+        const cd::DwTileCoords at = cd::dw_rows_coords(a, CH, bx, by, bz);
+        for (int t = 0; t < Tile::kThreads; ++t) cd::dw_rows_outputs<K, CH>(a, at, t, xs, ws);
+      });
+}
+
+template <int CH>
+void emulate_dw_rows_c(const ConvParams<__half>& p) {
+  switch (p.k) {
+    case 3: emulate_dw_rows_kc<3, CH>(p); break;
+    case 5: emulate_dw_rows_kc<5, CH>(p); break;
+    default: emulate_dw_rows_kc<7, CH>(p); break;
+  }
+}
+
+void emulate_dw_rows(const ConvParams<__half>& p, const yolo12::cuda::ConvPlan& plan) {
+  switch (plan.bn) {
+    case 8: emulate_dw_rows_c<1>(p); break;
+    case 16: emulate_dw_rows_c<2>(p); break;
+    default: emulate_dw_rows_c<4>(p); break;
+  }
 }
 
 void emulate_dw_tiled(const ConvParams<__half>& p) {
@@ -366,13 +426,16 @@ struct Result {
   double err_naive = 0;    // fp16 only: rel L2 of the naive fp16 CPU implementation against double
   std::size_t unwritten = 0, guard_changed = 0, nonfinite_ref = 0;
   double ref_norm = 0;
+  std::vector<std::uint32_t> bits;  // every element of the output buffer, guards included
 };
 
 template <typename T>
-Result evaluate(const Case& c, const HostCase& h, const std::vector<T>& yt, Result r);
+Result evaluate(const Case& c, const HostCase& h, const std::vector<T>& yt, Result r, bool with_reference);
 
+// The case's data from `seed` through `kernel`. with_reference: also the errors against the double
+// reference (else only bits, unwritten and guard_changed).
 template <typename T>
-Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
+Result run_case(const Case& c, std::uint64_t seed, Kernel kernel, bool with_reference = true) {
   constexpr bool kHalf = std::is_same<T, __half>::value;
   const ConvShape& s = c.s;
   std::mt19937_64 rng(seed);
@@ -426,12 +489,14 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
     return p;
   };
   if constexpr (kHalf) {
-    if (kernel == Kernel::NarrowHost || kernel == Kernel::DwTiledHost) {  // CPU replays on the host copies
+    if (kernel == Kernel::NarrowHost || kernel == Kernel::DwTiledHost || kernel == Kernel::DwRowsHost) {
+      // CPU replays on the host copies
       const ConvParams<T> hp =
           params(xt.data(), packed.data(), h.bias.data(), h.gamma.data(), rt.data(), yt.data() + kGuard);
       if (kernel == Kernel::NarrowHost) emulate_narrow(hp, narrow_run.plan, narrow_run.max_grid > 0 ? narrow_run.max_grid : 3);
+      else if (kernel == Kernel::DwRowsHost) emulate_dw_rows(hp, plan_run);
       else emulate_dw_tiled(hp);
-      return evaluate(c, h, yt, r);
+      return evaluate(c, h, yt, r, with_reference);
     }
   }
   DeviceBuf<T> dx(nx), dw(packed.size()), dr(nr), dy(ny);
@@ -468,8 +533,11 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
     } else {
       yolo12::cuda::conv2d_forward<T>(p, plan_run, nullptr);
     }
+  } else if (kernel == Kernel::DwDirect) {
+    yolo12::cuda::conv_detail::launch_dwconv_direct<T>(p, nullptr);
   } else if constexpr (kHalf) {
     if (kernel == Kernel::DwTiled) yolo12::cuda::conv_detail::launch_dwconv_tiled_f16(p, nullptr);
+    else if (kernel == Kernel::DwRows) yolo12::cuda::conv_detail::launch_dwconv_rows_f16(p, plan_run, nullptr);
     else yolo12::cuda::conv_detail::launch_conv2d_narrow_f16(p, narrow_run.plan, nullptr, narrow_run.max_grid);
   }
   if (cudaDeviceSynchronize() != cudaSuccess) {
@@ -477,12 +545,12 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel) {
     return r;
   }
   cudaMemcpy(yt.data(), dy.base, yt.size() * sizeof(T), cudaMemcpyDeviceToHost);
-  return evaluate(c, h, yt, r);
+  return evaluate(c, h, yt, r, with_reference);
 }
 
 // The output (with its guards) against the double reference: unwritten elements, changed guards, errors.
 template <typename T>
-Result evaluate(const Case& c, const HostCase& h, const std::vector<T>& yt, Result r) {
+Result evaluate(const Case& c, const HostCase& h, const std::vector<T>& yt, Result r, bool with_reference) {
   constexpr bool kHalf = std::is_same<T, __half>::value;
   const ConvShape& s = c.s;
   const std::size_t npix_out = static_cast<std::size_t>(s.batch) * s.ho * s.wo;
@@ -498,10 +566,13 @@ Result evaluate(const Case& c, const HostCase& h, const std::vector<T>& yt, Resu
       got[p2 * s.c_out + co] = v;
     }
   const std::uint32_t guard_bits = bits_of(to_t<T>(kGuardValue));
+  r.bits.resize(yt.size());
   for (std::size_t i = 0; i < yt.size(); ++i) {
+    r.bits[i] = bits_of(yt[i]);
     const bool outside = i < kGuard || i >= kGuard + ny || !in_slice[i - kGuard];
-    if (outside && bits_of(yt[i]) != guard_bits) ++r.guard_changed;
+    if (outside && r.bits[i] != guard_bits) ++r.guard_changed;
   }
+  if (!with_reference) return r;
   const std::vector<double> ref = reference(c, h);
   for (double v : ref) {
     if (!std::isfinite(v)) ++r.nonfinite_ref;
@@ -517,14 +588,20 @@ Result evaluate(const Case& c, const HostCase& h, const std::vector<T>& yt, Resu
   return r;
 }
 
-template <typename T>
-void check_case(const Case& c, std::uint64_t seed, Kernel kernel) {
-  constexpr bool kHalf = std::is_same<T, __half>::value;
+const char* kernel_name(Kernel kernel) {
   static const char* const kNames[] = {"conv2d_forward ", "conv2d_forward_naive ", "conv2d_narrow_f16 ",
                                        "conv2d_narrow_f16 replayed on the CPU ", "dwconv_tiled_f16 ",
                                        "dwconv_tiled_f16 replayed on the CPU ", "conv_candidates ",
-                                       "conv2d_forward with a given plan "};
-  INFO((kHalf ? "fp16 " : "fp32 ") << kNames[static_cast<int>(kernel)] << describe(c) << " seed " << seed);
+                                       "conv2d_forward with a given plan ", "dwconv_rows_f16 ",
+                                       "dwconv_rows_f16 replayed on the CPU ", "dwconv_direct "};
+  return kNames[static_cast<int>(kernel)];
+}
+
+// The case through `kernel` against the double reference (the bounds above); returns the result (its bits).
+template <typename T>
+Result check_case(const Case& c, std::uint64_t seed, Kernel kernel) {
+  constexpr bool kHalf = std::is_same<T, __half>::value;
+  INFO((kHalf ? "fp16 " : "fp32 ") << kernel_name(kernel) << describe(c) << " seed " << seed);
   REQUIRE(yolo12::cuda::conv_can_implement(c.s));
   const Result r = run_case<T>(c, seed, kernel);
   INFO("err " << r.err << " naive fp16 err " << r.err_naive << " |ref| " << r.ref_norm);
@@ -538,6 +615,22 @@ void check_case(const Case& c, std::uint64_t seed, Kernel kernel) {
   } else {
     REQUIRE(r.err < 1e-5);
   }
+  return r;
+}
+
+// The case (fp16) through `kernel`, checked against the reference, and through `oracle` on the same data: the
+// two output buffers (every element of the slice, and the guards) must be equal bit for bit.
+void check_bit_identical(const Case& c, std::uint64_t seed, Kernel kernel, Kernel oracle) {
+  const Result got = check_case<__half>(c, seed, kernel);
+  const Result want = run_case<__half>(c, seed, oracle, false);
+  INFO(kernel_name(kernel) << "against " << kernel_name(oracle) << describe(c) << " seed " << seed);
+  REQUIRE(want.unwritten == 0);
+  REQUIRE(got.bits.size() == want.bits.size());
+  std::size_t differ = 0, first = 0;
+  for (std::size_t i = 0; i < got.bits.size(); ++i)
+    if (got.bits[i] != want.bits[i] && differ++ == 0) first = i;
+  INFO(differ << " elements differ, the first at " << first);
+  REQUIRE(differ == 0);
 }
 
 // A case with its fusions and slice placement set (ops::conv_options' arguments).
@@ -713,7 +806,14 @@ ConvShape yolo_shape(int batch, int h, int ci, int co, int k, int stride, int gr
 
 TEST_CASE("f16_plan takes conv2d_narrow_f16 where it is measured faster, and what it can take under the variants",
           "[conv][host][narrow]") {
-  cd::conv_variants() = cd::ConvVariants();  // the defaults, whatever YOLO12_CONV_VARIANTS says
+  // The defaults (whatever YOLO12_CONV_VARIANTS says) but f16_halo, which conv_select asks first for the k x k
+  // convs at stride 1 (the [halo] case checks that).
+  const auto defaults = [] {
+    cd::ConvVariants v;
+    v.f16_halo = false;
+    return v;
+  };
+  cd::conv_variants() = defaults();
   struct Expect {
     ConvShape s;
     bool picked;  // f16_plan under the defaults (f16_narrow: c_out <= 16, K <= 160)
@@ -745,15 +845,15 @@ TEST_CASE("f16_plan takes conv2d_narrow_f16 where it is measured faster, and wha
       {yolo_shape(32, 80, 320, 128, 1, 1), false, false, 0, 0},   // K 320 but c_out 128: two stages need 269 KB
       {yolo_shape(32, 80, 320, 64, 1, 1), false, true, 64, 320},  // the largest K, one block per SM
   };
-  auto all_on = [] {
-    cd::conv_variants() = cd::ConvVariants();
+  auto all_on = [&] {
+    cd::conv_variants() = defaults();
     cd::conv_variants().f16_narrow_wide = cd::conv_variants().f16_narrow_stem = true;
   };
   for (const Expect& e : expect) {
     INFO("B" << e.s.batch << " " << e.s.h << "x" << e.s.w_in << "x" << e.s.c_in << " -> " << e.s.c_out << " k" << e.s.k
              << " s" << e.s.stride << " g" << e.s.groups);
     REQUIRE(yolo12::cuda::conv_can_implement(e.s));
-    cd::conv_variants() = cd::ConvVariants();
+    cd::conv_variants() = defaults();
     CHECK((cd::f16_plan(e.s).algorithm == ConvAlgorithm::narrow_f16) == e.picked);
     CHECK((plan_of(e.s, true).algorithm == ConvAlgorithm::narrow_f16) == e.picked);
     for (const int warps : {4, 8})
@@ -775,7 +875,7 @@ TEST_CASE("f16_plan takes conv2d_narrow_f16 where it is measured faster, and wha
   // The three switches, one at a time: f16_narrow for the measured-faster convs, f16_narrow_wide for
   // the rest of what the kernel takes, f16_narrow_stem for the small-c_in convs (else conv2d_stem_f16,
   // or with f16_stem off conv2d_direct_small_cin).
-  cd::conv_variants() = cd::ConvVariants();
+  cd::conv_variants() = defaults();
   CHECK(std::string(label_of(expect[0].s, true)) == "stem_f16");
   cd::conv_variants().f16_stem = false;
   CHECK(std::string(label_of(expect[0].s, true)) == "direct_small_cin");
@@ -790,7 +890,8 @@ TEST_CASE("f16_plan takes conv2d_narrow_f16 where it is measured faster, and wha
   cd::conv_variants().f16_narrow_stem = true;
   CHECK(plan_of(expect[0].s, true).algorithm == ConvAlgorithm::narrow_f16);
   CHECK(std::string(label_of(expect[0].s, true)) == "narrow_f16 n16");
-  cd::conv_variants() = cd::ConvVariants();
+  cd::conv_variants() = cd::ConvVariants();  // with f16_halo the narrow 3x3 convs go to conv2d_halo_f16
+  CHECK(std::string(label_of(expect[3].s, true)) == "halo_f16 n8");
   // The names YOLO12_CONV_VARIANTS takes: exact, so "f16_narrow_stem" alone leaves f16_narrow off.
   const cd::ConvVariants only_stem = cd::parse_conv_variants("f16_narrow_stem");
   CHECK(only_stem.f16_narrow_stem);
@@ -872,10 +973,12 @@ TEST_CASE("conv2d_forward runs conv2d_narrow_f16 on large narrow convs (the stem
 
 // ---- dwconv_tiled_f16 ----------------------------------------------------------------------------------
 
-TEST_CASE("dwconv_tiled_f16 takes the depthwise convs of yolo12n; without dw_tiled_small only large grids",
+TEST_CASE("dwconv_tiled_f16 takes the depthwise convs of yolo12n without dw_rows_f16; without dw_tiled_small only large grids",
           "[conv][host][dwtiled]") {
-  // The defaults: every aligned depthwise conv of yolo12n, batch 1 and 32 (dw_tiled_small).
+  // The defaults but dw_rows_f16 (the tenth session's): every aligned depthwise conv of yolo12n, batch 1 and 32
+  // (dw_tiled_small).
   cd::conv_variants() = cd::ConvVariants();
+  cd::conv_variants().dw_rows_f16 = false;
   for (const int b : {1, 32})
     for (const auto& s : {yolo_shape(b, 80, 80, 80, 3, 1, 80), yolo_shape(b, 40, 64, 64, 7, 1, 64),
                           yolo_shape(b, 20, 128, 128, 7, 1, 128), yolo_shape(b, 20, 256, 256, 3, 1, 256)})
@@ -914,6 +1017,17 @@ TEST_CASE("dwconv_tiled_f16 takes the depthwise convs of yolo12n; without dw_til
 }
 
 namespace {
+// Random fusions (bias, gamma, residual, SiLU) and channel slices of x, y and the residual at 16-byte
+// aligned offsets inside wider buffers (what the 16-byte depthwise kernels take).
+void dw_aligned_options(Case& cs, const std::function<int(int, int)>& pick) {
+  ops::conv_random_options(cs, pick, ops::kConvAlignedOffsets);
+  cs.x_extra = 8 * pick(0, 2);
+  cs.y_c0 = 8 * pick(0, 2);
+  cs.y_extra = 8 * pick(0, 1);
+  cs.r_c0 = 8 * pick(0, 1);
+  cs.r_extra = 8 * pick(0, 2);
+}
+
 // Depthwise shapes for dwconv_tiled_f16 called directly: k 3/5/7 x stride 1/2, `per` of each, odd sizes
 // (partial tiles), c = 8..136 (odd chunk counts leave the block's second chunk empty), 16-byte aligned
 // slices, every fusion.
@@ -926,12 +1040,7 @@ std::vector<Case> dw_tiled_cases(int per, std::uint64_t seed) {
       for (int rep = 0; rep < per; ++rep) {
         const int c = 8 * pick(1, 17);
         Case cs = make_case(pick(1, 3), pick(k, 45), pick(k, 45), c, c, k, stride, c);
-        ops::conv_random_options(cs, pick, ops::kConvAlignedOffsets);
-        cs.x_extra = 8 * pick(0, 2);
-        cs.y_c0 = 8 * pick(0, 2);
-        cs.y_extra = 8 * pick(0, 1);
-        cs.r_c0 = 8 * pick(0, 1);
-        cs.r_extra = 8 * pick(0, 2);
+        dw_aligned_options(cs, pick);
         v.push_back(cs);
       }
   return v;
@@ -950,26 +1059,188 @@ TEST_CASE("dwconv_tiled_f16 replayed on the CPU matches the reference (tile load
   for (std::size_t i = 0; i < cases.size(); ++i) check_case<__half>(cases[i], 8200 + i, Kernel::DwTiledHost);
 }
 
-TEST_CASE("conv2d_forward runs dwconv_tiled_f16 on large depthwise convs, as dwconv_direct does",
-          "[conv][gpu][dwtiled]") {
+TEST_CASE("conv2d_forward runs dwconv_rows_f16 (stride 1) and dwconv_tiled_f16 on large depthwise convs, as dwconv_direct does",
+          "[conv][gpu][dwtiled][dwrows]") {
   const Case cases[] = {
       with_options(make_case(1, 200, 190, 64, 64, 3, 1, 64), false, true, true),
       with_options(make_case(4, 100, 100, 80, 80, 3, 1, 80), true, false, true, 0, 16, 8, 0),
       with_options(make_case(24, 41, 39, 64, 64, 7, 1, 64), false, true, false),
       with_options(make_case(5, 161, 159, 40, 40, 3, 2, 40), false, false, true),
   };
+  // The defaults (stride 1 on dwconv_rows_f16), then dw_rows_f16 off (the tiled kernel), then both off.
+  struct Setting {
+    bool rows, tiled;
+    ConvAlgorithm stride1, stride2;
+  };
+  const Setting settings[] = {{true, true, ConvAlgorithm::dwconv_rows_f16, ConvAlgorithm::dwconv_tiled_f16},
+                              {false, true, ConvAlgorithm::dwconv_tiled_f16, ConvAlgorithm::dwconv_tiled_f16},
+                              {false, false, ConvAlgorithm::dwconv_direct, ConvAlgorithm::dwconv_direct}};
   int i = 0;
-  for (const Case& c : cases) {
-    INFO(describe(c));
-    CHECK(plan_of(c.s, true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
-    check_case<__half>(c, 8500 + i++, Kernel::Forward);
-  }
-  cd::conv_variants().dw_tiled_f16 = false;
-  for (const Case& c : cases) {
-    CHECK(plan_of(c.s, true).algorithm == ConvAlgorithm::dwconv_direct);
-    check_case<__half>(c, 8600 + i++, Kernel::Forward);
+  for (const Setting& set : settings) {
+    cd::conv_variants() = cd::ConvVariants();
+    cd::conv_variants().dw_rows_f16 = set.rows;
+    cd::conv_variants().dw_tiled_f16 = set.tiled;
+    for (const Case& c : cases) {
+      INFO(describe(c) << " dw_rows_f16 " << set.rows << " dw_tiled_f16 " << set.tiled);
+      CHECK(plan_of(c.s, true).algorithm == (c.s.stride == 1 ? set.stride1 : set.stride2));
+      check_case<__half>(c, 8500 + i++, Kernel::Forward);
+    }
   }
   cd::conv_variants() = cd::ConvVariants();
+}
+
+// ---- dwconv_rows_f16 ----------------------------------------------------------------------------------
+
+TEST_CASE("dwconv_rows_f16 takes every aligned stride-1 fp16 depthwise conv; its channels per block; the switch",
+          "[conv][host][dwrows]") {
+  namespace yc = yolo12::cuda;
+  cd::conv_variants() = cd::ConvVariants();
+  struct Expect {
+    ConvShape s;
+    int bn;  // channels per block the plan takes (the H200's 132 SMs)
+  };
+  const Expect expect[] = {
+      {yolo_shape(32, 40, 384, 384, 7, 1, 384), 32},  // yolo12x's pe conv at P4, batch 32: 3840 blocks
+      {yolo_shape(32, 20, 384, 384, 7, 1, 384), 32},
+      {yolo_shape(32, 40, 64, 64, 7, 1, 64), 32},     // yolo12n's
+      {yolo_shape(32, 20, 128, 128, 7, 1, 128), 32},
+      {yolo_shape(32, 80, 80, 80, 3, 1, 80), 16},     // 10 chunks: two per block
+      {yolo_shape(32, 80, 64, 64, 3, 1, 64), 32},
+      {yolo_shape(1, 80, 80, 80, 3, 1, 80), 16},      // 40 tiles x 5 pairs
+      {yolo_shape(1, 40, 384, 384, 7, 1, 384), 16},   // 10 tiles x 12 groups of 4 < 132
+      {yolo_shape(1, 40, 64, 64, 7, 1, 64), 8},       // 10 tiles x 8 chunks
+      {yolo_shape(1, 20, 128, 128, 7, 1, 128), 8},    // 3 tiles x 16 chunks
+      {yolo_shape(1, 20, 256, 256, 3, 1, 256), 8},
+      {yolo_shape(3, 33, 136, 136, 5, 1, 136), 8},    // 17 chunks
+  };
+  for (const Expect& e : expect) {
+    INFO("B" << e.s.batch << " " << e.s.h << "x" << e.s.w_in << "x" << e.s.c_in << " k" << e.s.k);
+    REQUIRE(yc::conv_can_implement(e.s));
+    const yc::ConvPlan plan = plan_of(e.s, true);
+    CHECK(plan.algorithm == ConvAlgorithm::dwconv_rows_f16);
+    CHECK(plan == cd::dwconv_rows_f16_plan(e.s, yc::device_info()));
+    CHECK(cd::dwconv_rows_f16_plan(e.s, yc::DeviceInfo()).bn == e.bn);
+    CHECK(yc::conv_plan_detail(plan) == "depthwise rows_f16 c" + std::to_string(plan.bn));
+    CHECK(plan_of(e.s, false).algorithm == ConvAlgorithm::dwconv_direct);  // fp32 keeps dwconv_direct
+  }
+  CHECK(label_of(expect[0].s, true) == "depthwise rows_f16");
+  CHECK(cd::dwconv_rows_f16_plan(expect[0].s, one_sm()).bn == 32);
+  CHECK(cd::dwconv_rows_f16_plan(expect[9].s, one_sm()).bn == 32);  // 12 blocks of 32 channels fill one SM
+  // Not taken: stride 2 (the tiled kernel), channels not a multiple of 8 or a view that is not 16-byte
+  // vectors (dwconv_direct), and with the switch off (the tenth session's kernels).
+  CHECK(plan_of(yolo_shape(32, 80, 64, 64, 3, 2, 64), true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
+  CHECK(plan_of(yolo_shape(32, 80, 36, 36, 3, 1, 36), true).algorithm == ConvAlgorithm::dwconv_direct);
+  {
+    alignas(256) static __half storage[16];
+    ConvParams<__half> p;
+    static_cast<ConvShape&>(p) = expect[2].s;
+    p.x = storage;
+    p.w = storage;
+    p.y = storage;
+    p.ldx = 72;
+    p.ldy = 64;
+    CHECK(yc::conv_select(p).algorithm == ConvAlgorithm::dwconv_rows_f16);
+    p.ldy = 68;  // 8-byte rows
+    CHECK(yc::conv_select(p).algorithm == ConvAlgorithm::dwconv_direct);
+    CHECK_FALSE(cd::dwconv_rows_f16_supports(p));
+  }
+  cd::conv_variants().dw_rows_f16 = false;
+  CHECK(plan_of(expect[0].s, true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
+  CHECK(plan_of(expect[9].s, true).algorithm == ConvAlgorithm::dwconv_tiled_f16);  // dw_tiled_small
+  cd::conv_variants() = cd::ConvVariants();
+  // YOLO12_CONV_VARIANTS spells it dw_rows_f16.
+  CHECK(cd::parse_conv_variants("dw_rows_f16").dw_rows_f16);
+  CHECK_FALSE(cd::parse_conv_variants("dw_rows_f16").dw_tiled_f16);
+  CHECK_FALSE(cd::parse_conv_variants("dw_tiled_f16").dw_rows_f16);
+  CHECK_FALSE(cd::parse_conv_variants("none").dw_rows_f16);
+}
+
+TEST_CASE("kernel tuning offers dwconv_rows_f16 at 8, 16 and 32 channels per block; its plans in the tune cache's text",
+          "[conv][host][dwrows][tune]") {
+  namespace yc = yolo12::cuda;
+  cd::conv_variants() = cd::ConvVariants();
+  alignas(256) static __half storage[16];
+  ConvParams<__half> p;
+  static_cast<ConvShape&>(p) = yolo_shape(32, 40, 64, 64, 7, 1, 64);
+  p.x = storage;
+  p.w = storage;
+  p.y = storage;
+  p.ldx = 64;
+  p.ldy = 64;
+  std::vector<std::string> names;
+  for (const yc::ConvPlan& plan : yc::conv_candidates(p)) {
+    names.push_back(yc::conv_plan_detail(plan));
+    yc::ConvPlan q;
+    REQUIRE(yc::conv_plan_decode(yc::conv_plan_encode(plan), q));
+    CHECK(q == plan);
+  }
+  const std::vector<std::string> expect = {"depthwise rows_f16 c32", "depthwise", "depthwise tiled_f16",
+                                           "depthwise rows_f16 c16", "depthwise rows_f16 c8"};
+  CHECK(names == expect);  // conv_select's plan first
+  // Stride 2 and fp32: no rows plan.
+  static_cast<ConvShape&>(p) = yolo_shape(32, 80, 64, 64, 3, 2, 64);
+  for (const yc::ConvPlan& plan : yc::conv_candidates(p)) CHECK(plan.algorithm != ConvAlgorithm::dwconv_rows_f16);
+  // The algorithm's number follows every older one (tune caches keep their meaning), and is the last.
+  // (halo_f16, the same session's, is the one before it.)
+  CHECK(static_cast<int>(ConvAlgorithm::halo_f16) == static_cast<int>(ConvAlgorithm::implicit_gemm_f32) + 1);
+  CHECK(static_cast<int>(ConvAlgorithm::dwconv_rows_f16) == static_cast<int>(ConvAlgorithm::halo_f16) + 1);
+  CHECK(yc::kLastConvAlgorithm == ConvAlgorithm::dwconv_rows_f16);
+  yc::ConvPlan q;
+  CHECK(yc::conv_plan_decode("10 0 32 0 1 0 0", q));
+  CHECK(q.algorithm == ConvAlgorithm::dwconv_rows_f16);
+  CHECK(q.bn == 32);
+  CHECK_FALSE(yc::conv_plan_decode("11 0 32 0 1 0 0", q));
+}
+
+namespace {
+// Depthwise stride-1 shapes for dwconv_rows_f16 called directly: k 3/5/7 x H x W over {1, 2, 7, 20, 33, 40,
+// 81} (partial tiles in both directions, maps narrower than the halo), c cycling through 8, 24, 64, 136, 384
+// (a block's last chunks empty where c / 8 is not a multiple of the chunks per block), batch 1 and 3, random
+// fusions and 16-byte aligned slices; every `step`-th of the 147, from `first`.
+std::vector<Case> dw_rows_cases(int step, int first, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int sizes[] = {1, 2, 7, 20, 33, 40, 81};
+  const int channels[] = {8, 24, 64, 136, 384};
+  std::vector<Case> v;
+  int i = 0;
+  for (const int k : {3, 5, 7})
+    for (const int h : sizes)
+      for (const int w : sizes) {
+        const int c = channels[i % 5], batch = (i / 5) % 2 == 0 ? 1 : 3;
+        Case cs = make_case(batch, h, w, c, c, k, 1, c);
+        dw_aligned_options(cs, pick);  // drawn for every case, so that the cases do not depend on step
+        if (i++ % step == first % step) v.push_back(cs);
+      }
+  return v;
+}
+// plan_run for case i: dwconv_rows_f16 with 32, 16 or 8 channels per block.
+void set_rows_run(std::size_t i) {
+  plan_run = yolo12::cuda::ConvPlan{};
+  plan_run.algorithm = ConvAlgorithm::dwconv_rows_f16;
+  plan_run.bn = 8 << (i % 3);
+}
+}  // namespace
+
+TEST_CASE("dwconv_rows_f16 replayed on the CPU is bit-identical to dwconv_tiled_f16's replay and matches the reference",
+          "[conv][host][dwrows]") {
+  const auto cases = dw_rows_cases(4, 1, 2718);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    set_rows_run(i);
+    INFO("channels per block " << plan_run.bn);
+    check_bit_identical(cases[i], 8700 + i, Kernel::DwRowsHost, Kernel::DwTiledHost);
+  }
+}
+
+TEST_CASE("dwconv_rows_f16 is bit-identical to dwconv_direct: k 3/5/7, odd and small maps, slices, every fusion",
+          "[conv][gpu][dwrows]") {
+  const auto cases = dw_rows_cases(1, 0, 1618);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    set_rows_run(i);
+    INFO("channels per block " << plan_run.bn);
+    check_bit_identical(cases[i], 8800 + i, Kernel::DwRows, Kernel::DwDirect);
+    if (i % 7 == 0) check_bit_identical(cases[i], 8800 + i, Kernel::DwRows, Kernel::DwTiled);
+  }
 }
 
 namespace {
@@ -983,6 +1254,7 @@ struct VariantsSet {
     yolo12::cuda::conv_detail::conv_variants().f16_narrow = on;
     yolo12::cuda::conv_detail::conv_variants().f16_narrow_stem = on;
     yolo12::cuda::conv_detail::conv_variants().dw_tiled_f16 = on;
+    yolo12::cuda::conv_detail::conv_variants().dw_rows_f16 = on;
     yolo12::cuda::conv_detail::conv_variants().f16_wgmma = on;
   }
   ~VariantsSet() { yolo12::cuda::conv_detail::conv_variants() = yolo12::cuda::conv_detail::ConvVariants(); }
@@ -1085,7 +1357,8 @@ TEST_CASE("every plan kernel tuning can choose matches the reference: all tiles,
                            "implicit_gemm_f16 256x128x64 w8", "implicit_gemm_f16 64x64x64 w4 split-K 2",
                            "implicit_gemm_f16 64x64x64 w4 split-K 4", "implicit_gemm_f16 64x64x64 w4 split-K 8",
                            "implicit_gemm_f16 128x32x64 w4 split-K 2", "direct_small_cin", "stem_f16", "depthwise",
-                           "depthwise tiled_f16", "halo_f16 n16 k144 s3 w8"}) {
+                           "depthwise tiled_f16", "halo_f16 n16 k144 s3 w8", "depthwise rows_f16 c32",
+                           "depthwise rows_f16 c16", "depthwise rows_f16 c8"}) {
     INFO(name);
     CHECK(names.count(name) == 1);
   }
@@ -1293,6 +1566,19 @@ TEST_CASE("conv2d_halo_f16 matches the reference: k x k at stride 1, tile edges,
   }
   CHECK(cd::halo_plan(make_case(1, 40, 40, 32, 32, 3, 1, 1).s, dev).algorithm != yolo12::cuda::ConvAlgorithm::halo_f16);
   CHECK(cd::halo_plan(make_case(32, 80, 80, 16, 16, 3, 1, 1).s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16);
+  // The rule (conv_select, f16_halo): K up to 432, and over 32 channels only on 4+ tiles per SM (call 2 of the
+  // eleventh session: 64->64 at K 576 and yolo12x's 48->48 at batch 1 were faster on wgmma).
+  struct Pick {
+    ConvShape s;
+    bool picked;
+  };
+  for (const Pick& r : {Pick{yolo_shape(32, 160, 16, 8, 3, 1), true}, Pick{yolo_shape(1, 160, 16, 8, 3, 1), true},
+                        Pick{yolo_shape(32, 40, 32, 32, 3, 1), true}, Pick{yolo_shape(32, 160, 48, 48, 3, 1), true},
+                        Pick{yolo_shape(1, 160, 48, 48, 3, 1), false}, Pick{yolo_shape(32, 80, 64, 64, 3, 1), false}}) {
+    INFO(r.s.batch << " " << r.s.h << " " << r.s.c_in << "->" << r.s.c_out);
+    CHECK((cd::halo_rule(r.s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16) == r.picked);
+    CHECK(cd::halo_plan(r.s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16);  // a tuning candidate anyway
+  }
 }
 
 TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stage count, 1x1 and k x k, edges, fallbacks",

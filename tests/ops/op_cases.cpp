@@ -364,9 +364,9 @@ std::vector<OpCase> conv_cases() {
                         ConvShare::residual_and_y, seed++));
   v.push_back(conv_case(fused(conv_spec(1, 11, 9, 19, 5, 3, 2, 1), true, true, true, 1, 2, 3, 1, 2, 0),
                         ConvShare::residual_and_y, seed++));
-  // Large enough for the CUDA dispatcher's other fp16 kernels at their defaults: depthwise on the
-  // tiled kernel, a narrow conv (c_out <= 16, K <= 160) on conv2d_narrow_f16, a small-M long-K conv
-  // split over a cluster.
+  // Large enough for the CUDA dispatcher's other fp16 kernels at their defaults: depthwise at stride 1
+  // on dwconv_rows_f16 and at stride 2 on the tiled kernel, a narrow conv (c_out <= 16, K <= 160) on
+  // conv2d_narrow_f16, a small-M long-K conv split over a cluster.
   v.push_back(conv_case(fused(conv_spec(4, 100, 100, 80, 80, 3, 1, 80), true, false, true, 0, 16, 8, 0),
                         ConvShare::none, seed++));
   v.push_back(conv_case(fused(conv_spec(5, 81, 79, 40, 40, 3, 2, 40), false, true, true), ConvShare::none, seed++));

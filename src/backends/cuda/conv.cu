@@ -8,8 +8,9 @@
 //
 // Dispatch (conv_select, read by conv2d_forward and by the per-op profile's label through bind):
 //   weights not 16-byte aligned              -> conv2d_direct_naive      (hand-made params only)
-//   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu), in fp16 over
-//                                               large grids dwconv_tiled_f16 (variant dw_tiled_f16)
+//   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu); in fp16 with
+//                                               16-byte views at stride 1 dwconv_rows_f16 (variant
+//                                               dw_rows_f16), else dwconv_tiled_f16 (variant dw_tiled_f16)
 //   fp16, f16_plan() says narrow_f16         -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
 //                                               short K, many pixels (f16_narrow; wider and longer convs
 //                                               with f16_narrow_wide, the stem with f16_narrow_stem)
@@ -116,7 +117,7 @@ constexpr VariantName kVariantNames[] = {
     {"f16_tiles3", &ConvVariants::f16_tiles3},     {"f16_wide_tiles", &ConvVariants::f16_wide_tiles},
     {"f16_wgmma", &ConvVariants::f16_wgmma},       {"f16_wgmma_ws", &ConvVariants::f16_wgmma_ws},
     {"f16_wgmma_short", &ConvVariants::f16_wgmma_short}, {"f16_wgmma_ping", &ConvVariants::f16_wgmma_ping},
-    {"f16_halo", &ConvVariants::f16_halo},
+    {"f16_halo", &ConvVariants::f16_halo}, {"dw_rows_f16", &ConvVariants::dw_rows_f16},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");
@@ -217,6 +218,7 @@ ConvPlan conv_select(const ConvParams<T>& p) {
     if (!conv_detail::dwconv_direct_supports(p)) return plan;
     plan.algorithm = ConvAlgorithm::dwconv_direct;
     if constexpr (kHalf) {
+      if (conv_detail::dwconv_rows_f16_takes(p)) return conv_detail::dwconv_rows_f16_plan(p, device_info());
       if (conv_detail::dwconv_tiled_f16_takes(p)) plan.algorithm = ConvAlgorithm::dwconv_tiled_f16;
     }
     return plan;
@@ -226,7 +228,7 @@ ConvPlan conv_select(const ConvParams<T>& p) {
     // halo_f16 where it runs p, then narrow_f16 (the small-c_in convs too, under their own variant) or
     // implicit_gemm_f16
     if (conv_detail::conv_variants().f16_halo && conv_detail::halo_runs(p)) {
-      const ConvPlan halo = conv_detail::halo_plan(p, device_info());
+      const ConvPlan halo = conv_detail::halo_rule(p, device_info());
       if (halo.algorithm == ConvAlgorithm::halo_f16) return halo;
     }
     const ConvPlan f16 = conv_detail::f16_plan(p, conv_detail::wgmma_runs(p));
@@ -256,6 +258,7 @@ std::string conv_plan_name(const ConvPlan& plan) {
     case ConvAlgorithm::implicit_gemm_f16:
       return plan.split > 1 ? "implicit_gemm_f16 split-K " + std::to_string(plan.split) : "implicit_gemm_f16";
     case ConvAlgorithm::implicit_gemm_wgmma: return "implicit_gemm_wgmma";
+    case ConvAlgorithm::dwconv_rows_f16: return "depthwise rows_f16";
   }
   return "?";
 }
@@ -272,6 +275,8 @@ std::string conv_plan_detail(const ConvPlan& plan) {
             (plan.pingpong ? " pingpong" : "");
   } else if (plan.algorithm == ConvAlgorithm::narrow_f16 || plan.algorithm == ConvAlgorithm::halo_f16) {
     name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages) + " w" + std::to_string(plan.warps);
+  } else if (plan.algorithm == ConvAlgorithm::dwconv_rows_f16) {
+    name += " c" + std::to_string(plan.bn);
   }
   return name;
 }
@@ -291,6 +296,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
     case ConvAlgorithm::direct_small_cin: conv_detail::launch_conv2d_direct_small_cin(p, stream); break;
     case ConvAlgorithm::stem_f16:
     case ConvAlgorithm::dwconv_tiled_f16:
+    case ConvAlgorithm::dwconv_rows_f16:
     case ConvAlgorithm::narrow_f16:
     case ConvAlgorithm::halo_f16:
     case ConvAlgorithm::implicit_gemm_f16:
@@ -299,6 +305,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
       if constexpr (std::is_same_v<T, __half>) {
         if (plan.algorithm == ConvAlgorithm::stem_f16) conv_detail::launch_conv2d_stem_f16(p, stream);
         else if (plan.algorithm == ConvAlgorithm::dwconv_tiled_f16) conv_detail::launch_dwconv_tiled_f16(p, stream);
+        else if (plan.algorithm == ConvAlgorithm::dwconv_rows_f16) conv_detail::launch_dwconv_rows_f16(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::narrow_f16) conv_detail::launch_conv2d_narrow_f16(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::halo_f16) conv_detail::launch_conv2d_halo_f16(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::implicit_gemm_wgmma) conv_detail::launch_conv2d_implicit_gemm_wgmma(p, plan, stream);

@@ -79,7 +79,11 @@ enum class ConvAlgorithm {
   implicit_gemm_f32,  // every other fp32 conv
   halo_f16,           // fp16 k x k at stride 1, c_out <= 64: input tiles with their halo in shared memory,
                       // conv_halo.cu (variant f16_halo)
+  dwconv_rows_f16,    // depthwise, fp16, stride 1, 16-byte views, register-blocked rows (variant dw_rows_f16)
 };
+// The last ConvAlgorithm (conv_plan_decode's range). New algorithms go after it, so that the numbers
+// already written into tune caches (conv_plan_encode) keep their meaning.
+constexpr ConvAlgorithm kLastConvAlgorithm = ConvAlgorithm::dwconv_rows_f16;
 // The fp16 GEMM kernels' configuration (conv_detail::f16_plan), zero for the other algorithms:
 //   implicit_gemm_f16: block tile bm x bn on `warps` warps, K tile bk, split = blocks of one cluster
 //                      sharing an output tile (each summing 1/split of K); stages and smem_bytes unused.
@@ -92,6 +96,7 @@ enum class ConvAlgorithm {
 //                      (k*k*cin_pad rounded up to 16), stages = pipeline depth in pixel tiles,
 //                      smem_bytes = dynamic shared memory, warps = 4 or 8 per block.
 //   halo_f16:          as narrow_f16 (bm = 128 pixels: 8 x 16; warps = 8; stages = halo tiles in flight).
+//   dwconv_rows_f16:   bn = channels per block (8, 16 or 32: one warp per 8 channels), the rest 0.
 struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::direct_naive;
   int bm = 0, bn = 0, bk = 0;
@@ -107,14 +112,16 @@ struct ConvPlan {
 };
 template <typename T>
 ConvPlan conv_select(const ConvParams<T>& p);
-// "implicit_gemm_f16 split-K 4", "narrow_f16 n32", "depthwise tiled_f16", "depthwise", ...
+// "implicit_gemm_f16 split-K 4", "narrow_f16 n32", "depthwise rows_f16", "depthwise tiled_f16", "depthwise", ...
 std::string conv_plan_name(const ConvPlan& plan);
-// The name with the configuration: "implicit_gemm_f16 128x64x64 w8 split-K 2", "narrow_f16 n16 k144 s4".
+// The name with the configuration: "implicit_gemm_f16 128x64x64 w8 split-K 2", "narrow_f16 n16 k144 s4",
+// "depthwise rows_f16 c32".
 std::string conv_plan_detail(const ConvPlan& plan);
 
 // Kernel tuning (conv_tune.cu). Every plan conv2d_forward can run these params with: conv_select's first,
 // then, in fp16, the implicit GEMM's other tiles and splits (conv_detail::implicit_gemm_candidates),
-// the wgmma kernel's tiles where it runs p (conv_detail::wgmma_candidates), conv2d_narrow_f16 where it takes the shape, and the stem kernels for c_in <= 4. fp32 has the one plan.
+// the wgmma kernel's tiles where it runs p (conv_detail::wgmma_candidates), conv2d_narrow_f16 where it takes the shape, and the stem kernels for c_in <= 4;
+// for depthwise convs dwconv_direct, dwconv_tiled_f16 and dwconv_rows_f16 at each of its channel counts per block. fp32 has the one plan.
 // Each plan computes the same conv; each is deterministic, but split-K plans sum K in another order, so
 // fp16 results may differ between plans in the last bit.
 template <typename T>

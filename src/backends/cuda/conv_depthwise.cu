@@ -15,6 +15,16 @@
 // each input element is read from memory once per tile (the halo aside) instead of once per tap; then each
 // thread computes one pixel's 8 channels from shared memory, taps in the same order as dwconv_direct
 // (its pieces in conv_depthwise.cuh, which the tests also replay on the CPU).
+//
+// dwconv_rows_f16 (variant dw_rows_f16; fp16, stride 1, 16-byte aligned views, every grid): register-blocked
+// rows. One block of 1, 2 or 4 warps per tile of 8 x 20 output pixels x 8, 16 or 32 channels (one warp per
+// 8-channel chunk) copies its input tile with the halo (7 + k rows x 19 + k columns per chunk, zero outside
+// the image) with 16-byte cp.async and converts the chunks' weights to fp32 in shared memory, one barrier;
+// then each thread computes 5 adjacent outputs x 8 channels: per kernel row it loads and converts each of
+// its 4 + k input vectors once and reuses it for every output its window covers, the row's k weight vectors
+// in registers. 20-wide tiles leave no padding on yolo12's 160/80/40/20-wide maps. Per thread and kernel
+// row at k = 7: 11 input loads, 14 weight loads (warp broadcasts), 88 conversions, 280 FMAs; dwconv_tiled_f16
+// needs 14 loads and 112 conversions for 56 FMAs. Taps in dwconv_direct's order: bit-identical results.
 #include <cstdint>
 
 #include "common.cuh"
@@ -151,6 +161,37 @@ __global__ void __launch_bounds__(kDwTiledThreads) dwconv_tiled_f16(const DwPara
   dw_tiled_pixel<K, S>(a, at, threadIdx.x, xs, ws);
 }
 
+// dwconv_rows_f16: the block's loads, one barrier, each thread's 5 outputs (conv_depthwise.cuh). At most
+// 16 warps per SM (128 registers per thread): the 40 sums, a kernel row's 7 x 8 weights and the input vector.
+template <int K, int CH>
+__global__ void __launch_bounds__(DwRowsTile<K, CH>::kThreads, 16 / CH) dwconv_rows_f16(const DwParams<__half> a) {
+  pdl_begin();  // launch.cuh: before any activation is touched
+  __shared__ __align__(16) __half xs[DwRowsTile<K, CH>::kXHalves];  // (CH, kInH, 28, 8) input tiles
+  __shared__ __align__(16) float ws[DwRowsTile<K, CH>::kWFloats];   // (CH, K * K, 8) fp32 weights
+  const DwTileCoords at = dw_rows_coords(a, CH, blockIdx.x, blockIdx.y, blockIdx.z);
+  dw_rows_load<K, CH>(a, at, threadIdx.x, xs, ws, CpAsyncZfill16<false>{a.x});
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  dw_rows_outputs<K, CH>(a, at, threadIdx.x, xs, ws);
+}
+
+template <int K, int CH>
+void launch_dw_rows(const DwParams<__half>& a, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(dw_rows_groups(a.c_out, CH) * ceil_div(a.wo, kDwRowsTileW)),
+                  static_cast<unsigned>(ceil_div(a.ho, kDwRowsTileH)), static_cast<unsigned>(a.batch));
+  launch_kernel(dwconv_rows_f16<K, CH>, grid, DwRowsTile<K, CH>::kThreads, 0, stream, a);
+}
+
+template <int CH>
+void launch_dw_rows_k(const DwParams<__half>& a, cudaStream_t stream) {
+  switch (a.k) {
+    case 3: launch_dw_rows<3, CH>(a, stream); break;
+    case 5: launch_dw_rows<5, CH>(a, stream); break;
+    default: launch_dw_rows<7, CH>(a, stream); break;
+  }
+}
+
 template <int K, int S>
 void launch_dw_tiled(const DwParams<__half>& a, cudaStream_t stream) {
   const int pairs = dw_channel_pairs(a.c_out);
@@ -213,8 +254,41 @@ bool dwconv_tiled_f16_supports(const ConvParams<__half>& p) {
 
 bool dwconv_tiled_f16_takes(const ConvParams<__half>& p) {
   const ConvVariants& v = conv_variants();
-  return v.dw_tiled_f16 && dwconv_tiled_f16_supports(p) &&
+  return v.dw_tiled_f16 && dwconv_tiled_f16_supports(p) && !dwconv_rows_f16_takes(p) &&
          (v.dw_tiled_small || dw_grid_fills_gpu(p, p.stride == 1 ? 4 : 2, 8));
+}
+
+bool dwconv_rows_f16_supports(const ConvParams<__half>& p) {
+  return is_depthwise(p) && (p.k == 3 || p.k == 5 || p.k == 7) && p.stride == 1 && p.dilation == 1 && dw_vec_views(p);
+}
+
+bool dwconv_rows_f16_takes(const ConvParams<__half>& p) { return conv_variants().dw_rows_f16 && dwconv_rows_f16_supports(p); }
+
+// 32 channels per block (64 contiguous bytes of every input pixel per copy) where the channel count allows it
+// and the grid still gives every SM a block; else 16; else 8 (batch 1 at 40x40 and 20x20: yolo12n's 7x7 128
+// at 20x20 has 3 tiles x 16 chunks, 48 blocks of 8 channels). Warps are independent after the barrier, so a
+// smaller block costs only the narrower copies.
+ConvPlan dwconv_rows_f16_plan(const ConvShape& s, const DeviceInfo& dev) {
+  ConvPlan plan;
+  plan.algorithm = ConvAlgorithm::dwconv_rows_f16;
+  plan.bn = 8;
+  const int chunks = ceil_div(s.c_out, kChunk);
+  const long long tiles = 1LL * s.batch * ceil_div(s.ho, kDwRowsTileH) * ceil_div(s.wo, kDwRowsTileW);
+  for (const int per_block : {4, 2})
+    if (chunks % per_block == 0 && tiles * (chunks / per_block) >= dev.sm_count) {
+      plan.bn = per_block * kChunk;
+      break;
+    }
+  return plan;
+}
+
+void launch_dwconv_rows_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream) {
+  const DwParams<__half> a = make_dw_params(p);
+  switch (plan.bn) {
+    case 8: launch_dw_rows_k<1>(a, stream); break;
+    case 16: launch_dw_rows_k<2>(a, stream); break;
+    default: launch_dw_rows_k<4>(a, stream); break;
+  }
 }
 
 void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream) {

@@ -164,12 +164,17 @@ struct ConvVariants {
                                   // ninth session: 1.03-1.17x on those convs of yolo12x at batch 32)
   bool f16_wgmma_short = true;    // with f16_wgmma: 1x1 convs with a K of at most 2 tiles stay on mma.sync unless
                                   // 96 wide (ninth session: yolo12x's 1x1 96->48 at batch 32 0.17 -> 0.12 ms)
-  bool f16_halo = true;           // fp16 k x k convs at stride 1 with c_out <= 64 and K <= 576 over grids of a tile
-                                  // per SM: conv2d_halo_f16 (input tiles with their halo in shared memory, each
-                                  // pixel read about 1.4 times instead of k*k; eleventh session)
+  bool f16_halo = true;           // fp16 k x k convs at stride 1 with c_out <= 64 and K <= 432 over grids of a tile
+                                  // per SM (4 for over 32 channels): conv2d_halo_f16 (input tiles with their halo
+                                  // in shared memory, each pixel read about 1.4 times instead of k*k; eleventh
+                                  // session: yolo12n at batch 32 3.31 -> 3.15 ms)
   bool f16_wgmma_ping = true;     // with f16_wgmma: 1x1 convs with 18+ K tiles and channels 128 divides on grids
                                   // of 4+ tiles per SM on the warp-specialised kernel's ping-pong schedule (each
                                   // computing warpgroup on its own tiles; eleventh session: 4-10 % on those)
+  bool dw_rows_f16 = true;        // fp16 depthwise at stride 1, every grid: dwconv_rows_f16 (each thread 5 adjacent
+                                  // outputs x 8 channels from one pass over its input rows; eleventh session,
+                                  // bit-identical to dwconv_direct; not yet measured on the GPU). Off:
+                                  // dwconv_tiled_f16 / dwconv_direct as before
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.
@@ -218,7 +223,8 @@ template <typename T> void launch_conv2d_direct_naive(const ConvParams<T>& p, cu
 bool dwconv_direct_supports(const ConvShape& s);  // k in {3, 5, 7}, stride in {1, 2}, dilation 1
 template <typename T> void launch_dwconv_direct(const ConvParams<T>& p, cudaStream_t stream);
 // Whether conv_select takes dwconv_tiled_f16 for p: variant on, depthwise, k 3/5/7, stride 1/2,
-// c % 8 == 0, 16-byte aligned views, and a grid that fills the GPU.
+// c % 8 == 0, 16-byte aligned views, a grid that fills the GPU (or variant dw_tiled_small), and not
+// dwconv_rows_f16_takes(p) (with dw_rows_f16 on, only stride 2).
 bool dwconv_tiled_f16_takes(const ConvParams<__half>& p);
 // Whether launch_dwconv_tiled_f16 can run p at all: depthwise, dwconv_direct_supports, c % 8 == 0 and
 // 16-byte aligned views (what conv_tune may time it on).
@@ -230,10 +236,22 @@ void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream);
 // c_out <= 64, K rounded up to 16 at most 576. halo_plan: its plan, where it takes s and (unless any_grid) the
 // 8 x 16-pixel tiles are at least one per SM; else a plan of another algorithm (not taken). halo_runs:
 // halo_takes and p's input view allows 16-byte chunks. max_grid > 0 caps the persistent grid (the tests).
+// halo_rule: halo_plan where conv_select takes it (variant f16_halo): K up to 432, and over 32 channels only
+// on 4+ tiles per SM.
 bool halo_takes(const ConvShape& s);
 ConvPlan halo_plan(const ConvShape& s, const DeviceInfo& dev, bool any_grid = false);
+ConvPlan halo_rule(const ConvShape& s, const DeviceInfo& dev);
 bool halo_runs(const ConvParams<__half>& p);
 void launch_conv2d_halo_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream, int max_grid = 0);
+// dwconv_rows_f16 (conv_depthwise.cu). supports: depthwise, k 3/5/7, stride 1, dilation 1, c % 8 == 0 and
+// 16-byte aligned views (what conv_tune may time it on). takes: supports and variant dw_rows_f16 (conv_select
+// then takes it for every grid size). plan: its plan for s on a device with these facts (channels per block:
+// 32, or 16 / 8 where the grid of 32-channel blocks would leave SMs without a block). launch: runs p with
+// the plan's channels per block (bn 8, 16 or 32; also called directly by the tests).
+bool dwconv_rows_f16_supports(const ConvParams<__half>& p);
+bool dwconv_rows_f16_takes(const ConvParams<__half>& p);
+ConvPlan dwconv_rows_f16_plan(const ConvShape& s, const DeviceInfo& dev);
+void launch_dwconv_rows_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream);
 bool conv2d_direct_small_cin_supports(const ConvShape& s);  // groups 1, c_in <= 4, c_out <= 64, k <= 7
 template <typename T> void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream);
 // plan: an implicit_gemm_f16 plan for p (f16_plan).

@@ -83,6 +83,13 @@ std::vector<ConvPlan> conv_candidates(const ConvParams<T>& p) {
         plan.algorithm = ConvAlgorithm::dwconv_tiled_f16;
         add_plan(out, plan);
       }
+      if (conv_detail::dwconv_rows_f16_supports(p)) {  // each channel count per block
+        plan.algorithm = ConvAlgorithm::dwconv_rows_f16;
+        for (const int channels : {32, 16, 8}) {
+          plan.bn = channels;
+          add_plan(out, plan);
+        }
+      }
       return out;
     }
     for (const ConvPlan& plan : conv_detail::implicit_gemm_candidates(p)) add_plan(out, plan);
@@ -160,7 +167,7 @@ bool conv_plan_decode(const std::string& text, ConvPlan& plan) {
     if (s >> rest) return false;
   }
   if (algorithm < static_cast<int>(ConvAlgorithm::direct_naive) ||
-      algorithm > static_cast<int>(ConvAlgorithm::halo_f16))
+      algorithm > static_cast<int>(kLastConvAlgorithm))
     return false;
   q.algorithm = static_cast<ConvAlgorithm>(algorithm);
   plan = q;
