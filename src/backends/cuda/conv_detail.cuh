@@ -164,6 +164,11 @@ struct ConvVariants {
                                   // ninth session: 1.03-1.17x on those convs of yolo12x at batch 32)
   bool f16_wgmma_short = true;    // with f16_wgmma: 1x1 convs with a K of at most 2 tiles stay on mma.sync unless
                                   // 96 wide (ninth session: yolo12x's 1x1 96->48 at batch 32 0.17 -> 0.12 ms)
+  bool pad_channels = true;       // the graph the backend packs and runs widens conv-to-conv values to a multiple
+                                  // of 8 channels with zero weights (graph/pad_channels.hpp: the A2C2f MLPs'
+                                  // int(c * 1.2) of yolo12l/x), so that their convs take 16-byte loads and wgmma;
+                                  // read when the weights are packed (network_graph, executor.cuh), and the
+                                  // executors of those weights follow them (DeviceWeights::padded_channels)
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.
