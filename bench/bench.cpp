@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop;
     YOLO12_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     auto file = model::ModelFile::open(model_path);
-    const graph::Graph g = graph::build_graph(file->header(), size, size);
+    const graph::Graph g = cuda::network_graph(file->header(), size, size);  // as make_cuda_backend packs
 
     // A synthetic BGR frame.
     std::vector<std::uint8_t> frame(static_cast<std::size_t>(img_w) * img_h * 3);

@@ -81,14 +81,26 @@ struct AttentionAttrs {
   float scale = 0.f;  // usually dqk ** -0.5
 };
 
+// The stored tensors' channels. The builder emits attrs that match the model file's tensors. The CUDA
+// backend's graph::pad_channels (graph/pad_channels.hpp) may widen attrs.c_out and attrs.c_in (and the
+// refs and values with them) to a multiple of 8 channels; the tensors keep their shapes, and
+// weight_c_out / weight_c_in then say what they hold (0: as attrs). tensor_c_out() / tensor_c_in() are
+// the one way to ask: the weight tensor is [tensor_c_out(), tensor_c_in() / groups, k, k], bias and
+// gamma [tensor_c_out()]. The channels past them are zero weights, bias and gamma (the CUDA backend's
+// upload_weights packs them so), so a widened output channel computes exactly 0 and a widened input
+// channel adds exactly 0. The CPU backend runs unpadded graphs only.
 struct ConvOp {
   ConvAttrs attrs;
   ValueRef in;        // (c_in, H, W)
   ValueRef out;       // (c_out, Ho, Wo)
   ValueRef residual;  // optional, same shape as out, added after act and gamma
-  std::string weight;  // tensor name, [c_out, c_in / groups, k, k]
-  std::string bias;    // tensor name, [c_out]
-  std::string gamma;   // optional layer-scale tensor name, [c_out] ("" = none)
+  std::string weight;  // tensor name, [tensor_c_out(), tensor_c_in() / groups, k, k]
+  std::string bias;    // tensor name, [tensor_c_out()]
+  std::string gamma;   // optional layer-scale tensor name, [tensor_c_out()] ("" = none)
+  int weight_c_out = 0, weight_c_in = 0;  // the stored tensors' channels where pad_channels widened attrs (0: as attrs)
+  int tensor_c_out() const { return weight_c_out > 0 ? weight_c_out : attrs.c_out; }
+  int tensor_c_in() const { return weight_c_in > 0 ? weight_c_in : attrs.c_in; }
+  bool widened() const { return weight_c_out > 0 || weight_c_in > 0; }
   std::vector<ValueRef> reads() const { return {in, residual}; }
   std::vector<ValueRef> writes() const { return {out}; }
 };

@@ -683,6 +683,78 @@ TEST_CASE("conv_can_implement accepts valid shapes and rejects inconsistent ones
   REQUIRE_FALSE(yolo12::cuda::conv_can_implement(bad));
 }
 
+namespace {
+// conv_pack_weights of a conv graph::pad_channels widened (attrs wide, the tensor as stored) against the
+// packing of the conv as stored: every stored weight at its place, zeros everywhere else.
+template <typename T>
+void check_widened_packing(const ConvShape& stored, const ConvShape& wide) {
+  namespace cd = yolo12::cuda::conv_detail;
+  const int kk = stored.k * stored.k, cin_g = stored.c_in / stored.groups;
+  std::vector<float> w(static_cast<std::size_t>(stored.c_out) * cin_g * kk);
+  std::mt19937 rng(static_cast<unsigned>(stored.c_in * 1000 + stored.c_out));
+  std::uniform_real_distribution<float> u(0.25f, 2.f);  // never zero: a zero here means "not placed"
+  for (float& x : w) x = u(rng);
+  std::vector<T> ref(yolo12::cuda::conv_packed_weight_elems(stored)), got(yolo12::cuda::conv_packed_weight_elems(wide));
+  yolo12::cuda::conv_pack_weights<T>(stored, w.data(), ref.data());
+  for (T& x : got) x = T(-1.f);  // the packing must write every element
+  yolo12::cuda::conv_pack_weights<T>(wide, w.data(), got.data(), stored.c_out, stored.c_in);
+  const cd::GemmLayout ls = cd::gemm_layout(stored), lw = cd::gemm_layout(wide);
+  std::vector<bool> placed(got.size(), false);
+  for (int co = 0; co < stored.c_out; ++co)
+    for (int ci = 0; ci < cin_g; ++ci)
+      for (int t = 0; t < kk; ++t) {
+        const std::size_t at_ref = static_cast<std::size_t>(co) * ls.k_pad + t * ls.cin_pad + ci;
+        const std::size_t at_got = static_cast<std::size_t>(co) * lw.k_pad + t * lw.cin_pad + ci;
+        INFO("co " << co << " ci " << ci << " tap " << t);
+        REQUIRE(static_cast<float>(got[at_got]) == static_cast<float>(ref[at_ref]));
+        REQUIRE(static_cast<float>(got[at_got]) == static_cast<float>(T(w[(static_cast<std::size_t>(co) * cin_g + ci) * kk + t])));
+        placed[at_got] = true;
+      }
+  std::size_t nonzero = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!placed[i]) nonzero += static_cast<float>(got[i]) != 0.f ? 1 : 0;
+  CHECK(nonzero == 0);
+  // Widened to the next multiple of 8 (what pad_channels does), the rows are the same length, so the
+  // stored conv's packing is the widened one's first rows, bit for bit.
+  if (ls.k_pad == lw.k_pad) {
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      REQUIRE(static_cast<float>(got[i]) == static_cast<float>(ref[i]));
+  }
+}
+}  // namespace
+
+// Host only (no kernel runs); in this file because conv.cu is built with the CUDA backend only.
+TEST_CASE("conv_pack_weights of a widened conv puts each stored weight where the stored conv's packing does, zeros "
+          "elsewhere", "[conv][host][pad]") {
+  struct Widen {
+    int c_in, c_out, k, c_in_wide, c_out_wide;
+  };
+  for (const Widen& x : {Widen{384, 460, 1, 384, 464},   // yolo12x's MLP, producer side
+                         Widen{460, 384, 1, 464, 384},   // and reader side
+                         Widen{64, 76, 1, 64, 80}, Widen{76, 64, 1, 80, 64},  // yolo12l_narrow
+                         Widen{13, 21, 3, 16, 24},       // both sides, 3x3
+                         Widen{5, 9, 3, 24, 32}}) {      // wider than the next multiple of 8: other row length
+    INFO("stored " << x.c_in << "->" << x.c_out << " k" << x.k << ", widened " << x.c_in_wide << "->" << x.c_out_wide);
+    const ConvShape stored = make_case(1, 8, 8, x.c_in, x.c_out, x.k, 1, 1).s;
+    ConvShape wide = stored;
+    wide.c_in = x.c_in_wide;
+    wide.c_out = x.c_out_wide;
+    check_widened_packing<float>(stored, wide);
+    check_widened_packing<__half>(stored, wide);
+  }
+  // Tensor channels as the shape's (or 0) are the plain packing.
+  const ConvShape s = make_case(1, 8, 8, 13, 21, 3, 1, 1).s;
+  std::vector<float> w(21 * 13 * 9, 0.5f), a(yolo12::cuda::conv_packed_weight_elems(s)), b(a.size());
+  yolo12::cuda::conv_pack_weights<float>(s, w.data(), a.data());
+  yolo12::cuda::conv_pack_weights<float>(s, w.data(), b.data(), 21, 13);
+  CHECK(a == b);
+  // A tensor wider than the conv, or a widened grouped conv: refused.
+  CHECK_THROWS_AS(yolo12::cuda::conv_pack_weights<float>(s, w.data(), a.data(), 22, 13), yolo12::Error);
+  ConvShape grouped = make_case(1, 8, 8, 16, 24, 3, 1, 2).s;
+  std::vector<float> g(yolo12::cuda::conv_packed_weight_elems(grouped));
+  CHECK_THROWS_AS(yolo12::cuda::conv_pack_weights<float>(grouped, w.data(), g.data(), 20, 16), yolo12::Error);
+}
+
 TEST_CASE("fp16 split-K over a cluster: the plan splits small-M long-K convs, and they match the reference",
           "[conv][gpu][splitk]") {
   using yolo12::cuda::conv_detail::f16_plan;

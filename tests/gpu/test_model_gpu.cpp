@@ -13,6 +13,9 @@
 //    == CPU backend (same boxes within 0.05 px, scores within 1e-3, classes), fixed and rect; GPU fp16
 //    finds every confident CPU box; a batch (fixed, and rect with images of different sizes) and a clone
 //    give the same detections as one image.
+//  * the channel widening (graph::pad_channels, on by default, so the raw-head comparisons above run it on
+//    yolo12l_narrow's A2C2f MLPs, 76 -> 80 channels): an executor runs the layout its weights were packed
+//    in, widened or not, and labels the widened convs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,7 +28,10 @@
 #include <cuda_runtime.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/cuda/executor.cuh"
 #include "catch.hpp"
+#include "graph/graph.hpp"
+#include "model/model_file.hpp"
 #include "support.hpp"
 #include "yolo12/yolo12.hpp"
 
@@ -282,6 +288,49 @@ TEST_CASE("whole model: raw head on the GPU equals the CPU backend and Ultralyti
   }
   std::printf("[model] %d fixture(s) compared\n", ran);
   CHECK(ran > 0);
+}
+
+TEST_CASE("CUDA backend: yolo12l_narrow's executors run the widened graph their weights were packed for",
+          "[gpu][model][fixture][pad]") {
+  std::string model;
+  for (const auto& fx : read_json(test::test_data_dir() + "/fixtures.json"))
+    if (fx["name"].get<std::string>().find("yolo12l_narrow") != std::string::npos) model = fixture_model(fx);
+  YOLO12_SKIP_IF(model.empty() || !test::file_exists(model), "yolo12l_narrow_rand not exported (tools/gpu_check.sh)");
+  const auto file = model::ModelFile::open(model);
+  const int H = 320, W = 320;
+  const graph::Graph plain = graph::build_graph(file->header(), H, W);
+  std::vector<int> widened;
+  const graph::Graph wide = cuda::network_graph(file->header(), H, W, true, &widened);
+  // Among them the A2C2f MLPs' hidden values, int(64 * 1.2) = 76; all were off the multiples of 8.
+  REQUIRE(!widened.empty());
+  int mlp = 0;
+  for (int v : widened) {
+    const int c = plain.values[static_cast<std::size_t>(v)].c;
+    INFO("value " << plain.values[static_cast<std::size_t>(v)].name << " of " << c << " channels");
+    CHECK(c % 8 != 0);
+    CHECK(wide.values[static_cast<std::size_t>(v)].c == (c + 7) / 8 * 8);
+    mlp += c == 76 ? 1 : 0;
+  }
+  CHECK(mlp > 0);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  ExecutorConfig cfg;  // another input size: the executor builds its own graph, widened as its weights were
+  cfg.input_h = cfg.input_w = 256;
+  for (const bool pad : {true, false}) {
+    INFO((pad ? "weights packed widened" : "weights packed as stored"));
+    const auto weights = cuda::upload_weights(*file, pad ? wide : plain, Precision::Fp16, 0);
+    CHECK(weights->padded_channels == pad);
+    const graph::Graph other = cuda::network_graph(file->header(), 256, 256, pad);
+    const auto ex = cuda::make_executor(weights, *file, cfg, stream);
+    REQUIRE(ex->graph().values.size() == other.values.size());
+    for (std::size_t v = 0; v < other.values.size(); ++v) CHECK(ex->graph().values[v].c == other.values[v].c);
+    // The profile labels show the model's channels and the widening: "conv 1x1/1 64->76(+4) ...".
+    int labelled = 0;
+    for (const cuda::Step& step : ex->network()) labelled += step.label.find("(+") != std::string::npos ? 1 : 0;
+    CHECK(labelled >= (pad ? 2 * static_cast<int>(widened.size()) : 0));  // each value's producer and a reader
+    if (!pad) CHECK(labelled == 0);
+  }
+  cudaStreamDestroy(stream);
 }
 
 TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu][model][real]") {

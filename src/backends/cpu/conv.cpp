@@ -340,6 +340,8 @@ void conv2d(const ConvParams& p, ThreadPool& pool) {
 
 Step bind(const graph::ConvOp& op, const BindContext& ctx) {
   const graph::ConvAttrs& a = op.attrs;
+  if (op.widened())  // graph::pad_channels is the CUDA backend's; the CPU kernels read the stored tensors as attrs
+    throw Error("CPU backend: op '" + ctx.op_name + "' was widened by graph::pad_channels (a CUDA-only pass)");
   if (a.groups < 1 || a.c_in % a.groups || a.c_out % a.groups)
     throw ModelError("CPU backend: op '" + ctx.op_name + "': channels " + std::to_string(a.c_in) + " -> " +
                      std::to_string(a.c_out) + " are not divisible by groups " + std::to_string(a.groups));

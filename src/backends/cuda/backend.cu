@@ -71,8 +71,10 @@ std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const model::ModelFil
   if (device < 0 || device >= count)
     throw OptionError("device cuda:" + std::to_string(device) + " does not exist (" + std::to_string(count) +
                       " CUDA device(s) visible)");
-  // The set of convs (what the packing needs) is the same at every input size.
-  const graph::Graph g = graph::build_graph(model->header(), input_h, input_w);
+  // The set of convs (what the packing needs) is the same at every input size, and so is their widening
+  // (network_graph: graph::pad_channels under the conv variant pad_channels, read here once; the executors
+  // follow the weights).
+  const graph::Graph g = cuda::network_graph(model->header(), input_h, input_w);
   auto weights = cuda::upload_weights(*model, g, precision, device);
   return std::make_unique<CudaBackend>(std::move(model), std::move(weights));
 }

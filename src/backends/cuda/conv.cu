@@ -68,7 +68,14 @@ std::size_t conv_packed_weight_elems(const ConvShape& s) {
 }
 
 template <typename T>
-void conv_pack_weights(const ConvShape& s, const float* oihw, T* dst) {
+void conv_pack_weights(const ConvShape& s, const float* oihw, T* dst, int tensor_c_out, int tensor_c_in) {
+  const int co_n = tensor_c_out > 0 ? tensor_c_out : s.c_out;  // the stored tensor's channels
+  const int ci_n = tensor_c_in > 0 ? tensor_c_in : s.c_in;
+  const bool widened = co_n != s.c_out || ci_n != s.c_in;
+  if (co_n > s.c_out || ci_n > s.c_in || (widened && s.groups != 1))
+    throw Error("conv_pack_weights: a tensor of " + std::to_string(co_n) + " x " + std::to_string(ci_n) +
+                " channels does not fit a conv of " + std::to_string(s.c_out) + " x " + std::to_string(s.c_in) +
+                " in groups of " + std::to_string(s.groups) + " (only groups-1 convs are widened)");
   const std::size_t total = conv_packed_weight_elems(s);
   for (std::size_t i = 0; i < total; ++i) dst[i] = T(0.f);
   const int kk = s.k * s.k;
@@ -79,14 +86,15 @@ void conv_pack_weights(const ConvShape& s, const float* oihw, T* dst) {
     return;
   }
   const GemmLayout l = gemm_layout(s);
-  for (int co = 0; co < s.c_out; ++co)  // row co of (groups * n_g, k_pad) is (group, n) = divmod(co, n_g)
-    for (int ci = 0; ci < l.cin_g; ++ci)
+  const int cin_t = widened ? ci_n : l.cin_g;  // the tensor's input channels per group (groups 1 if widened)
+  for (int co = 0; co < co_n; ++co)  // row co of (groups * n_g, k_pad) is (group, n) = divmod(co, n_g)
+    for (int ci = 0; ci < cin_t; ++ci)
       for (int t = 0; t < kk; ++t)
         dst[static_cast<std::size_t>(co) * l.k_pad + t * l.cin_pad + ci] =
-            T(oihw[(static_cast<std::size_t>(co) * l.cin_g + ci) * kk + t]);
+            T(oihw[(static_cast<std::size_t>(co) * cin_t + ci) * kk + t]);
 }
-template void conv_pack_weights<float>(const ConvShape&, const float*, float*);
-template void conv_pack_weights<__half>(const ConvShape&, const float*, __half*);
+template void conv_pack_weights<float>(const ConvShape&, const float*, float*, int, int);
+template void conv_pack_weights<__half>(const ConvShape&, const float*, __half*, int, int);
 
 bool conv_can_implement(const ConvShape& s) {
   if (s.batch < 1 || s.h < 1 || s.w_in < 1 || s.c_in < 1 || s.c_out < 1) return false;
@@ -118,6 +126,7 @@ constexpr VariantName kVariantNames[] = {
     {"f16_wgmma", &ConvVariants::f16_wgmma},       {"f16_wgmma_ws", &ConvVariants::f16_wgmma_ws},
     {"f16_wgmma_short", &ConvVariants::f16_wgmma_short}, {"f16_wgmma_ping", &ConvVariants::f16_wgmma_ping},
     {"f16_halo", &ConvVariants::f16_halo}, {"dw_rows_f16", &ConvVariants::dw_rows_f16},
+    {"pad_channels", &ConvVariants::pad_channels},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");
@@ -346,12 +355,19 @@ Step bind(const graph::ConvOp& op, const BindContext<T>& ctx) {
   p.ldr = ctx.ld(op.residual);
   p.y = ctx.ptr(op.out);
   p.ldy = ctx.ld(op.out);
+  // The model's channels, and "(+n)" where graph::pad_channels widened them: "conv 1x1/1 384->460(+4) ...".
+  const auto channels = [](int tensor, int attrs) {
+    return std::to_string(tensor) + (attrs > tensor ? "(+" + std::to_string(attrs - tensor) + ")" : "");
+  };
   std::ostringstream label;
-  label << "conv " << s.k << "x" << s.k << "/" << s.stride << " " << s.c_in << "->" << s.c_out << " g" << s.groups
-        << " " << s.h << "x" << s.w_in << "->" << s.ho << "x" << s.wo << (p.residual ? " +res" : "") << " ["
-        << conv_plan_name(conv_select(p)) << "]";
+  label << "conv " << s.k << "x" << s.k << "/" << s.stride << " " << channels(op.tensor_c_in(), s.c_in) << "->"
+        << channels(op.tensor_c_out(), s.c_out) << " g" << s.groups << " " << s.h << "x" << s.w_in << "->" << s.ho
+        << "x" << s.wo << (p.residual ? " +res" : "") << " [" << conv_plan_name(conv_select(p)) << "]";
+  // Bytes (activations and weights) as the kernels move them, widened channels included; FLOPs as the model's
+  // conv has them, so that a widened conv's TFLOP/s count useful work only and compare with it unwidened.
   const double in = 1.0 * s.h * s.w_in * s.c_in, out = 1.0 * s.ho * s.wo * s.c_out;
   const double macs_per_output = 1.0 * (s.c_in / s.groups) * s.k * s.k;
+  const double model_macs = 1.0 * s.ho * s.wo * op.tensor_c_out() * (op.tensor_c_in() / s.groups) * s.k * s.k;
   Step step;
   // The plans step.tune chose, per batch (none: conv_select's). Shared by the two closures, owned by them.
   auto tuned = std::make_shared<std::map<int, ConvPlan>>();
@@ -375,7 +391,7 @@ Step bind(const graph::ConvOp& op, const BindContext<T>& ctx) {
   step.label = label.str();
   step.bytes_per_image = sizeof(T) * (in + out * (p.residual ? 2 : 1));
   step.weight_bytes = sizeof(T) * s.c_out * macs_per_output;
-  step.flops_per_image = 2.0 * out * macs_per_output;
+  step.flops_per_image = 2.0 * model_macs;
   return step;
 }
 template Step bind<float>(const graph::ConvOp&, const BindContext<float>&);

@@ -53,8 +53,12 @@ std::size_t conv_packed_weight_elems(const ConvShape& s);
 // oihw: PyTorch layout (c_out, c_in / groups, k, k), float32. dst: conv_packed_weight_elems values.
 // Place each conv's packed weights at a 16-byte aligned address (ConvParams::w): the tiled kernels read
 // them in 16-byte vectors, and an unaligned w falls back to the slow naive kernel.
+// tensor_c_out / tensor_c_in: the stored tensor's channels where graph::pad_channels widened the conv
+// (graph::ConvOp::tensor_c_out(), tensor_c_in(); 0: as s). Then oihw is (tensor_c_out, tensor_c_in, k, k),
+// groups 1, and every stored weight lands where the unwidened conv's packing puts it, with zeros in the
+// widened rows and columns. Throws yolo12::Error for tensor channels above s's or a widened grouped conv.
 template <typename T>
-void conv_pack_weights(const ConvShape& s, const float* oihw, T* dst);
+void conv_pack_weights(const ConvShape& s, const float* oihw, T* dst, int tensor_c_out = 0, int tensor_c_in = 0);
 // Whether conv2d_forward supports this shape (checked when the graph is built, never mid-inference).
 bool conv_can_implement(const ConvShape& s);
 // Launches on `stream`; no allocation, no synchronisation (safe inside CUDA graph capture).

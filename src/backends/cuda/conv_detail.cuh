@@ -175,6 +175,11 @@ struct ConvVariants {
                                   // outputs x 8 channels from one pass over its input rows; eleventh session,
                                   // bit-identical to dwconv_direct; not yet measured on the GPU). Off:
                                   // dwconv_tiled_f16 / dwconv_direct as before
+  bool pad_channels = true;       // the graph the backend packs and runs widens conv-to-conv values to a multiple
+                                  // of 8 channels with zero weights (graph/pad_channels.hpp: the A2C2f MLPs'
+                                  // int(c * 1.2) of yolo12l/x), so that their convs take 16-byte loads and wgmma;
+                                  // read when the weights are packed (network_graph, executor.cuh), and the
+                                  // executors of those weights follow them (DeviceWeights::padded_channels)
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.

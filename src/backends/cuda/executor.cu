@@ -12,6 +12,7 @@
 
 #include "common.cuh"
 #include "conv.cuh"
+#include "conv_detail.cuh"
 #include "core/half.hpp"
 #include "core/log.hpp"
 #include "core/tune_cache.hpp"
@@ -19,6 +20,7 @@
 #include "elementwise.cuh"
 #include "graph/graph.hpp"
 #include "graph/memory_plan.hpp"
+#include "graph/pad_channels.hpp"
 #include "graph/schedule.hpp"
 #include "model/model_file.hpp"
 #include "preprocess.cuh"
@@ -87,7 +89,8 @@ class ExecutorImpl final : public CudaExecutor {
     if (!cache_path.empty())  // read now: a file that is not a tune cache fails the construction
       tune_cache_ = std::make_unique<TuneCache>(cache_path,
                                                 tune_cache_scope(weights_->device, std::is_same<T, __half>::value));
-    graph_ = graph::build_graph(file.header(), cfg.input_h, cfg.input_w);
+    std::vector<int> widened;
+    graph_ = network_graph(file.header(), cfg.input_h, cfg.input_w, weights_->padded_channels, &widened);
     plan_memory(network_streams());
     bind();
     make_streams();
@@ -95,7 +98,8 @@ class ExecutorImpl final : public CudaExecutor {
               std::to_string(cfg.max_batch) + (std::is_same<T, float>::value ? " fp32" : " fp16") + ": weights " +
               mib(weights_->bytes) + ", activations " + mib(plan_.activations) + " (naive " +
               mib(plan_.activations_naive) + "), workspace " + mib(plan_.workspace) + ", " +
-              std::to_string(plan_.ops) + " ops, " + std::to_string(plan_.values) + " values, " +
+              std::to_string(plan_.ops) + " ops, " + std::to_string(plan_.values) + " values (" +
+              std::to_string(widened.size()) + " widened to a multiple of 8 channels), " +
               std::to_string(sched_.streams) + " stream(s)");
     for (cudaEvent_t& e : ev_) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
   }
@@ -409,6 +413,18 @@ class ExecutorImpl final : public CudaExecutor {
 
 }  // namespace
 
+graph::Graph network_graph(const nlohmann::json& header, int input_h, int input_w) {
+  return network_graph(header, input_h, input_w, conv_detail::conv_variants().pad_channels);
+}
+
+graph::Graph network_graph(const nlohmann::json& header, int input_h, int input_w, bool pad,
+                           std::vector<int>* widened) {
+  graph::Graph g = graph::build_graph(header, input_h, input_w);
+  std::vector<int> w = pad ? graph::pad_channels(g) : std::vector<int>();
+  if (widened) *widened = std::move(w);
+  return g;
+}
+
 DeviceWeights::~DeviceWeights() {
   if (data) cudaFree(data);
 }
@@ -425,34 +441,48 @@ std::shared_ptr<const DeviceWeights> upload_weights(const TensorSource& tensor, 
   w->precision = precision;
   w->device = device;
   const std::size_t elem = precision == Precision::Fp16 ? sizeof(__half) : sizeof(float);
-  // First pass: offsets. Packed conv weights (T), then fp32 bias / gamma, each 256-byte aligned.
+  // First pass: offsets. Packed conv weights (T), then fp32 bias / gamma, each 256-byte aligned. A widened
+  // conv (graph::pad_channels) reserves its widened sizes; its tensors hold tensor_c_out() channels.
   struct Item {
     std::string name;
-    const graph::ConvOp* conv;  // nullptr: fp32 vector
+    const graph::ConvOp* conv;
+    bool packed;        // the conv's weight (T, packed), else its bias or gamma (fp32 vector)
+    std::size_t bytes;  // reserved
   };
   std::vector<Item> items;
   std::size_t top = 0;
-  auto place = [&](const std::string& name, std::size_t bytes, const graph::ConvOp* conv) {
+  auto place = [&](const std::string& name, std::size_t bytes, const graph::ConvOp* conv, bool packed) {
     if (name.empty() || w->offsets.count(name)) return;
     w->offsets[name] = top;
     top = align_up(top + bytes, kAlign);
-    items.push_back({name, conv});
+    items.push_back({name, conv, packed, bytes});
   };
   for (const graph::Op& op : graph.ops) {
     const graph::ConvOp* c = op.get_if<graph::ConvOp>();
     if (!c) continue;
-    place(c->weight, conv_packed_weight_elems(conv_shape(graph, *c, 1)) * elem, c);
-    place(c->bias, sizeof(float) * c->attrs.c_out, nullptr);
-    place(c->gamma, sizeof(float) * c->attrs.c_out, nullptr);
+    w->padded_channels = w->padded_channels || c->widened();
+    place(c->weight, conv_packed_weight_elems(conv_shape(graph, *c, 1)) * elem, c, true);
+    place(c->bias, sizeof(float) * c->attrs.c_out, c, false);
+    place(c->gamma, sizeof(float) * c->attrs.c_out, c, false);
   }
+  // Zero-filled: the packing's padding and the widened channels' bias and gamma stay 0.
   std::vector<unsigned char> host(std::max<std::size_t>(top, kAlign), 0);
   for (const Item& it : items) {
     const std::vector<float> src = tensor(it.name);
     unsigned char* dst = host.data() + w->offsets[it.name];
-    if (it.conv) {
-      const ConvShape s = conv_shape(graph, *it.conv, 1);
-      if (precision == Precision::Fp16) conv_pack_weights<__half>(s, src.data(), reinterpret_cast<__half*>(dst));
-      else conv_pack_weights<float>(s, src.data(), reinterpret_cast<float*>(dst));
+    const graph::ConvOp& c = *it.conv;
+    const std::size_t want = it.packed ? static_cast<std::size_t>(c.tensor_c_out()) * (c.tensor_c_in() / c.attrs.groups) *
+                                             c.attrs.k * c.attrs.k
+                                       : static_cast<std::size_t>(c.tensor_c_out());
+    if (src.size() != want || (!it.packed && src.size() * sizeof(float) > it.bytes))
+      throw ModelError("CUDA backend: tensor '" + it.name + "' holds " + std::to_string(src.size()) +
+                       " numbers, its conv needs " + std::to_string(want));
+    if (it.packed) {
+      const ConvShape s = conv_shape(graph, c, 1);
+      if (precision == Precision::Fp16)
+        conv_pack_weights<__half>(s, src.data(), reinterpret_cast<__half*>(dst), c.tensor_c_out(), c.tensor_c_in());
+      else
+        conv_pack_weights<float>(s, src.data(), reinterpret_cast<float*>(dst), c.tensor_c_out(), c.tensor_c_in());
     } else {
       std::memcpy(dst, src.data(), src.size() * sizeof(float));
     }

@@ -1,7 +1,8 @@
 // src/backends/cuda/executor.cuh - the static CUDA executor: one model, one input size, up to max_batch
 // images, one precision, planned once and then replayed as a CUDA graph.
 //
-// Built from the graph of yolo12::graph::build_graph and the model file:
+// Built from the graph of yolo12::graph::build_graph, widened by graph::pad_channels (network_graph below),
+// and the model file:
 //   weights    every conv's weights packed once (conv_pack_weights) into ONE device buffer (fp32 or fp16,
 //              bias and layer-scale gamma fp32), shared through a shared_ptr by every executor of the
 //              model, of any input size, and by clones;
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include <cuda_runtime.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/executor.hpp"
 #include "ops.cuh"
@@ -46,8 +48,20 @@ class ModelFile;
 
 namespace yolo12::cuda {
 
+// The graph the CUDA backend packs and runs at input_h x input_w: graph::build_graph, then, where `pad`,
+// graph::pad_channels (conv-to-conv values widened to a multiple of 8 channels; their indices in *widened).
+// make_cuda_backend (and the benchmark) pack the weights from the graph of the first form, whose pad is the
+// conv variant pad_channels (conv_detail::ConvVariants, YOLO12_CONV_VARIANTS); every executor builds its
+// graph with pad = DeviceWeights::padded_channels, so that it runs the layout its weights were packed in.
+// The pass looks at channels only, so the graphs of all input sizes widen the same convs.
+graph::Graph network_graph(const nlohmann::json& header, int input_h, int input_w);
+graph::Graph network_graph(const nlohmann::json& header, int input_h, int input_w, bool pad,
+                           std::vector<int>* widened = nullptr);
+
 // Packs and uploads every conv weight, bias and gamma that `graph` references (the set is the same for
-// every input size). Synchronous; called once per model and precision.
+// every input size), from the stored tensors into the graph's (possibly widened) layout, zeros in the
+// widened channels; DeviceWeights::padded_channels says whether any conv was widened. Synchronous;
+// called once per model and precision.
 std::shared_ptr<const DeviceWeights> upload_weights(const model::ModelFile& file, const graph::Graph& graph,
                                                     Precision precision, int device);
 // The same from any source of float32 tensors by name (the model file above; the shared op tests'

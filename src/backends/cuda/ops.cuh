@@ -54,6 +54,9 @@ struct DeviceWeights {
   std::size_t bytes = 0;
   void* data = nullptr;                                   // the one device buffer
   std::unordered_map<std::string, std::size_t> offsets;  // tensor name -> byte offset
+  // Packed from a graph graph::pad_channels widened (network_graph, executor.cuh): the executors of these
+  // weights widen theirs the same way, whatever the conv variant pad_channels says by then.
+  bool padded_channels = false;
   ~DeviceWeights();
 };
 
