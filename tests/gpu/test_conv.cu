@@ -1029,6 +1029,7 @@ TEST_CASE("conv2d_forward runs conv2d_narrow_f16 on large narrow convs (the stem
   };
   int i = 0;
   cd::conv_variants().f16_narrow_wide = cd::conv_variants().f16_narrow_stem = true;  // all it takes
+  cd::conv_variants().f16_halo = false;  // (which conv_select asks first for the 3x3 convs)
   for (const Case& c : cases) {
     INFO(describe(c));
     CHECK(plan_of(c.s, true).algorithm == ConvAlgorithm::narrow_f16);
@@ -1151,6 +1152,7 @@ TEST_CASE("conv2d_forward runs dwconv_rows_f16 (stride 1) and dwconv_tiled_f16 o
   for (const Setting& set : settings) {
     cd::conv_variants() = cd::ConvVariants();
     cd::conv_variants().dw_rows_f16 = set.rows;
+    cd::conv_variants().dw_rows_small = true;  // every grid (the default rule: below)
     cd::conv_variants().dw_tiled_f16 = set.tiled;
     for (const Case& c : cases) {
       INFO(describe(c) << " dw_rows_f16 " << set.rows << " dw_tiled_f16 " << set.tiled);
@@ -1166,7 +1168,13 @@ TEST_CASE("conv2d_forward runs dwconv_rows_f16 (stride 1) and dwconv_tiled_f16 o
 TEST_CASE("dwconv_rows_f16 takes every aligned stride-1 fp16 depthwise conv; its channels per block; the switch",
           "[conv][host][dwrows]") {
   namespace yc = yolo12::cuda;
+  // The defaults take it on grids of 4+ warps per SM only: batch 32 here, batch 1 the tiled kernel.
   cd::conv_variants() = cd::ConvVariants();
+  CHECK(plan_of(yolo_shape(32, 20, 128, 128, 7, 1, 128), true).algorithm == ConvAlgorithm::dwconv_rows_f16);
+  CHECK(plan_of(yolo_shape(32, 40, 64, 64, 7, 1, 64), true).algorithm == ConvAlgorithm::dwconv_rows_f16);
+  CHECK(plan_of(yolo_shape(1, 40, 64, 64, 7, 1, 64), true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
+  CHECK(plan_of(yolo_shape(1, 20, 384, 384, 7, 1, 384), true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
+  cd::conv_variants().dw_rows_small = true;  // below: every grid
   struct Expect {
     ConvShape s;
     int bn;  // channels per block the plan takes (the H200's 132 SMs)

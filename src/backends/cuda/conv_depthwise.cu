@@ -262,7 +262,15 @@ bool dwconv_rows_f16_supports(const ConvParams<__half>& p) {
   return is_depthwise(p) && (p.k == 3 || p.k == 5 || p.k == 7) && p.stride == 1 && p.dilation == 1 && dw_vec_views(p);
 }
 
-bool dwconv_rows_f16_takes(const ConvParams<__half>& p) { return conv_variants().dw_rows_f16 && dwconv_rows_f16_supports(p); }
+// Where its 8-channel warps (tiles x chunks) are fewer than 4 per SM (batch 1) it was slower than the tiled
+// kernel (eleventh session, call 3: yolo12n's 7x7 64 at 40x40, batch 1, 0.007 -> 0.011 ms), so there it runs
+// only under dw_rows_small.
+bool dwconv_rows_f16_takes(const ConvParams<__half>& p) {
+  const ConvVariants& v = conv_variants();
+  if (!v.dw_rows_f16 || !dwconv_rows_f16_supports(p)) return false;
+  const long long warps = 1LL * p.batch * ceil_div(p.ho, kDwRowsTileH) * ceil_div(p.wo, kDwRowsTileW) * ceil_div(p.c_out, kChunk);
+  return v.dw_rows_small || warps >= 4LL * device_info().sm_count;
+}
 
 // 32 channels per block (64 contiguous bytes of every input pixel per copy) where the channel count allows it
 // and the grid still gives every SM a block; else 16; else 8 (batch 1 at 40x40 and 20x20: yolo12n's 7x7 128

@@ -174,7 +174,9 @@ struct ConvVariants {
   bool dw_rows_f16 = true;        // fp16 depthwise at stride 1, every grid: dwconv_rows_f16 (each thread 5 adjacent
                                   // outputs x 8 channels from one pass over its input rows; eleventh session,
                                   // bit-identical to dwconv_direct; not yet measured on the GPU). Off:
-                                  // dwconv_tiled_f16 / dwconv_direct as before
+                                  // dwconv_tiled_f16 / dwconv_direct as before. Only where its 8-channel warps are
+                                  // 4+ per SM (call 3: slower at batch 1), unless:
+  bool dw_rows_small = false;     // with dw_rows_f16: also on smaller grids
   bool pad_channels = true;       // the graph the backend packs and runs widens conv-to-conv values to a multiple
                                   // of 8 channels with zero weights (graph/pad_channels.hpp: the A2C2f MLPs'
                                   // int(c * 1.2) of yolo12l/x), so that their convs take 16-byte loads and wgmma;
