@@ -11,6 +11,8 @@
 //   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu); in fp16 with
 //                                               16-byte views at stride 1 dwconv_rows_f16 (variant
 //                                               dw_rows_f16), else dwconv_tiled_f16 (variant dw_tiled_f16)
+//   fp16, k x k stride 1, halo_rule() takes  -> conv2d_halo_f16          (conv_halo.cu): up to 64 output channels
+//                                               from input tiles with their halo (variant f16_halo)
 //   fp16, f16_plan() says narrow_f16         -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
 //                                               short K, many pixels (f16_narrow; wider and longer convs
 //                                               with f16_narrow_wide, the stem with f16_narrow_stem)
