@@ -16,6 +16,9 @@
 #include "catch.hpp"
 #include "graph/graph.hpp"
 #include "graph/pad_channels.hpp"
+#include "tiny_header.hpp"
+
+using yolo12::test::tiny_header;
 
 using nlohmann::json;
 using yolo12::graph::ConvOp;
@@ -131,27 +134,6 @@ void check_consistent(const Graph& g) {
   if (!g.params.empty()) REQUIRE(checked.size() == g.params.size());  // every tensor is a conv's here
 }
 
-// A small model (input 64 x 96): four convs to stride 16, `block` as layer 5, a Detect on layers 2, 3, 5.
-json tiny_model(const json& block, bool legacy = false) {
-  json layers = json::array();
-  layers.push_back({{"index", 0}, {"type", "Conv"}, {"from", {-1}}, {"c1", 3}, {"c2", 16}, {"k", 3}, {"s", 4}, {"p", 1}, {"g", 1}, {"d", 1}, {"act", "silu"}});
-  layers.push_back({{"index", 1}, {"type", "Conv"}, {"from", {0}}, {"c1", 16}, {"c2", 32}, {"k", 3}, {"s", 2}, {"p", 1}, {"g", 1}, {"d", 1}, {"act", "silu"}});
-  layers.push_back({{"index", 2}, {"type", "Conv"}, {"from", {1}}, {"c1", 32}, {"c2", 32}, {"k", 1}, {"s", 1}, {"p", 0}, {"g", 1}, {"d", 1}, {"act", "none"}});
-  layers.push_back({{"index", 3}, {"type", "Conv"}, {"from", {2}}, {"c1", 32}, {"c2", 64}, {"k", 3}, {"s", 2}, {"p", 1}, {"g", 2}, {"d", 1}, {"act", "silu"}});
-  layers.push_back({{"index", 4}, {"type", "Conv"}, {"from", {3}}, {"c1", 64}, {"c2", 64}, {"k", 3}, {"s", 2}, {"p", 1}, {"g", 1}, {"d", 1}, {"act", "silu"}});
-  json b = block;
-  b["index"] = 5;
-  b["from"] = {4};
-  layers.push_back(b);
-  layers.push_back({{"index", 6}, {"type", "Detect"}, {"from", {2, 3, 5}}, {"nc", 3}, {"reg_max", 16},
-                    {"ch", {32, 64, b.value("c2", 64)}}, {"legacy", legacy}, {"c2", 64}, {"c3", 32}});
-  json h;
-  h["nc"] = 3;
-  h["reg_max"] = 16;
-  h["strides"] = {8, 16, 32};
-  h["layers"] = layers;
-  return h;
-}
 
 // YOLO12l's A2C2f at narrow width (the yolo12l_narrow_rand fixture's backbone blocks): c 64, two heads,
 // layer-scale residual, mlp_ratio 1.2, so each ABlock's MLP is 64 -> int(64 * 1.2) = 76 -> 64.
@@ -210,7 +192,7 @@ struct HandGraph {
 }  // namespace
 
 TEST_CASE("pad_channels widens the A2C2f MLP's hidden values, int(c * 1.2), and nothing else", "[graph][pad]") {
-  const Graph before = yolo12::graph::build_graph(tiny_model(kA2C2fL), 64, 96);
+  const Graph before = yolo12::graph::build_graph(tiny_header(kA2C2fL), 64, 96);
   Graph g = before;
   const std::vector<int> widened = yolo12::graph::pad_channels(g);
   const int h0 = value_named(g, "model.5.m.0.0.mlp.0"), h1 = value_named(g, "model.5.m.0.1.mlp.0");
@@ -260,7 +242,7 @@ TEST_CASE("pad_channels widens the A2C2f MLP's hidden values, int(c * 1.2), and 
   CHECK(yolo12::graph::pad_channels(again).empty());
   CHECK(dump(again) == dump(g));
   // Deterministic across input sizes (weights packed from one size fit every other).
-  Graph other = yolo12::graph::build_graph(tiny_model(kA2C2fL), 128, 64);
+  Graph other = yolo12::graph::build_graph(tiny_header(kA2C2fL), 128, 64);
   CHECK(yolo12::graph::pad_channels(other) == widened);
 }
 
@@ -270,7 +252,7 @@ TEST_CASE("pad_channels widens a layer feeding the legacy Detect, not the one wh
   const json conv60 = {{"type", "Conv"}, {"c1", 64}, {"c2", 60}, {"k", 1}, {"s", 1}, {"p", 0}, {"g", 1}, {"d", 1}, {"act", "silu"}};
   for (const bool legacy : {true, false}) {
     INFO((legacy ? "legacy" : "DWConv class branch"));
-    const Graph before = yolo12::graph::build_graph(tiny_model(conv60, legacy), 64, 96);
+    const Graph before = yolo12::graph::build_graph(tiny_header(conv60, legacy), 64, 96);
     Graph g = before;
     const std::vector<int> widened = yolo12::graph::pad_channels(g);
     const int v5 = value_named(g, "model.5");
@@ -416,7 +398,7 @@ TEST_CASE("pad_channels leaves a graph with nothing to widen byte for byte", "[g
   }
   json a2 = kA2C2fL;
   a2["mlp_ratio"] = 2.0;  // yolo12n..m: 64 -> 128 -> 64
-  const Graph before = yolo12::graph::build_graph(tiny_model(a2), 64, 96);
+  const Graph before = yolo12::graph::build_graph(tiny_header(a2), 64, 96);
   Graph g = before;
   CHECK(yolo12::graph::pad_channels(g).empty());
   CHECK(dump(g) == dump(before));
