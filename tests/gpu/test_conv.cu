@@ -1847,6 +1847,79 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
   CHECK(wg == 0);
 }
 
+// The block order of the non-persistent GEMM kernels (variant raster_n, conv_gemm.cuh: gemm_grid): column tile
+// fastest by default, row tile fastest with the variant off. Each block computes the same tile either way, so
+// the two outputs must be equal bit for bit, and the default must match the reference: on convs of several
+// column tiles (1, 3, 5, 9), several row tiles, groups (z), split-K clusters (consecutive x per output tile)
+// and partial last tiles in both directions.
+TEST_CASE("the GEMM kernels' block order (column tile fastest, or row tile fastest) gives the same output bit for bit",
+          "[conv][gpu][raster]") {
+  namespace cd = yolo12::cuda::conv_detail;
+  using yolo12::cuda::ConvAlgorithm;
+  using yolo12::cuda::ConvPlan;
+  std::vector<Case> cases;
+  cases.push_back(with_options(make_case(2, 20, 20, 64, 192, 1, 1, 1), true, true, true));    // 1x1, 3 column tiles of 64
+  cases.push_back(with_options(make_case(1, 17, 23, 96, 320, 1, 1, 1), false, true, false));  // partial row and column tiles
+  cases.push_back(with_options(make_case(2, 13, 11, 64, 128, 3, 1, 1), false, false, true));  // 3x3, odd sizes
+  cases.push_back(with_options(make_case(1, 16, 16, 64, 256, 3, 2, 2), false, true, true));   // 2 groups of 128
+  cases.push_back(with_options(make_case(1, 9, 9, 256, 576, 1, 1, 1), true, false, true));    // 9 column tiles, long K
+  auto plan = [](ConvAlgorithm alg, int bm, int bn, int bk, int warps, int split, int stages) {
+    ConvPlan p;
+    p.algorithm = alg;
+    p.bm = bm;
+    p.bn = bn;
+    p.bk = bk;
+    p.warps = warps;
+    p.split = split;
+    p.stages = stages;
+    return p;
+  };
+  std::vector<ConvPlan> plans = {
+      plan(ConvAlgorithm::implicit_gemm_f16, 128, 64, 64, 4, 1, 3), plan(ConvAlgorithm::implicit_gemm_f16, 64, 64, 32, 4, 1, 4),
+      plan(ConvAlgorithm::implicit_gemm_f16, 128, 128, 64, 8, 1, 3), plan(ConvAlgorithm::implicit_gemm_f16, 64, 64, 64, 4, 2, 3),
+      plan(ConvAlgorithm::implicit_gemm_f16, 64, 64, 64, 4, 4, 3)};
+  if (cd::wgmma_available()) {
+    plans.push_back(plan(ConvAlgorithm::implicit_gemm_wgmma, 128, 64, 64, 8, 1, 4));
+    plans.push_back(plan(ConvAlgorithm::implicit_gemm_wgmma, 128, 128, 64, 8, 1, 3));
+  } else {
+    WARN("the device does not run sm_90a code: only the mma.sync kernel's block order is checked");
+  }
+  std::uint64_t seed = 31000;
+  for (const Case& c : cases)
+    for (const ConvPlan& pl : plans) {
+      // Only the candidates conv2d_forward can run for the case (the tile, the split) are compared.
+      ConvParams<__half> probe;
+      static_cast<ConvShape&>(probe) = c.s;
+      bool offered = false;
+      for (const ConvPlan& cand : yolo12::cuda::conv_candidates(probe)) offered = offered || cand == pl;
+      if (!offered && pl.algorithm == ConvAlgorithm::implicit_gemm_f16) continue;
+      if (pl.algorithm == ConvAlgorithm::implicit_gemm_wgmma && !cd::wgmma_takes(c.s)) continue;
+      plan_run = pl;
+      INFO(yolo12::cuda::conv_plan_detail(pl));
+      cd::conv_variants().raster_n = true;
+      const Result column_fastest = check_case<__half>(c, seed, Kernel::Plan);
+      cd::conv_variants().raster_n = false;
+      const Result row_fastest = run_case<__half>(c, seed, Kernel::Plan, false);
+      cd::conv_variants().raster_n = true;
+      ++seed;
+      REQUIRE(row_fastest.unwritten == 0);
+      REQUIRE(column_fastest.bits.size() == row_fastest.bits.size());
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < column_fastest.bits.size(); ++i) differ += column_fastest.bits[i] != row_fastest.bits[i];
+      REQUIRE(differ == 0);
+    }
+  // The grid itself: every block one tile, the column tile fastest (with the split's ranks innermost).
+  cd::ImplicitGemmParams<__half> a;
+  a.m = 1000;
+  a.n_g = 200;
+  const dim3 g = cd::gemm_grid(a, 128, 64, 2, 3, true);
+  CHECK(a.n_tiles == 4);
+  CHECK((g.x == 8u * 4u * 2u && g.y == 1u && g.z == 3u));
+  const dim3 old = cd::gemm_grid(a, 128, 64, 2, 3, false);
+  CHECK(a.n_tiles == 0);
+  CHECK((old.x == 16u && old.y == 4u && old.z == 3u));
+}
+
 TEST_CASE("conv2d_forward with the variants off (BK 32, several depthwise outputs per thread) matches the reference",
           "[conv][gpu][variants]") {
   VariantsSet off(false);

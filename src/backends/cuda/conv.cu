@@ -129,7 +129,7 @@ constexpr VariantName kVariantNames[] = {
     {"f16_wgmma_short", &ConvVariants::f16_wgmma_short}, {"f16_wgmma_ping", &ConvVariants::f16_wgmma_ping},
     {"f16_halo", &ConvVariants::f16_halo}, {"dw_rows_f16", &ConvVariants::dw_rows_f16},
     {"dw_rows_small", &ConvVariants::dw_rows_small},
-    {"pad_channels", &ConvVariants::pad_channels},
+    {"pad_channels", &ConvVariants::pad_channels}, {"raster_n", &ConvVariants::raster_n},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");

@@ -182,6 +182,10 @@ struct ConvVariants {
                                   // int(c * 1.2) of yolo12l/x), so that their convs take 16-byte loads and wgmma;
                                   // read when the weights are packed (network_graph, executor.cuh), and the
                                   // executors of those weights follow them (DeviceWeights::padded_channels)
+  bool raster_n = true;           // the non-persistent fp16 GEMM kernels (mma.sync and wgmma) issue their blocks
+                                  // column tile fastest (conv_gemm.cuh: gemm_grid), so that all column tiles of a
+                                  // row tile run at once and read its A rows from DRAM once; off: row tile
+                                  // fastest, one pass over A per column tile (twelfth session)
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.

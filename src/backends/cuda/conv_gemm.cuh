@@ -28,6 +28,10 @@ struct ImplicitGemmParams : ConvParams<T> {
                           // (set by its launcher: at most STAGES, fewer for a short K loop)
   int ktab_offset = 0;    // conv2d_implicit_gemm_f16, k x k with vec_a: byte offset of its K-column table
                           // in dynamic shared memory (set by its launcher)
+  int n_tiles = 0;        // the non-persistent GEMM kernels' block order (gemm_grid / gemm_tile below): > 0, the
+                          // grid's x enumerates (row tile, column tile, split rank) over n_tiles column
+                          // tiles, the column tile fastest but for the rank; 0, x = (row tile, rank), y =
+                          // column tile
 };
 
 template <typename T>
@@ -60,7 +64,48 @@ bool ktable_fits(const ImplicitGemmParams<T>& a) {
   return ((reach * a.w_in + reach) * a.ldx + a.cin_pad) <= 0x7fffffffLL && reach < (1 << 15);
 }
 
+// The grid of a non-persistent GEMM kernel (conv2d_implicit_gemm_f16, conv2d_implicit_gemm_wgmma) over bm x bn
+// output tiles with `split` K ranks per tile (a cluster of consecutive x) and one z slice per group; sets
+// a.n_tiles for gemm_tile.
+//   column_fastest (variant raster_n, twelfth session): x = (row tile * column tiles + column tile) * split +
+//     rank. The blocks resident at one time then cover all column tiles of a few row tiles, so each A tile
+//     (bm rows x K) comes from DRAM once and its other column tiles read it from L2.
+//   otherwise: x = row tile * split + rank, y = column tile, the order before: the hardware issues x fastest,
+//     so each column tile made its own pass over all of A, from DRAM again wherever A is larger than L2
+//     (yolo12x at batch 32: 1x1 768->768 at 80x80 reads its 315 MB input six times in 128-column tiles).
+template <typename T>
+dim3 gemm_grid(ImplicitGemmParams<T>& a, int bm, int bn, int split, int groups, bool column_fastest) {
+  const int row_tiles = (a.m + bm - 1) / bm, col_tiles = (a.n_g + bn - 1) / bn;
+  if (column_fastest) {
+    a.n_tiles = col_tiles;
+    return dim3(static_cast<unsigned>(static_cast<long long>(row_tiles) * col_tiles * split), 1u,
+                static_cast<unsigned>(groups));
+  }
+  a.n_tiles = 0;
+  return dim3(static_cast<unsigned>(row_tiles * split), static_cast<unsigned>(col_tiles), static_cast<unsigned>(groups));
+}
+
 #ifdef __CUDACC__
+// This block's output tile in the grid of gemm_grid: its first row m0 and column n0, and its split-K rank.
+struct GemmTile {
+  int m0, n0, rank;
+};
+template <int BM, int BN, int SPLIT>
+__device__ __forceinline__ GemmTile gemm_tile(int n_tiles) {
+  const int t = static_cast<int>(blockIdx.x) / SPLIT;
+  GemmTile r;
+  r.rank = static_cast<int>(blockIdx.x) % SPLIT;
+  if (n_tiles > 0) {
+    const int mt = t / n_tiles;
+    r.m0 = mt * BM;
+    r.n0 = (t - mt * n_tiles) * BN;
+  } else {
+    r.m0 = t * BM;
+    r.n0 = static_cast<int>(blockIdx.y) * BN;
+  }
+  return r;
+}
+
 // Where output row m reads its input: the image's base pointer (group offset included) and the top-left
 // tap's coordinates. Rows past M get coordinates that fail every bounds check.
 template <typename T>

@@ -68,8 +68,9 @@ constexpr int smem_row_halves(int bk) { return bk + 8; }
 // BK: K tile (32, or 64 for half the barriers and address work per MMA; packed K is padded to 32 only,
 // so at BK = 64 the last tile's upper half is zero-filled).
 // kPointwise: 1x1, stride 1, pad 0 (row m reads input pixel m). kVecA: 16-byte A chunks (cp.async).
-// SPLIT: blocks per output tile (split-K, BK = 64 only). Grid x = M tiles * SPLIT, launched as clusters
-// of (SPLIT, 1, 1), so the blocks of one cluster are the SPLIT ranks of one output tile.
+// SPLIT: blocks per output tile (split-K, BK = 64 only). The grid (conv_gemm.cuh: gemm_grid) has SPLIT
+// consecutive x per output tile, launched as clusters of (SPLIT, 1, 1), so the blocks of one cluster are the
+// SPLIT ranks of one output tile.
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool kPointwise, bool kVecA, int SPLIT = 1>
 __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     conv2d_implicit_gemm_f16(const ImplicitGemmParams<__half> a) {
@@ -96,8 +97,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   const int tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-  const int m0 = (blockIdx.x / SPLIT) * BM, n0 = blockIdx.y * BN;
-  const int rank = blockIdx.x % SPLIT;  // == the block's rank in its cluster
+  const GemmTile tile = gemm_tile<BM, BN, SPLIT>(a.n_tiles);  // conv_gemm.cuh: gemm_grid's block order
+  const int m0 = tile.m0, n0 = tile.n0;
+  const int rank = tile.rank;  // == the block's rank in its cluster
   const int g = blockIdx.z;
   const int chunk = tid % kChunksPerRow;  // this thread's 8-element column of every K tile
   const int row0 = tid / kChunksPerRow;
@@ -303,7 +305,7 @@ void launch_f16_tile(const ImplicitGemmParams<__half>& params, int groups, bool 
     a.ktab_offset = round_up(smem, 16);
     smem = a.ktab_offset + ceil_div(a.k_pad, BK) * (BK / kChunk) * static_cast<int>(sizeof(int2));
   }
-  const dim3 grid(ceil_div(a.m, BM) * SPLIT, ceil_div(a.n_g, BN), groups);
+  const dim3 grid = gemm_grid(a, BM, BN, SPLIT, groups, conv_variants().raster_n);
   const dim3 block(WARPS_M * WARPS_N * 32);
   if (pointwise && vec_a)
     launch_with_smem<conv2d_implicit_gemm_f16<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, true, SPLIT>>(grid, block, smem, a, stream, SPLIT);

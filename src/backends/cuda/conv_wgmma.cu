@@ -168,7 +168,8 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
   int2* ktab = reinterpret_cast<int2*>(base + a.ktab_offset);  // (k_tiles * 8) when kTable
 
   const int tid = threadIdx.x;
-  const int m0 = blockIdx.x * kWgBM, n0 = blockIdx.y * BN, g = blockIdx.z;
+  const GemmTile tile = gemm_tile<kWgBM, BN, 1>(a.n_tiles);  // conv_gemm.cuh: gemm_grid's block order
+  const int m0 = tile.m0, n0 = tile.n0, g = blockIdx.z;
   const int chunk = tid % 8, row0 = tid / 8;    // chunk `chunk` of rows row0 + 32 i
   const int swz = (chunk ^ (row0 & 7)) * 16;   // its swizzled byte column (rows row0 + 32 i share row0 % 8)
 
@@ -491,7 +492,7 @@ template <int BN, int STAGES>
 void launch_wgmma_tile(const ImplicitGemmParams<__half>& params, int groups, bool pointwise, cudaStream_t stream) {
   ImplicitGemmParams<__half> a = params;
   const int smem = wgmma_smem<WgmmaGeom<BN, STAGES>>(pointwise, ceil_div(a.k_pad, kWgBK), &a.ktab_offset);
-  const dim3 grid(ceil_div(a.m, kWgBM), ceil_div(a.n_g, BN), groups);
+  const dim3 grid = gemm_grid(a, kWgBM, BN, 1, groups, conv_variants().raster_n);
   if (pointwise) launch_with_smem<conv2d_implicit_gemm_wgmma<BN, STAGES, true>>(grid, dim3(kWgThreads), smem, a, stream);
   else launch_with_smem<conv2d_implicit_gemm_wgmma<BN, STAGES, false>>(grid, dim3(kWgThreads), smem, a, stream);
 }
