@@ -1393,7 +1393,8 @@ TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids w
   // With f16_wgmma (the default) on a device that runs the wgmma kernel, the wide long-K layers go there.
   if (cd::wgmma_available()) {
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[13].s)) == "implicit_gemm_wgmma 128x256x64 s4 ws");
-    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[14].s)) == "implicit_gemm_f16 128x128x64 w8");
+    // (f16_wgmma_waves: 400 row tiles are under 4 per SM, so this 1x1 384->384 at 40x40 is no longer kept on mma.sync)
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[14].s)) == "implicit_gemm_wgmma 128x128x64 s3");
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[1].s)) == "implicit_gemm_f16 128x64x64 w8");
   }
 }
@@ -1774,6 +1775,7 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
   };
   cd::ConvVariants ninth;  // the ninth session's rule: the table above
   ninth.f16_wgmma_ping = false;
+  ninth.f16_wgmma_waves = false;
   cd::ConvVariants eighth = ninth;  // the eighth session's rule
   eighth.f16_wgmma_ws = false;
   eighth.f16_wgmma_short = false;
@@ -1813,11 +1815,13 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       {shape(32, 20, 1536, 384, 1, 1), 0},    // 300 tiles: under 4 per SM
       {shape(1, 80, 1536, 192, 1, 1), 0},
   };
+  cd::ConvVariants eleventh;  // the eleventh session's rule: the ninth's with the ping-pong schedule
+  eleventh.f16_wgmma_waves = false;
   for (const Ping& r : pings) {
     INFO("ping-pong rule: " << r.s.batch << " " << r.s.h << "x" << r.s.w_in << " " << r.s.c_in << "->" << r.s.c_out
                             << " k" << r.s.k);
     yolo12::cuda::ConvPlan plan, without;
-    const bool takes = cd::wgmma_plan(r.s, dev, plan, cd::ConvVariants{});
+    const bool takes = cd::wgmma_plan(r.s, dev, plan, eleventh);
     const bool takes_without = cd::wgmma_plan(r.s, dev, without, ninth);
     if (r.bn > 0) {
       REQUIRE(takes);
@@ -1828,6 +1832,58 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       CHECK(takes == takes_without);
       CHECK((takes && plan == without) == takes_without);
     }
+  }
+  // The twelfth session's rule (f16_wgmma_waves, the default) on grids of 4+ tiles of 128 x 64 per SM: the width
+  // with the fewest waves times the tile's work over its speed (wgmma_plan_waves); below that, the rule above.
+  struct Waves {
+    ConvShape s;
+    int bn, stages;  // 0: mma.sync
+    int warps = 8;   // 12: the warp-specialised kernel
+  };
+  const Waves waves[] = {
+      {shape(32, 40, 1152, 768, 1, 1), 128, 3},  // 18 K tiles: two blocks of 128 x 128 (was ping-pong)
+      {shape(32, 40, 1920, 768, 1, 1), 128, 3},
+      {shape(32, 40, 192, 192, 3, 1), 64, 4},     // 1200 blocks: 4.5 waves of 2 per SM (128 x 192: 3.03 of 1)
+      {shape(32, 80, 384, 384, 3, 2), 128, 3},    // 54 K tiles, 1200 blocks of 128 (ws 192: 800 of 1 per SM)
+      {shape(32, 160, 384, 384, 3, 2), 192, 4, 12},  // warp-specialised where it fills the waves
+      {shape(32, 80, 768, 768, 3, 2), 192, 4, 12},
+      {shape(32, 320, 96, 192, 3, 2), 192, 4, 12},
+      {shape(32, 80, 1536, 192, 1, 1), 192, 4, 12},
+      {shape(32, 40, 768, 768, 3, 2), 64, 4},      // 100 row tiles: 1200 blocks of 64 (5 waves) vs 600 of 128 (3)
+      {shape(32, 40, 384, 384, 1, 1), 128, 3},    // 6 K tiles, 400 row tiles: wgmma (under 4 row tiles per SM)
+      {shape(32, 20, 384, 384, 1, 1), 96, 3},
+      {shape(32, 20, 1920, 768, 1, 1), 64, 4},
+      {shape(32, 20, 384, 464, 1, 1), 96, 3},     // 464 channels: 5 tiles of 96 (3 % padding)
+      {shape(32, 80, 384, 80, 1, 1), 96, 3},      // 80 channels: one 96-wide tile
+      {shape(32, 80, 96, 96, 3, 1), 96, 3},
+      {shape(1, 80, 768, 768, 1, 1), 96, 3},      // batch 1, but 600 tiles of 128 x 64
+      {shape(32, 160, 96, 96, 1, 1), 0, 0},       // 1x1, 2 or 3 K tiles, 4+ row tiles per SM: mma.sync
+      {shape(32, 160, 192, 192, 1, 1), 0, 0},
+      {shape(32, 80, 80, 80, 1, 1), 0, 0},
+      {shape(32, 80, 384, 384, 1, 1), 0, 0},      // 6 K tiles, 256+ channels, 1600 row tiles
+      {shape(32, 40, 384, 464, 1, 1), 0, 0},      // no width of 96+ divides 464, 400 row tiles
+  };
+  for (const Waves& r : waves) {
+    INFO("waves rule: " << r.s.batch << " " << r.s.h << "x" << r.s.w_in << " " << r.s.c_in << "->" << r.s.c_out << " k"
+                        << r.s.k << " s" << r.s.stride);
+    yolo12::cuda::ConvPlan plan;
+    const bool takes = cd::wgmma_plan(r.s, dev, plan, cd::ConvVariants{});
+    CHECK(takes == (r.bn > 0));
+    if (takes && r.bn > 0) {
+      CHECK(plan.bn == r.bn);
+      CHECK(plan.stages == r.stages);
+      CHECK(plan.warps == r.warps);
+      CHECK_FALSE(plan.pingpong);
+    }
+  }
+  // Below 4 tiles of 128 x 64 per SM the rule is the eleventh session's (batch 1's long-K 3x3/2 at 160x160).
+  {
+    yolo12::cuda::ConvPlan a, b;
+    const ConvShape small = shape(1, 160, 384, 384, 3, 2);
+    REQUIRE(cd::wgmma_plan(small, dev, a, cd::ConvVariants{}));
+    REQUIRE(cd::wgmma_plan(small, dev, b, eleventh));
+    CHECK(a == b);
+    CHECK(a.bn == 192);
   }
   // Tuning times the wgmma tiles where the kernel runs the views, and only there.
   ConvParams<__half> p;

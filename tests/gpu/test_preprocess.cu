@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "catch.hpp"
@@ -217,6 +218,43 @@ TEST_CASE("preprocess_stage packs a batch with several threads into the block th
   for (int y : {0, 1, 718})
     CHECK(std::memcmp(serial.data() + headers[6].pixels + static_cast<std::size_t>(y) * 1281 * 3,
                       batch[6].pixels.data() + static_cast<std::size_t>(y) * (1281 * 3 + 7), 1281 * 3) == 0);
+}
+
+// Several Detectors packing at once (a DetectorPool's workers): each caller takes the first free staging pool,
+// and one that finds all 4 in use packs alone. Six threads, each packing the batch five times into its own
+// block: every block must be the serial packing's, byte for byte.
+TEST_CASE("preprocess_stage from several threads at once: each block is the serial packing", "[preprocess][host]") {
+  std::mt19937 rng(25);
+  std::vector<Image> batch;
+  for (int i = 0; i < 4; ++i) batch.push_back(random_image(rng, 1280, 720, PixelFormat::BGR8, 0));
+  batch.push_back(random_image(rng, 1281, 719, PixelFormat::BGR8, 5));
+  std::vector<ImageView> views;
+  std::vector<pre::LetterboxParams> geo;
+  for (const Image& im : batch) {
+    views.push_back(im.view);
+    geo.push_back(pre::letterbox_params(im.view.width, im.view.height, 640, 640, false));
+  }
+  const std::size_t bytes = preprocess_staging_bytes(views, geo);
+  std::vector<unsigned char> serial(bytes, 0x5a);
+  const std::size_t used = preprocess_stage(views, geo, serial.data(), nullptr);
+  constexpr int kCallers = 6, kRounds = 5;
+  std::vector<std::vector<unsigned char>> blocks(kCallers, std::vector<unsigned char>(bytes));
+  std::vector<int> wrong(kCallers, 0);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kCallers; ++t)
+    callers.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        std::fill(blocks[t].begin(), blocks[t].end(), static_cast<unsigned char>(0x5a));
+        if (preprocess_stage(views, geo, blocks[t].data()) != used ||
+            std::memcmp(blocks[t].data(), serial.data(), bytes) != 0)
+          ++wrong[t];
+      }
+    });
+  for (std::thread& c : callers) c.join();
+  for (int t = 0; t < kCallers; ++t) {
+    INFO("caller " << t);
+    CHECK(wrong[t] == 0);
+  }
 }
 
 TEST_CASE("preprocess_stage with a pool still rejects a bad view", "[preprocess][host]") {

@@ -182,6 +182,8 @@ struct ConvVariants {
                                   // int(c * 1.2) of yolo12l/x), so that their convs take 16-byte loads and wgmma;
                                   // read when the weights are packed (network_graph, executor.cuh), and the
                                   // executors of those weights follow them (DeviceWeights::padded_channels)
+  bool f16_wgmma_waves = true;    // with f16_wgmma: on grids of 4+ tiles of 128 x 64 per SM, the wgmma tile by a model of
+                                  // waves (wgmma_plan_waves, conv_wgmma.cu; twelfth session, fitted to tuning with raster_n)
   bool raster_n = true;           // the non-persistent fp16 GEMM kernels (mma.sync and wgmma) issue their blocks
                                   // column tile fastest (conv_gemm.cuh: gemm_grid), so that all column tiles of a
                                   // row tile run at once and read its A rows from DRAM once; off: row tile

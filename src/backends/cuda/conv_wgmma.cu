@@ -645,6 +645,67 @@ std::vector<ConvPlan> wgmma_candidates(const ConvShape& s) {
 // schedule, 128 wide (yolo12x at batch 32, tuning's choice there: the 1x1 1152->768 at 40x40 0.586 ->
 // 0.563 ms, 1536->768 at 20x20 0.225 -> 0.202, 1920->768 +res 0.519 -> 0.494). On a short K it was slower
 // everywhere (the 1x1 384->384 at 160x160 1.15 -> 1.45 ms), so the epilogue is not what limits those.
+// Twelfth session, variant f16_wgmma_waves: grids of at least 4 tiles of 128 x 64 per SM go through
+// wgmma_plan_waves above instead (the ping-pong schedule is then a tuning candidate only).
+namespace {
+// Twelfth session (variant f16_wgmma_waves, on), for grids of at least two waves of 128 x 64 tiles (4 per SM;
+// wgmma_plan below sends the others through the earlier rule): the tile that finishes first by a model of waves.
+// With the column-tile-fastest block order (raster_n), tuning on yolo12x at batch 32 chose, for most convs, the
+// two-warpgroup kernel's 128 x 128 tile (two blocks per SM) over the warp-specialised and ping-pong ones, and
+// narrower tiles where the last wave would be nearly empty (3x3 192->192 at 40x40: 400 tiles of 128 x 192 are
+// 3.03 waves of one per SM; 1200 of 128 x 64 are 4.5 of two); the earlier rule lost 3 % on the whole network
+// there (30.45 against 29.51 ms). The model: a width bn (instantiated, N-padding at most 1/8 of the tile
+// columns, 96 for 65..96 channels, 64 always) runs blocks(bn) tiles in waves of per_sm(bn) blocks on every SM
+// (2 up to 128 columns, 1 above), each wave taking per_sm * bn / speed(bn) in units of one 1-column tile's
+// work, where speed (relative MMA throughput per SM, read off the same tuning) is 0.85 at 64 columns, 0.92 at
+// 96, 1 at 128, 0.85 for the two-warpgroup kernel above 128 (one block per SM), and for the warp-specialised
+// kernel (192 and 256 columns, 14+ K tiles, 4+ blocks per SM) 1 with 32+ K tiles, else 0.95. The cheapest
+// width wins, the wider one on a tie. Before it: 1x1 convs with at most 3 K tiles over 4+ row tiles per SM
+// stay on mma.sync (yolo12x's 96->96 and 192->192 at 160x160: 0.254 -> 0.215 and 0.517 -> 0.490 ms), and so do
+// 1x1 convs with at most 6 K tiles and 256+ channels over 4+ row tiles per SM (was 3: at 40x40, 400 row
+// tiles, tuning now chose wgmma 128 x 128) or over 3+ where no width of 96+ divides the channels (460 + 4).
+bool wgmma_plan_waves(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan) {
+  const GemmLayout l = gemm_layout(s);
+  const long long m_tiles = ceil_div(s.batch * s.ho * s.wo, kWgBM), sms = dev.sm_count;
+  const int k_tiles = ceil_div(l.k_pad, kWgBK);
+  const bool pointwise = is_pointwise(s);
+  if (pointwise && k_tiles <= 3 && m_tiles >= 4 * sms) return false;
+  bool divides = false;  // a width of 96+ divides the channels
+  for (const int bn : {256, 192, 128, 96}) divides = divides || l.n_g % bn == 0;
+  if (pointwise && k_tiles <= 6 && l.n_g >= 256 && (m_tiles >= 4 * sms || (!divides && m_tiles >= 3 * sms)))
+    return false;
+  double best = 0;
+  bool found = false;
+  for (const int bn : {256, 192, 128, 96, 64}) {
+    if (pointwise && k_tiles < 16 && bn > 128) continue;
+    const long long cols = ceil_div(l.n_g, bn);
+    if (bn != 64 && cols * bn * 8 > 9LL * l.n_g && !(bn == 96 && l.n_g > 64 && l.n_g <= 96)) continue;
+    const long long blocks = m_tiles * cols * s.groups;
+    WgmmaTile t{bn, bn == 64 || bn > 128 ? 4 : 3};
+    int per_sm = 2;
+    double speed = bn == 64 ? 0.85 : bn == 96 ? 0.92 : 1.0;
+    if (bn > 128) {
+      per_sm = 1;
+      speed = 0.85;
+      WgmmaTile w;
+      if (k_tiles >= 14 && blocks >= 4 * sms && ws_tile(bn, w)) {
+        t = w;
+        speed = k_tiles >= 32 ? 1.0 : 0.95;
+      }
+    }
+    if (!wgmma_fits(s, t)) continue;
+    const long long waves = (blocks + per_sm * sms - 1) / (per_sm * sms);
+    const double cost = static_cast<double>(waves) * per_sm * bn / speed;
+    if (!found || cost < best * (1 - 1e-9)) {
+      best = cost;
+      plan = wgmma_tile_plan(t);
+      found = true;
+    }
+  }
+  return found;
+}
+}  // namespace
+
 bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const ConvVariants& v) {
   if (!wgmma_takes(s)) return false;
   const GemmLayout l = gemm_layout(s);
@@ -652,6 +713,7 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const
   const int k_tiles = ceil_div(l.k_pad, kWgBK);
   const bool pointwise = is_pointwise(s);
   if (l.n_g < 48 || k_tiles < 2) return false;
+  if (v.f16_wgmma_waves && m_tiles * ceil_div(l.n_g, 64) * s.groups >= 4 * sms) return wgmma_plan_waves(s, dev, plan);
   std::vector<int> widths;  // widest first, 64 last in any case (padding the last N tile)
   for (const int bn : {256, 192, 128, 96})
     if (l.n_g % bn == 0 && !(pointwise && k_tiles < 16 && bn > 128)) widths.push_back(bn);

@@ -59,7 +59,8 @@ std::size_t preprocess_staging_bytes(const std::vector<ImageView>& images,
                                      const std::vector<pre::LetterboxParams>& geometry);
 // Fills `block` (at least preprocess_staging_bytes) and returns the bytes used. Throws InputError
 // for a bad view or geometry that does not match the image. Batches of more than 1 MiB of pixels are
-// copied by the process's staging pool (up to 8 threads) when no other thread is using it.
+// copied by one of the process's staging pools (4 pools of up to 8 threads each, the first one no other thread
+// is using; the calling thread alone when all are in use).
 std::size_t preprocess_stage(const std::vector<ImageView>& images,
                              const std::vector<pre::LetterboxParams>& geometry, void* block);
 // The same with the pixel rows copied by `pool` (nullptr: on the calling thread); the block is the same
