@@ -1377,6 +1377,17 @@ TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids w
     INFO(e.s.batch << " " << e.s.ho << "x" << e.s.wo << " " << e.s.c_in << "->" << e.s.c_out << " k" << e.s.k);
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(e.s)) == e.plan);
   }
+  // f16_tiles4 (the default): a short K over channels 128 divides on 4+ waves of 128x128 takes that tile.
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 160, 256, 256, 1, 1, 1))) ==
+        "implicit_gemm_f16 128x128x64 w8");
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 80, 192, 256, 1, 1, 1))) ==
+        "implicit_gemm_f16 128x128x64 w8");
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 40, 128, 256, 1, 1, 1))) ==
+        "implicit_gemm_f16 128x64x64 w8");  // 800 tiles of 128x128: under 4 waves
+  cd::conv_variants().f16_tiles4 = false;
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 160, 256, 256, 1, 1, 1))) ==
+        "implicit_gemm_f16 128x64x64 w8");
+  cd::conv_variants().f16_tiles4 = true;
   // f16_tiles3 off: the sixth session's rules.
   cd::conv_variants().f16_tiles3 = false;
   CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[2].s)) == "implicit_gemm_f16 64x32x64 w4");
@@ -1860,6 +1871,8 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       {shape(32, 160, 96, 96, 1, 1), 0, 0},       // 1x1, 2 or 3 K tiles, 4+ row tiles per SM: mma.sync
       {shape(32, 160, 192, 192, 1, 1), 0, 0},
       {shape(32, 80, 80, 80, 1, 1), 0, 0},
+      {shape(32, 40, 128, 256, 1, 1), 0, 0},      // 2 and 4 K tiles at 40x40, too (yolo12s)
+      {shape(32, 40, 256, 256, 1, 1), 0, 0},
       {shape(32, 80, 384, 384, 1, 1), 0, 0},      // 6 K tiles, 256+ channels, 1600 row tiles
       {shape(32, 40, 384, 464, 1, 1), 0, 0},      // no width of 96+ divides 464, 400 row tiles
   };

@@ -130,7 +130,7 @@ constexpr VariantName kVariantNames[] = {
     {"f16_halo", &ConvVariants::f16_halo}, {"dw_rows_f16", &ConvVariants::dw_rows_f16},
     {"dw_rows_small", &ConvVariants::dw_rows_small},
     {"pad_channels", &ConvVariants::pad_channels}, {"raster_n", &ConvVariants::raster_n},
-    {"f16_wgmma_waves", &ConvVariants::f16_wgmma_waves},
+    {"f16_wgmma_waves", &ConvVariants::f16_wgmma_waves}, {"f16_tiles4", &ConvVariants::f16_tiles4},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");

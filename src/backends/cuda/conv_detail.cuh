@@ -182,6 +182,8 @@ struct ConvVariants {
                                   // int(c * 1.2) of yolo12l/x), so that their convs take 16-byte loads and wgmma;
                                   // read when the weights are packed (network_graph, executor.cuh), and the
                                   // executors of those weights follow them (DeviceWeights::padded_channels)
+  bool f16_tiles4 = true;         // with f16_tiles2: 1x1-like short K (<= 4 tiles) over channels 128 divides on 4+ waves
+                                  // of 128x128: that tile on 8 warps instead of 128x64 (twelfth session, raster_n)
   bool f16_wgmma_waves = true;    // with f16_wgmma: on grids of 4+ tiles of 128 x 64 per SM, the wgmma tile by a model of
                                   // waves (wgmma_plan_waves, conv_wgmma.cu; twelfth session, fitted to tuning with raster_n)
   bool raster_n = true;           // the non-persistent fp16 GEMM kernels (mma.sync and wgmma) issue their blocks

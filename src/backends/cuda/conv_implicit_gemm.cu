@@ -421,11 +421,16 @@ namespace {
 // threshold and the no-split rule to every width and K: yolo12m..x at batch 1 (40x40 layers of 384
 // channels, K up to 24 tiles, left with 39 blocks of 128x128) went from 1.17 / 1.90 / 2.81 to
 // 1.21 / 1.94 / 3.21 ms. The narrower version here was not measured on the GPU (no device time left).
+// tiles4 (variant f16_tiles4, the twelfth session, with the column-tile-fastest block order raster_n; fitted to
+// tuning on yolo12s, l and x at batch 32): a short K (at most 4 tiles) over channels 128 divides takes 128x128 on
+// 8 warps instead of 128x64 where that is at least 4 waves of two blocks per SM (yolo12l's 1x1 256->256 at
+// 160x160: 0.768 -> 0.593 ms, at 80x80 0.202 -> 0.161; yolo12s's 192->256 at 80x80 0.172 -> 0.142); on fewer
+// waves 128x64 stayed faster (yolo12s's 128->256 at 40x40, 800 tiles of 128x128).
 // wide (variant f16_wide_tiles, off): over 128 channels with a long K, 128x256 where 256 divides the
 // channels and 256x128 where 128 does, if the grid still fills the SMs. Measured slower on yolo12x at
 // batch 32 (per-op sum 46.4 against 43.8 ms), so off by default; tuning still times these tiles.
 bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, const DeviceInfo& dev, bool tiles3,
-                         bool wide, ConvPlan& plan) {
+                         bool wide, bool tiles4, ConvPlan& plan) {
   if (plan.bk != 64) return false;
   const long long sms = dev.sm_count;
   const int k_tiles = ceil_div(l.k_pad, 64);
@@ -443,6 +448,8 @@ bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, c
       plan.bn = 128, plan.warps = 8;  // long K, wide N: arithmetic-bound, the largest tile (as before)
       if (wide && l.n_g % 256 == 0 && blocks(128, 256) >= sms) plan.bn = 256;
       else if (wide && l.n_g % 128 == 0 && blocks(256, 128) >= sms) plan.bm = 256;
+    } else if (tiles4 && l.n_g % 128 == 0 && blocks(128, 128) >= 8 * sms) {
+      plan.bn = 128, plan.warps = 8;  // short K, 128+ channels, 4+ waves of 128x128 (twelfth session)
     } else if (l.n_g < 128 && l.n_g % 64 != 0 && l.n_g % 64 <= 32) {
       plan.bn = 32;  // 80 or 96 channels: three 32-wide tiles waste less than two 64-wide ones
     } else if (l.n_g % 128 == 0 && l.n_g >= 256 && blocks(128, 128) <= 2 * sms) {
@@ -481,7 +488,8 @@ ConvPlan implicit_gemm_plan(const ConvShape& s, const DeviceInfo& dev, const Con
   ConvPlan plan;
   plan.algorithm = ConvAlgorithm::implicit_gemm_f16;
   plan.bk = v.f16_bk64 ? 64 : kTileK;
-  if (v.f16_tiles2 && v.f16_split_k && implicit_gemm_plan2(s, l, m, dev, v.f16_tiles3, v.f16_wide_tiles, plan)) return plan;
+  if (v.f16_tiles2 && v.f16_split_k && implicit_gemm_plan2(s, l, m, dev, v.f16_tiles3, v.f16_wide_tiles, v.f16_tiles4, plan))
+    return plan;
   // Tile choice: the widest N tile that the group's channels fill, then the tallest M tile that still
   // gives about two blocks per SM.
   const long long blocks_128 = 1LL * ceil_div(m, 128) * ceil_div(l.n_g, l.n_g <= 64 ? 64 : 128) * s.groups;

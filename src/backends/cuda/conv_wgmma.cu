@@ -660,8 +660,9 @@ namespace {
 // work, where speed (relative MMA throughput per SM, read off the same tuning) is 0.85 at 64 columns, 0.92 at
 // 96, 1 at 128, 0.85 for the two-warpgroup kernel above 128 (one block per SM), and for the warp-specialised
 // kernel (192 and 256 columns, 14+ K tiles, 4+ blocks per SM) 1 with 32+ K tiles, else 0.95. The cheapest
-// width wins, the wider one on a tie. Before it: 1x1 convs with at most 3 K tiles over 4+ row tiles per SM
-// stay on mma.sync (yolo12x's 96->96 and 192->192 at 160x160: 0.254 -> 0.215 and 0.517 -> 0.490 ms), and so do
+// width wins, the wider one on a tie. Before it: 1x1 convs with at most 4 K tiles stay on mma.sync (yolo12x's
+// 96->96 and 192->192 at 160x160: 0.254 -> 0.215 and 0.517 -> 0.490 ms; a first version that kept 40x40 and
+// 20x20 ones on wgmma made yolo12s at batch 32 1.6 % slower: its 128->256 at 40x40 0.036 -> 0.046), and so do
 // 1x1 convs with at most 6 K tiles and 256+ channels over 4+ row tiles per SM (was 3: at 40x40, 400 row
 // tiles, tuning now chose wgmma 128 x 128) or over 3+ where no width of 96+ divides the channels (460 + 4).
 bool wgmma_plan_waves(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan) {
@@ -669,7 +670,7 @@ bool wgmma_plan_waves(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan)
   const long long m_tiles = ceil_div(s.batch * s.ho * s.wo, kWgBM), sms = dev.sm_count;
   const int k_tiles = ceil_div(l.k_pad, kWgBK);
   const bool pointwise = is_pointwise(s);
-  if (pointwise && k_tiles <= 3 && m_tiles >= 4 * sms) return false;
+  if (pointwise && k_tiles <= 4) return false;
   bool divides = false;  // a width of 96+ divides the channels
   for (const int bn : {256, 192, 128, 96}) divides = divides || l.n_g % bn == 0;
   if (pointwise && k_tiles <= 6 && l.n_g >= 256 && (m_tiles >= 4 * sms || (!divides && m_tiles >= 3 * sms)))
