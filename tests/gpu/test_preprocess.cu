@@ -175,6 +175,15 @@ TEST_CASE("preprocess_stage rejects geometry that does not match the view", "[gp
   REQUIRE_THROWS_AS(preprocess_stage({bad}, {pre::letterbox_params(100, 50, 640, 640, false)}, block.data()), InputError);
 }
 
+// The views of a batch and their letterbox geometry to 640x640 (no rect), as the staging tests pack them.
+void letterbox_inputs(const std::vector<Image>& batch, std::vector<ImageView>& views,
+                      std::vector<pre::LetterboxParams>& geo) {
+  for (const Image& im : batch) {
+    views.push_back(im.view);
+    geo.push_back(pre::letterbox_params(im.view.width, im.view.height, 640, 640, false));
+  }
+}
+
 TEST_CASE("preprocess_stage packs a batch with several threads into the block the serial packing writes",
           "[preprocess][host]") {
   std::mt19937 rng(23);
@@ -190,10 +199,7 @@ TEST_CASE("preprocess_stage packs a batch with several threads into the block th
   batch.push_back(random_image(rng, 1, 3000, PixelFormat::BGR8, 1));
   std::vector<ImageView> views;
   std::vector<pre::LetterboxParams> geo;
-  for (const Image& im : batch) {
-    views.push_back(im.view);
-    geo.push_back(pre::letterbox_params(im.view.width, im.view.height, 640, 640, false));
-  }
+  letterbox_inputs(batch, views, geo);
   const std::size_t bytes = preprocess_staging_bytes(views, geo);
   // Both blocks start as the same pattern, so the bytes no packing writes (alignment gaps) compare too.
   std::vector<unsigned char> serial(bytes, 0xa5), pooled(bytes, 0xa5), shared(bytes, 0xa5);
@@ -230,10 +236,7 @@ TEST_CASE("preprocess_stage from several threads at once: each block is the seri
   batch.push_back(random_image(rng, 1281, 719, PixelFormat::BGR8, 5));
   std::vector<ImageView> views;
   std::vector<pre::LetterboxParams> geo;
-  for (const Image& im : batch) {
-    views.push_back(im.view);
-    geo.push_back(pre::letterbox_params(im.view.width, im.view.height, 640, 640, false));
-  }
+  letterbox_inputs(batch, views, geo);
   const std::size_t bytes = preprocess_staging_bytes(views, geo);
   std::vector<unsigned char> serial(bytes, 0x5a);
   const std::size_t used = preprocess_stage(views, geo, serial.data(), nullptr);
