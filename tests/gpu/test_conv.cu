@@ -174,6 +174,20 @@ struct CandidateRun {
 };
 CandidateRun candidate_run;
 yolo12::cuda::ConvPlan plan_run;  // what Kernel::Plan runs
+// A plan with these fields (the rest ConvPlan's defaults), for Kernel::Plan.
+yolo12::cuda::ConvPlan make_plan(yolo12::cuda::ConvAlgorithm algorithm, int bm, int bn, int bk, int warps, int split,
+                                 int stages, bool pingpong = false) {
+  yolo12::cuda::ConvPlan p;
+  p.algorithm = algorithm;
+  p.bm = bm;
+  p.bn = bn;
+  p.bk = bk;
+  p.warps = warps;
+  p.split = split;
+  p.stages = stages;
+  p.pingpong = pingpong;
+  return p;
+}
 int plan_max_grid = 0;            // > 0: Kernel::Plan launches the wgmma / halo kernels directly with this grid cap
 
 struct NarrowRun {
@@ -1714,14 +1728,7 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
     for (const auto& t : tiles)
       for (const int max_grid : {0, 1, 3}) {
         if (t[2] == 8 && max_grid > 0) continue;
-        plan_run = yolo12::cuda::ConvPlan{};
-        plan_run.algorithm = yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
-        plan_run.bm = 128;
-        plan_run.bn = t[0];
-        plan_run.bk = 64;
-        plan_run.stages = t[1];
-        plan_run.warps = t[2];
-        plan_run.pingpong = t[3] == 1;
+        plan_run = make_plan(yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma, 128, t[0], 64, t[2], 1, t[1], t[3] == 1);
         plan_max_grid = max_grid;
         INFO("wgmma tile 128x" << t[0] << " stages " << t[1] << " warps " << t[2] << (t[3] ? " ping-pong" : "")
                                << " grid cap " << max_grid);
@@ -1736,14 +1743,8 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
     for (const bool ping : {false, true})
       for (const int max_grid : {0, 7, 8})
         for (const Case* c : {&big, &big3}) {
-          plan_run = yolo12::cuda::ConvPlan{};
-          plan_run.algorithm = yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma;
-          plan_run.bm = 128;
-          plan_run.bn = 128;
-          plan_run.bk = 64;
-          plan_run.stages = 6;
-          plan_run.warps = yolo12::cuda::conv_detail::kWgmmaWsWarps;
-          plan_run.pingpong = ping;
+          plan_run = make_plan(yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma, 128, 128, 64,
+                               yolo12::cuda::conv_detail::kWgmmaWsWarps, 1, 6, ping);
           plan_max_grid = max_grid;
           INFO("warp-specialised 128x128 s6" << (ping ? " ping-pong" : "") << " on a larger conv, grid cap " << max_grid);
           check_case<__half>(*c, seed++, Kernel::Plan);
@@ -1932,24 +1933,14 @@ TEST_CASE("the GEMM kernels' block order (column tile fastest, or row tile faste
   cases.push_back(with_options(make_case(2, 13, 11, 64, 128, 3, 1, 1), false, false, true));  // 3x3, odd sizes
   cases.push_back(with_options(make_case(1, 16, 16, 64, 256, 3, 2, 2), false, true, true));   // 2 groups of 128
   cases.push_back(with_options(make_case(1, 9, 9, 256, 576, 1, 1, 1), true, false, true));    // 9 column tiles, long K
-  auto plan = [](ConvAlgorithm alg, int bm, int bn, int bk, int warps, int split, int stages) {
-    ConvPlan p;
-    p.algorithm = alg;
-    p.bm = bm;
-    p.bn = bn;
-    p.bk = bk;
-    p.warps = warps;
-    p.split = split;
-    p.stages = stages;
-    return p;
-  };
-  std::vector<ConvPlan> plans = {
-      plan(ConvAlgorithm::implicit_gemm_f16, 128, 64, 64, 4, 1, 3), plan(ConvAlgorithm::implicit_gemm_f16, 64, 64, 32, 4, 1, 4),
-      plan(ConvAlgorithm::implicit_gemm_f16, 128, 128, 64, 8, 1, 3), plan(ConvAlgorithm::implicit_gemm_f16, 64, 64, 64, 4, 2, 3),
-      plan(ConvAlgorithm::implicit_gemm_f16, 64, 64, 64, 4, 4, 3)};
+  std::vector<ConvPlan> plans = {make_plan(ConvAlgorithm::implicit_gemm_f16, 128, 64, 64, 4, 1, 3),
+                                 make_plan(ConvAlgorithm::implicit_gemm_f16, 64, 64, 32, 4, 1, 4),
+                                 make_plan(ConvAlgorithm::implicit_gemm_f16, 128, 128, 64, 8, 1, 3),
+                                 make_plan(ConvAlgorithm::implicit_gemm_f16, 64, 64, 64, 4, 2, 3),
+                                 make_plan(ConvAlgorithm::implicit_gemm_f16, 64, 64, 64, 4, 4, 3)};
   if (cd::wgmma_available()) {
-    plans.push_back(plan(ConvAlgorithm::implicit_gemm_wgmma, 128, 64, 64, 8, 1, 4));
-    plans.push_back(plan(ConvAlgorithm::implicit_gemm_wgmma, 128, 128, 64, 8, 1, 3));
+    plans.push_back(make_plan(ConvAlgorithm::implicit_gemm_wgmma, 128, 64, 64, 8, 1, 4));
+    plans.push_back(make_plan(ConvAlgorithm::implicit_gemm_wgmma, 128, 128, 64, 8, 1, 3));
   } else {
     WARN("the device does not run sm_90a code: only the mma.sync kernel's block order is checked");
   }

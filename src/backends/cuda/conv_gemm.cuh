@@ -75,7 +75,7 @@ bool ktable_fits(const ImplicitGemmParams<T>& a) {
 //     (yolo12x at batch 32: 1x1 768->768 at 80x80 reads its 315 MB input six times in 128-column tiles).
 template <typename T>
 dim3 gemm_grid(ImplicitGemmParams<T>& a, int bm, int bn, int split, int groups, bool column_fastest) {
-  const int row_tiles = (a.m + bm - 1) / bm, col_tiles = (a.n_g + bn - 1) / bn;
+  const int row_tiles = ceil_div(a.m, bm), col_tiles = ceil_div(a.n_g, bn);
   if (column_fastest) {
     a.n_tiles = col_tiles;
     return dim3(static_cast<unsigned>(static_cast<long long>(row_tiles) * col_tiles * split), 1u,

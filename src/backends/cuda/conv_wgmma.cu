@@ -665,10 +665,9 @@ namespace {
 // 20x20 ones on wgmma made yolo12s at batch 32 1.6 % slower: its 128->256 at 40x40 0.036 -> 0.046), and so do
 // 1x1 convs with at most 6 K tiles and 256+ channels over 4+ row tiles per SM (was 3: at 40x40, 400 row
 // tiles, tuning now chose wgmma 128 x 128) or over 3+ where no width of 96+ divides the channels (460 + 4).
-bool wgmma_plan_waves(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan) {
-  const GemmLayout l = gemm_layout(s);
-  const long long m_tiles = ceil_div(s.batch * s.ho * s.wo, kWgBM), sms = dev.sm_count;
-  const int k_tiles = ceil_div(l.k_pad, kWgBK);
+// l, m_tiles, k_tiles: s's GEMM layout, 128-row tiles and K tiles of 64, as wgmma_plan has them.
+bool wgmma_plan_waves(const ConvShape& s, const GemmLayout& l, long long m_tiles, int k_tiles, long long sms,
+                      ConvPlan& plan) {
   const bool pointwise = is_pointwise(s);
   if (pointwise && k_tiles <= 4) return false;
   bool divides = false;  // a width of 96+ divides the channels
@@ -714,7 +713,7 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const
   const int k_tiles = ceil_div(l.k_pad, kWgBK);
   const bool pointwise = is_pointwise(s);
   if (l.n_g < 48 || k_tiles < 2) return false;
-  if (v.f16_wgmma_waves && m_tiles * ceil_div(l.n_g, 64) * s.groups >= 4 * sms) return wgmma_plan_waves(s, dev, plan);
+  if (v.f16_wgmma_waves && m_tiles * ceil_div(l.n_g, 64) * s.groups >= 4 * sms) return wgmma_plan_waves(s, l, m_tiles, k_tiles, sms, plan);
   std::vector<int> widths;  // widest first, 64 last in any case (padding the last N tile)
   for (const int bn : {256, 192, 128, 96})
     if (l.n_g % bn == 0 && !(pointwise && k_tiles < 16 && bn > 128)) widths.push_back(bn);
