@@ -988,6 +988,17 @@ TEST_CASE("f16_plan takes conv2d_narrow_f16 where it is measured faster, and wha
       cd::parse_conv_variants("f16_bk64,dw_one_output,f16_split_k,f16_narrow,f16_narrow_wide,f16_narrow_stem,dw_tiled_f16");
   CHECK((all.f16_bk64 && all.dw_one_output && all.f16_split_k && all.f16_narrow && all.f16_narrow_wide &&
          all.f16_narrow_stem && all.dw_tiled_f16));
+  // "+name" / "-name" first: the defaults edited, a later entry winning.
+  const cd::ConvVariants edited =
+      cd::parse_conv_variants("+f16_halo_wgmma,-raster_n,f16_halo_wgmma_s2,-f16_halo_wgmma_s2");
+  cd::ConvVariants expected;
+  expected.f16_halo_wgmma = true;
+  expected.raster_n = false;
+  CHECK(std::memcmp(&edited, &expected, sizeof expected) == 0);
+  CHECK(cd::parse_conv_variants("-f16_bk64").f16_split_k);
+  CHECK_FALSE(cd::parse_conv_variants("-f16_bk64").f16_bk64);
+  CHECK_FALSE(cd::parse_conv_variants("f16_bk64,-f16_bk64,f16_split_k").f16_bk64);  // not first: an explicit list
+  CHECK_FALSE(cd::parse_conv_variants("f16_split_k").f16_bk64);
   const cd::ConvVariants none = cd::parse_conv_variants("none");
   CHECK_FALSE((none.f16_bk64 || none.dw_one_output || none.f16_split_k || none.f16_narrow || none.f16_narrow_wide ||
                none.f16_narrow_stem || none.dw_tiled_f16));
@@ -1274,16 +1285,20 @@ TEST_CASE("kernel tuning offers dwconv_rows_f16 at 8, 16 and 32 channels per blo
   // Stride 2 and fp32: no rows plan.
   static_cast<ConvShape&>(p) = yolo_shape(32, 80, 64, 64, 3, 2, 64);
   for (const yc::ConvPlan& plan : yc::conv_candidates(p)) CHECK(plan.algorithm != ConvAlgorithm::dwconv_rows_f16);
-  // The algorithm's number follows every older one (tune caches keep their meaning), and is the last.
-  // (halo_f16, the same session's, is the one before it.)
+  // The algorithm's number follows every older one (tune caches keep their meaning). (halo_f16, the same
+  // session's, is the one before it; halo_wgmma, the thirteenth session's, the one after it and the last.)
   CHECK(static_cast<int>(ConvAlgorithm::halo_f16) == static_cast<int>(ConvAlgorithm::implicit_gemm_f32) + 1);
   CHECK(static_cast<int>(ConvAlgorithm::dwconv_rows_f16) == static_cast<int>(ConvAlgorithm::halo_f16) + 1);
-  CHECK(yc::kLastConvAlgorithm == ConvAlgorithm::dwconv_rows_f16);
+  CHECK(static_cast<int>(ConvAlgorithm::halo_wgmma) == static_cast<int>(ConvAlgorithm::dwconv_rows_f16) + 1);
+  CHECK(yc::kLastConvAlgorithm == ConvAlgorithm::halo_wgmma);
   yc::ConvPlan q;
+  CHECK(yc::conv_plan_decode("11 256 96 16 1 3 8", q));
+  CHECK(q.algorithm == ConvAlgorithm::halo_wgmma);
+  CHECK(q.bm == 256);
+  CHECK_FALSE(yc::conv_plan_decode("12 256 96 16 1 3 8", q));
   CHECK(yc::conv_plan_decode("10 0 32 0 1 0 0", q));
   CHECK(q.algorithm == ConvAlgorithm::dwconv_rows_f16);
   CHECK(q.bn == 32);
-  CHECK_FALSE(yc::conv_plan_decode("11 0 32 0 1 0 0", q));
 }
 
 namespace {
@@ -1685,6 +1700,117 @@ TEST_CASE("conv2d_halo_f16 matches the reference: k x k at stride 1, tile edges,
     CHECK((cd::halo_rule(r.s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16) == r.picked);
     CHECK(cd::halo_plan(r.s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16);  // a tuning candidate anyway
   }
+}
+
+// conv2d_halo_wgmma (conv_halo_wgmma.cu): every plan it has for a shape (each instantiated tile whose column
+// tiles suit c_out, 3 and 4 stages where they fit) against the double reference, at stride 1 and 2, on shapes
+// that cross the 16 x 8 and 16 x 16 tile edges, partial column tiles, one to twelve K stages, pad 0, every
+// fusion and channel slices. (tests/unit/test_halo_wgmma_layout.cpp checks the same layout on the CPU.)
+TEST_CASE("conv2d_halo_wgmma matches the reference: every tile and stage count, both strides, tile edges, slices",
+          "[conv][gpu][halo_wgmma]") {
+  namespace cd = yolo12::cuda::conv_detail;
+  if (!cd::wgmma_available()) {
+    WARN("SKIPPED: the device does not run sm_90a code: conv2d_halo_wgmma is not used here");
+    return;
+  }
+  std::vector<Case> cases;
+  cases.push_back(with_options(make_case(1, 7, 9, 16, 48, 3, 1, 1), false, false, true));      // one tile, 1 K stage
+  cases.push_back(with_options(make_case(1, 1, 1, 32, 64, 3, 1, 1), false, true, true));       // one pixel
+  cases.push_back(with_options(make_case(3, 17, 33, 32, 96, 3, 1, 1), true, true, true));      // odd sizes, batch 3
+  cases.push_back(with_options(make_case(2, 20, 20, 96, 96, 3, 1, 1), false, true, false));    // 6 K stages
+  cases.push_back(with_options(make_case(1, 24, 41, 192, 192, 3, 1, 1), true, false, true));   // 12 K stages
+  cases.push_back(with_options(make_case(1, 9, 18, 48, 48, 3, 1, 1), false, true, true));
+  cases.push_back(with_options(make_case(1, 16, 16, 64, 128, 3, 1, 1), false, false, true));
+  cases.push_back(with_options(make_case(1, 10, 12, 16, 60, 3, 1, 1), false, true, true));     // c_out 60: 2-byte stores
+  cases.push_back(with_options(make_case(1, 13, 11, 32, 200, 3, 1, 1), false, true, true));    // partial column tiles
+  {
+    Case c = with_options(make_case(1, 15, 23, 32, 64, 3, 1, 1), false, true, true);
+    c.s.pad = 0;  // 13 x 21 outputs: the halo starts at the image's corner
+    finish_shape(c.s);
+    cases.push_back(c);
+  }
+  // Channel slices: x, y and the residual inside wider buffers at 16-byte aligned offsets.
+  cases.push_back(with_options(make_case(2, 14, 22, 32, 48, 3, 1, 1), true, true, true, 8, 16, 8, 8, 16, 8));
+  // Stride 2: odd and even input sizes, outputs across the tile edges, 192 channels, pad 0, a slice.
+  cases.push_back(with_options(make_case(1, 7, 9, 16, 48, 3, 2, 1), false, false, true));
+  cases.push_back(with_options(make_case(2, 34, 37, 32, 64, 3, 2, 1), true, true, true));
+  cases.push_back(with_options(make_case(1, 40, 33, 96, 96, 3, 2, 1), false, false, true));
+  cases.push_back(with_options(make_case(1, 24, 30, 64, 192, 3, 2, 1), false, true, true));
+  {
+    Case c = with_options(make_case(1, 21, 50, 32, 128, 3, 2, 1), false, true, true);
+    c.s.pad = 0;
+    finish_shape(c.s);
+    cases.push_back(c);
+  }
+  cases.push_back(with_options(make_case(1, 18, 35, 16, 56, 3, 2, 1), true, true, true, 8, 16, 8, 8, 16, 8));
+  std::uint64_t seed = 16000;
+  std::set<std::string> seen;
+  for (const Case& c : cases) {
+    const std::vector<yolo12::cuda::ConvPlan> plans = cd::halo_wgmma_candidates(c.s);
+    INFO("halo_wgmma " << describe(c));
+    REQUIRE(!plans.empty());
+    for (const yolo12::cuda::ConvPlan& plan : plans) {
+      REQUIRE(plan.algorithm == ConvAlgorithm::halo_wgmma);
+      plan_run = plan;
+      INFO("plan " << yolo12::cuda::conv_plan_detail(plan));
+      seen.insert(yolo12::cuda::conv_plan_detail(plan));
+      check_case<__half>(c, seed++, Kernel::Plan);
+    }
+  }
+  // Every instantiated tile and both stage counts ran somewhere.
+  for (const char* name :
+       {"halo_wgmma 128x48 s3", "halo_wgmma 256x48 s4", "halo_wgmma 128x64 s3", "halo_wgmma 256x64 s4",
+        "halo_wgmma 128x96 s4", "halo_wgmma 256x96 s3", "halo_wgmma 128x128 s3", "halo_wgmma 256x128 s4",
+        "halo_wgmma 128x192 s3"}) {
+    INFO(name);
+    CHECK(seen.count(name) == 1);
+  }
+  // What it does not take: stride 3, groups, dilation, 1x1 and 5x5, c_in not a multiple of 16.
+  for (const Case& c : {make_case(1, 16, 16, 32, 64, 3, 3, 1), make_case(1, 16, 16, 64, 64, 3, 1, 2),
+                        make_case(1, 16, 16, 32, 64, 3, 1, 1, 2), make_case(1, 16, 16, 64, 64, 1, 1, 1),
+                        make_case(1, 16, 16, 32, 64, 5, 1, 1), make_case(1, 16, 16, 24, 64, 3, 1, 1)}) {
+    INFO(describe(c));
+    CHECK_FALSE(cd::halo_wgmma_takes(c.s));
+    CHECK(cd::halo_wgmma_candidates(c.s).empty());
+  }
+  // The rule: yolo12x's 3x3 96->96 at 80x80, 192->192 at 40x40 and 192->384 at stride 2 at batch 32; not at batch
+  // 1, not under 48 channels.
+  const yolo12::cuda::DeviceInfo& dev = yolo12::cuda::device_info();
+  CHECK(cd::halo_wgmma_rule(yolo_shape(32, 80, 96, 96, 3, 1), dev).algorithm == ConvAlgorithm::halo_wgmma);
+  CHECK(cd::halo_wgmma_rule(yolo_shape(32, 160, 192, 384, 3, 2), dev).algorithm == ConvAlgorithm::halo_wgmma);
+  CHECK(cd::halo_wgmma_rule(yolo_shape(32, 40, 192, 192, 3, 1), dev).algorithm == ConvAlgorithm::halo_wgmma);
+  CHECK(cd::halo_wgmma_rule(yolo_shape(1, 40, 192, 192, 3, 1), dev).algorithm != ConvAlgorithm::halo_wgmma);
+  CHECK(cd::halo_wgmma_rule(yolo_shape(32, 80, 32, 32, 3, 1), dev).algorithm != ConvAlgorithm::halo_wgmma);
+  // conv_select takes it, and kernel tuning times its plans, only under variant f16_halo_wgmma (off by default
+  // until it has run here).
+  const cd::ConvVariants saved = cd::conv_variants();
+  CHECK_FALSE(cd::ConvVariants().f16_halo_wgmma);
+  alignas(256) static __half storage[8];
+  ConvParams<__half> p;
+  static_cast<ConvShape&>(p) = yolo_shape(32, 80, 96, 96, 3, 1);
+  p.x = p.w = p.y = storage;
+  p.ldx = p.ldy = 96;
+  const auto halo_plans = [&] {
+    int n = 0;
+    for (const yolo12::cuda::ConvPlan& plan : yolo12::cuda::conv_candidates(p))
+      n += plan.algorithm == ConvAlgorithm::halo_wgmma;
+    return n;
+  };
+  for (const int stride : {1, 2})
+    for (const bool on : {false, true}) {
+      static_cast<ConvShape&>(p) = yolo_shape(32, stride == 1 ? 80 : 160, 96, 96, 3, stride);
+      cd::conv_variants() = cd::ConvVariants();
+      (stride == 1 ? cd::conv_variants().f16_halo_wgmma : cd::conv_variants().f16_halo_wgmma_s2) = on;
+      INFO("stride " << stride << ", its variant " << on);
+      CHECK((yolo12::cuda::conv_select(p).algorithm == ConvAlgorithm::halo_wgmma) == on);
+      CHECK(halo_plans() == (on ? static_cast<int>(cd::halo_wgmma_candidates(p).size()) : 0));
+      CHECK(halo_plans() <= 18);
+    }
+  CHECK_FALSE(cd::ConvVariants().f16_halo_wgmma_s2);
+  CHECK(cd::parse_conv_variants("f16_halo_wgmma").f16_halo_wgmma);
+  CHECK(cd::parse_conv_variants("f16_halo_wgmma_s2").f16_halo_wgmma_s2);
+  CHECK_FALSE(cd::parse_conv_variants("f16_halo_wgmma_s2").f16_halo_wgmma);
+  cd::conv_variants() = saved;
 }
 
 TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stage count, 1x1 and k x k, edges, fallbacks",

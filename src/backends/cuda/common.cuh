@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -27,6 +28,15 @@ namespace yolo12::cuda {
 }
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// An on/off environment variable (YOLO12_CONV_TUNE, YOLO12_CONV_TUNE_QUICK, YOLO12_CONV_TUNE_LOG): "1" on; "0",
+// empty or unset off; anything else an OptionError that names it.
+inline bool env_switch(const char* name) {
+  const char* env = std::getenv(name);
+  if (!env || !*env || std::string(env) == "0") return false;
+  if (std::string(env) == "1") return true;
+  throw OptionError(std::string(name) + " must be 0 or 1, got '" + env + "'");
+}
 
 // What the kernels' launch choices depend on, for the current device (cudaGetDevice: the device the
 // caller's kernels run on), queried once per device ordinal and kept (device.cu). The one place device

@@ -11,6 +11,9 @@
 //   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu); in fp16 with
 //                                               16-byte views at stride 1 dwconv_rows_f16 (variant
 //                                               dw_rows_f16), else dwconv_tiled_f16 (variant dw_tiled_f16)
+//   fp16, 3x3 s1/s2, halo_wgmma_rule()       -> conv2d_halo_wgmma        (conv_halo_wgmma.cu, sm_90a): 48+ output
+//                                               channels on wgmma from input tiles with their halo (variants
+//                                               f16_halo_wgmma, f16_halo_wgmma_s2; off by default)
 //   fp16, k x k stride 1, halo_rule() takes  -> conv2d_halo_f16          (conv_halo.cu): up to 64 output channels
 //                                               from input tiles with their halo (variant f16_halo)
 //   fp16, f16_plan() says narrow_f16         -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
@@ -131,21 +134,25 @@ constexpr VariantName kVariantNames[] = {
     {"dw_rows_small", &ConvVariants::dw_rows_small},
     {"pad_channels", &ConvVariants::pad_channels}, {"raster_n", &ConvVariants::raster_n},
     {"f16_wgmma_waves", &ConvVariants::f16_wgmma_waves}, {"f16_tiles4", &ConvVariants::f16_tiles4},
+    {"f16_halo_wgmma", &ConvVariants::f16_halo_wgmma}, {"f16_halo_wgmma_s2", &ConvVariants::f16_halo_wgmma_s2},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");
 
 ConvVariants parse_conv_variants(const char* list) {
-  ConvVariants v;
-  for (const VariantName& n : kVariantNames) v.*n.on = false;
+  ConvVariants v;  // the defaults, kept where the list's first entry is "+name" or "-name"
   const std::string s = list ? list : "";
+  if (s.empty() || (s[0] != '+' && s[0] != '-'))
+    for (const VariantName& n : kVariantNames) v.*n.on = false;
   std::size_t begin = 0;
   while (begin <= s.size()) {
     std::size_t end = s.find(',', begin);
     if (end == std::string::npos) end = s.size();
-    const std::string name = s.substr(begin, end - begin);
+    std::string name = s.substr(begin, end - begin);
+    const bool on = name.empty() || name[0] != '-';
+    if (!name.empty() && (name[0] == '+' || name[0] == '-')) name.erase(0, 1);
     for (const VariantName& n : kVariantNames)
-      if (name == n.name) v.*n.on = true;
+      if (name == n.name) v.*n.on = on;
     begin = end + 1;
   }
   return v;
@@ -238,8 +245,12 @@ ConvPlan conv_select(const ConvParams<T>& p) {
   }
   const bool small_cin = conv_detail::conv2d_direct_small_cin_supports(p);
   if constexpr (kHalf) {
-    // halo_f16 where it runs p, then narrow_f16 (the small-c_in convs too, under their own variant) or
-    // implicit_gemm_f16
+    // halo_wgmma (under its variants) where it runs p, then halo_f16, then narrow_f16 (the small-c_in convs too,
+    // under their own variant) or implicit_gemm_f16
+    if (conv_detail::halo_wgmma_enabled(p, conv_detail::conv_variants()) && conv_detail::halo_wgmma_runs(p)) {
+      const ConvPlan halo = conv_detail::halo_wgmma_rule(p, device_info());
+      if (halo.algorithm == ConvAlgorithm::halo_wgmma) return halo;
+    }
     if (conv_detail::conv_variants().f16_halo && conv_detail::halo_runs(p)) {
       const ConvPlan halo = conv_detail::halo_rule(p, device_info());
       if (halo.algorithm == ConvAlgorithm::halo_f16) return halo;
@@ -272,6 +283,7 @@ std::string conv_plan_name(const ConvPlan& plan) {
       return plan.split > 1 ? "implicit_gemm_f16 split-K " + std::to_string(plan.split) : "implicit_gemm_f16";
     case ConvAlgorithm::implicit_gemm_wgmma: return "implicit_gemm_wgmma";
     case ConvAlgorithm::dwconv_rows_f16: return "depthwise rows_f16";
+    case ConvAlgorithm::halo_wgmma: return "halo_wgmma";
   }
   return "?";
 }
@@ -290,6 +302,8 @@ std::string conv_plan_detail(const ConvPlan& plan) {
     name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages) + " w" + std::to_string(plan.warps);
   } else if (plan.algorithm == ConvAlgorithm::dwconv_rows_f16) {
     name += " c" + std::to_string(plan.bn);
+  } else if (plan.algorithm == ConvAlgorithm::halo_wgmma) {
+    name += " " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + " s" + std::to_string(plan.stages);
   }
   return name;
 }
@@ -312,6 +326,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
     case ConvAlgorithm::dwconv_rows_f16:
     case ConvAlgorithm::narrow_f16:
     case ConvAlgorithm::halo_f16:
+    case ConvAlgorithm::halo_wgmma:
     case ConvAlgorithm::implicit_gemm_f16:
     case ConvAlgorithm::implicit_gemm_wgmma:
     case ConvAlgorithm::implicit_gemm_f32:
@@ -321,6 +336,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
         else if (plan.algorithm == ConvAlgorithm::dwconv_rows_f16) conv_detail::launch_dwconv_rows_f16(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::narrow_f16) conv_detail::launch_conv2d_narrow_f16(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::halo_f16) conv_detail::launch_conv2d_halo_f16(p, plan, stream);
+        else if (plan.algorithm == ConvAlgorithm::halo_wgmma) conv_detail::launch_conv2d_halo_wgmma(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::implicit_gemm_wgmma) conv_detail::launch_conv2d_implicit_gemm_wgmma(p, plan, stream);
         else conv_detail::launch_conv2d_implicit_gemm_f16(p, plan, stream);
       } else {

@@ -84,10 +84,12 @@ enum class ConvAlgorithm {
   halo_f16,           // fp16 k x k at stride 1, c_out <= 64: input tiles with their halo in shared memory,
                       // conv_halo.cu (variant f16_halo)
   dwconv_rows_f16,    // depthwise, fp16, stride 1, 16-byte views, register-blocked rows (variant dw_rows_f16)
+  halo_wgmma,         // fp16 3x3 at stride 1 or 2 on wgmma (sm_90a) from input tiles with their halo,
+                      // conv_halo_wgmma.cu (variants f16_halo_wgmma, f16_halo_wgmma_s2)
 };
 // The last ConvAlgorithm (conv_plan_decode's range). New algorithms go after it, so that the numbers
 // already written into tune caches (conv_plan_encode) keep their meaning.
-constexpr ConvAlgorithm kLastConvAlgorithm = ConvAlgorithm::dwconv_rows_f16;
+constexpr ConvAlgorithm kLastConvAlgorithm = ConvAlgorithm::halo_wgmma;
 // The fp16 GEMM kernels' configuration (conv_detail::f16_plan), zero for the other algorithms:
 //   implicit_gemm_f16: block tile bm x bn on `warps` warps, K tile bk, split = blocks of one cluster
 //                      sharing an output tile (each summing 1/split of K); stages and smem_bytes unused.
@@ -101,6 +103,8 @@ constexpr ConvAlgorithm kLastConvAlgorithm = ConvAlgorithm::dwconv_rows_f16;
 //                      smem_bytes = dynamic shared memory, warps = 4 or 8 per block.
 //   halo_f16:          as narrow_f16 (bm = 128 pixels: 8 x 16; warps = 8; stages = halo tiles in flight).
 //   dwconv_rows_f16:   bn = channels per block (8, 16 or 32: one warp per 8 channels), the rest 0.
+//   halo_wgmma:        bm = output pixels per tile (128: 16 x 8, or 256: 16 x 16), bn = N tile (48, 64, 96, 128,
+//                      192), bk = input channels per pipeline stage (16), stages (3 or 4), warps 8, smem_bytes.
 struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::direct_naive;
   int bm = 0, bn = 0, bk = 0;
@@ -124,7 +128,9 @@ std::string conv_plan_detail(const ConvPlan& plan);
 
 // Kernel tuning (conv_tune.cu). Every plan conv2d_forward can run these params with: conv_select's first,
 // then, in fp16, the implicit GEMM's other tiles and splits (conv_detail::implicit_gemm_candidates),
-// the wgmma kernel's tiles where it runs p (conv_detail::wgmma_candidates), conv2d_narrow_f16 where it takes the shape, and the stem kernels for c_in <= 4;
+// the wgmma kernel's tiles where it runs p (conv_detail::wgmma_candidates), conv2d_halo_f16's plan and (variant
+// f16_halo_wgmma / _s2) conv2d_halo_wgmma's plans where they run p, conv2d_narrow_f16 where it takes the shape, and the
+// stem kernels for c_in <= 4;
 // for depthwise convs dwconv_direct, dwconv_tiled_f16 and dwconv_rows_f16 at each of its channel counts per block. fp32 has the one plan.
 // Each plan computes the same conv; each is deterministic, but split-K plans sum K in another order, so
 // fp16 results may differ between plans in the last bit.

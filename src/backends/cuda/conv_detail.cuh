@@ -126,8 +126,8 @@ __host__ __device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
 // where c_out <= 16 and K <= 160 (1.1-1.5x there, 0.35-0.9x elsewhere), and loses to
 // conv2d_direct_small_cin on the stem (0.96x), so only f16_narrow is on of the three; dw_tiled_f16 is on
 // (0.37 vs 0.50 ms per yolo12n batch 32). The environment variable YOLO12_CONV_VARIANTS (a
-// comma-separated list of the names below, or "none") replaces the defaults when set; tests set the
-// fields directly. Not thread-safe: set them before any launch.
+// comma-separated list of the names below, or "none") replaces the defaults when set, or edits them
+// ("+name,-name": parse_conv_variants); tests set the fields directly. Not thread-safe: set them before any launch.
 struct ConvVariants {
   bool f16_bk64 = true;           // fp16 implicit GEMM: 64-wide K tiles (3 stages), epilogue staged through
                                   // shared memory for 16-byte stores (off: 32-wide K tiles)
@@ -184,6 +184,12 @@ struct ConvVariants {
                                   // executors of those weights follow them (DeviceWeights::padded_channels)
   bool f16_tiles4 = true;         // with f16_tiles2: 1x1-like short K (<= 4 tiles) over channels 128 divides on 4+ waves
                                   // of 128x128: that tile on 8 warps instead of 128x64 (twelfth session, raster_n)
+  bool f16_halo_wgmma = false;    // fp16 3x3 convs at stride 1 with 48+ output channels over grids of 2+ blocks per SM:
+                                  // conv2d_halo_wgmma (wgmma from input tiles with their halo, sm_90a; thirteenth
+                                  // session; halo_wgmma_rule, conv_halo_wgmma.cu), asked before conv2d_halo_f16; also
+                                  // its plans among the tuning candidates. Off until it has run on a GPU (written
+                                  // without one).
+  bool f16_halo_wgmma_s2 = false; // the same at stride 2 (the halo split by column parity; thirteenth session, off)
   bool f16_wgmma_waves = true;    // with f16_wgmma: on grids of 4+ tiles of 128 x 64 per SM, the wgmma tile by a model of
                                   // waves (wgmma_plan_waves, conv_wgmma.cu; twelfth session, fitted to tuning with raster_n)
   bool raster_n = true;           // the non-persistent fp16 GEMM kernels (mma.sync and wgmma) issue their blocks
@@ -197,7 +203,8 @@ constexpr int kNarrowPickMaxN = 16;
 constexpr int kNarrowPickMaxK = 160;
 ConvVariants& conv_variants();
 // Parses a YOLO12_CONV_VARIANTS value: comma-separated names (exact, unknown ones are ignored), "none"
-// or "" for all off.
+// or "" for all off. Where the first entry starts with '+' or '-', the list edits the defaults instead:
+// "+name" turns a switch on, "-name" off ("+f16_halo_wgmma,-raster_n"); a later entry wins.
 ConvVariants parse_conv_variants(const char* list);
 
 // The fp16 GEMM plan of a (non-depthwise) conv under the current variants, on the current device
@@ -258,6 +265,17 @@ ConvPlan halo_plan(const ConvShape& s, const DeviceInfo& dev, bool any_grid = fa
 ConvPlan halo_rule(const ConvShape& s, const DeviceInfo& dev);
 bool halo_runs(const ConvParams<__half>& p);
 void launch_conv2d_halo_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream, int max_grid = 0);
+// conv2d_halo_wgmma (conv_halo_wgmma.cu). takes: wgmma_available, groups 1, stride 1 or 2, dilation 1, k 3, c_in
+// a multiple of 16. runs: takes, 16-byte input chunks (vec_a) and an image's elements within an int. candidates:
+// its plans for s (every instantiated tile whose column tiles pad N by at most a quarter, 3 and 4 stages where
+// they fit), for kernel tuning. rule: the plan conv_select takes (variant f16_halo_wgmma), or a plan of
+// another algorithm where it does not take s.
+bool halo_wgmma_takes(const ConvShape& s);
+bool halo_wgmma_enabled(const ConvShape& s, const ConvVariants& v);  // the variant of s's stride is on
+bool halo_wgmma_runs(const ConvParams<__half>& p);
+std::vector<ConvPlan> halo_wgmma_candidates(const ConvShape& s);
+ConvPlan halo_wgmma_rule(const ConvShape& s, const DeviceInfo& dev);
+void launch_conv2d_halo_wgmma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream);
 // dwconv_rows_f16 (conv_depthwise.cu). supports: depthwise, k 3/5/7, stride 1, dilation 1, c % 8 == 0 and
 // 16-byte aligned views (what conv_tune may time it on). takes: supports and variant dw_rows_f16 (conv_select
 // then takes it for every grid size). plan: its plan for s on a device with these facts (channels per block:

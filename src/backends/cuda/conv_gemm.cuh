@@ -226,6 +226,21 @@ __device__ __forceinline__ void store_chunk8(const ImplicitGemmParams<__half>& a
       if (n + e < a.n_g) yp[e] = __float2half_rn(v[e] + (rp ? __half2float(rp[e]) : 0.f));
   }
 }
+
+// Output row m, group channels [n, n + 8) of group g from 8 staged fp32 sums at src (16-byte aligned): the
+// epilogue (conv_detail.cuh), then store_chunk8 (residual, one rounding, 16-byte stores). The wgmma kernels'
+// staged epilogue (conv_wgmma.cu, conv_halo_wgmma.cu).
+__device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& a, const float* src, int m, int n,
+                                              int g) {
+  const long long c = static_cast<long long>(g) * a.n_g + n;
+  const float4 lo = *reinterpret_cast<const float4*>(src);
+  const float4 hi = *reinterpret_cast<const float4*>(src + 4);
+  float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
+  store_chunk8(a, m, c, n, v);
+}
 #endif
 
 }  // namespace yolo12::cuda::conv_detail

@@ -8,6 +8,7 @@
 // candidate computes the same conv: the tests run each one against the reference (test_conv, [tune]).
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -55,13 +56,15 @@ constexpr int kRuns = 3;
 // whose timings mean nothing anyway (under compute-sanitizer, where a kernel launch is a thousand times
 // slower: the whole-model test's tuned detector then finishes); "0" or unset: the full protocol.
 bool tune_quick() {
-  static const bool quick = [] {
-    const char* env = std::getenv("YOLO12_CONV_TUNE_QUICK");
-    if (!env || !*env || std::string(env) == "0") return false;
-    if (std::string(env) == "1") return true;
-    throw OptionError(std::string("YOLO12_CONV_TUNE_QUICK must be 0 or 1, got '") + env + "'");
-  }();
+  static const bool quick = env_switch("YOLO12_CONV_TUNE_QUICK");
   return quick;
+}
+// YOLO12_CONV_TUNE_LOG=1: conv_tune writes every candidate's time to stderr, one line per conv ("tune <key>:
+// <plan> <ms>; ..." in candidate order, the first being conv_select's), for fitting the selection rules to
+// measurements; "0" or unset: nothing.
+bool tune_log() {
+  static const bool log = env_switch("YOLO12_CONV_TUNE_LOG");
+  return log;
 }
 constexpr double kKeepDefaultWithin = 1.03;  // conv_select's plan stays unless another is 3% faster
 constexpr float kGiveUpAbove = 1.5f;         // a candidate 1.5x slower than the fastest yet gets one run
@@ -99,6 +102,8 @@ std::vector<ConvPlan> conv_candidates(const ConvParams<T>& p) {
       const ConvPlan halo = conv_detail::halo_plan(p, device_info());
       if (halo.algorithm == ConvAlgorithm::halo_f16) add_plan(out, halo);
     }
+    if (conv_detail::halo_wgmma_enabled(p, conv_detail::conv_variants()) && conv_detail::halo_wgmma_runs(p))
+      for (const ConvPlan& plan : conv_detail::halo_wgmma_candidates(p)) add_plan(out, plan);
     for (const int warps : {4, 8}) {
       const ConvPlan narrow = conv_detail::narrow_plan(p, device_info(), warps);
       if (narrow.algorithm == ConvAlgorithm::narrow_f16) add_plan(out, narrow);
@@ -142,6 +147,13 @@ ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream) {
     fastest_so_far = i == 0 ? best[0] : std::min(fastest_so_far, best[i]);
   }
   const std::size_t fastest = static_cast<std::size_t>(std::min_element(best.begin(), best.end()) - best.begin());
+  if (tune_log()) {
+    std::ostringstream line;
+    line << "tune " << conv_tune_key(p) << ":";
+    for (std::size_t i = 0; i < plans.size(); ++i)
+      line << (i ? "; " : " ") << conv_plan_detail(plans[i]) << " " << best[i] / launches;
+    std::fprintf(stderr, "%s\n", line.str().c_str());
+  }
   return best[0] <= kKeepDefaultWithin * best[fastest] ? plans[0] : plans[fastest];
 }
 template ConvPlan conv_tune<float>(const ConvParams<float>&, cudaStream_t);

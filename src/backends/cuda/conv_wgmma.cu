@@ -15,7 +15,7 @@
 // in the 128-byte swizzle layout that wgmma reads (wgmma.cuh): thread t always copies chunk t % 8 of rows
 // t / 8 + 32 i, so its swizzled column is fixed.
 //
-// Pipeline, STAGES (3 or 4) shared-memory stages, iteration kt:
+// Pipeline (wgmma_pipeline, wgmma.cuh), STAGES (3 or 4) shared-memory stages, iteration kt:
 //   wait for this thread's copies of tile kt; fence.proxy.async (publish them to the tensor cores);
 //   wgmma wait_group 1 (this warpgroup's MMAs of tile kt - 2 are done); barrier (tile kt complete, and
 //   both warpgroups are done with tile kt - 2's stage); issue the copies of tile kt + STAGES - 2 into that
@@ -103,7 +103,7 @@ __device__ __forceinline__ void wg_load_stage(const ImplicitGemmParams<__half>& 
   }
 }
 
-#if defined(YOLO12_HAS_WGMMA)  // the two helpers below exist only in sm_90a code
+#if defined(YOLO12_HAS_WGMMA)  // the helpers below exist only in sm_90a code
 // One K tile's MMAs for this warpgroup, issued and committed as one group: its 64 rows of the A stage at
 // shared address a_stage (128-byte rows, swizzled) times the BN rows of the B stage at b_stage, four K
 // steps of 16 (32 bytes each inside the swizzle atom).
@@ -132,20 +132,6 @@ __device__ __forceinline__ void wg_mma_stage_128(float (&lo)[BN / 2], float (&hi
     wgmma_m64k16<BN>(hi, wgmma_desc_sw128(a_stage + 64 * kWgRowBytes + ks * 32), b);
   }
   wgmma_commit();
-}
-
-// Output row m, group channels [n, n + 8) of group g from 8 staged fp32 sums at src (16-byte aligned): the
-// epilogue (conv_detail.cuh), then store_chunk8 (residual, one rounding, 16-byte stores).
-__device__ __forceinline__ void wg_store_staged(const ImplicitGemmParams<__half>& a, const float* src, int m, int n,
-                                                int g) {
-  const long long c = static_cast<long long>(g) * a.n_g + n;
-  const float4 lo = *reinterpret_cast<const float4*>(src);
-  const float4 hi = *reinterpret_cast<const float4*>(src + 4);
-  float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-  for (int e = 0; e < 8; ++e)
-    if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
-  store_chunk8(a, m, c, n, v);
 }
 #endif
 
@@ -194,28 +180,12 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
 
-#pragma unroll
-  for (int s = 0; s < STAGES - 2; ++s) {
-    if (s < k_tiles) load_tile(s, s);
-    cp_async_commit();
-  }
   const int wgi = tid / 128;  // this warpgroup's rows: [64 wgi, 64 wgi + 64) of the tile
   const std::uint32_t a_addr = smem_addr(As) + wgi * 64 * kWgRowBytes, b_addr = smem_addr(Bs);
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<STAGES - 3>();  // this thread's copies of tile kt have landed
-    fence_proxy_async();          // ... and are visible to the tensor cores
-    wgmma_wait<1>();              // this warpgroup's MMAs of tile kt - 2 are done
-    __syncthreads();              // tile kt complete; tile kt - 2's stage free in both warpgroups
-    const int next = kt + STAGES - 2;
-    if (next < k_tiles) load_tile(next, next % STAGES);
-    cp_async_commit();
-    const int stage = kt % STAGES;
+  wgmma_pipeline(k_tiles, STAGES, load_tile, [&](int, int stage) {
     wg_mma_stage<BN>(acc, a_addr + stage * kWgAStage, b_addr + stage * G::kBStage);
-  }
-  wgmma_wait<0>();
-  wgmma_fence_accumulators(acc);
-  cp_async_wait<0>();
-  __syncthreads();  // every MMA and copy is done: the C tile reuses the stages
+  });
+  wgmma_fence_accumulators(acc);  // every MMA and copy is done: the C tile reuses the stages
 
   float* Cs = reinterpret_cast<float*>(base);  // (128, kCRow)
   {
@@ -234,7 +204,7 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
     const int r = idx / kChunksN, q = idx % kChunksN;
     const int m = m0 + r, n = n0 + q * 8;
     if (m >= a.m || n >= a.n_g) continue;
-    wg_store_staged(a, Cs + r * G::kCRow + q * 8, m, n, g);
+    store_staged8(a, Cs + r * G::kCRow + q * 8, m, n, g);
   }
 #else
   (void)a;  // not sm_90a code: wgmma_available() is false and the launcher never runs this
@@ -277,7 +247,7 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
 // So the loaders run up to STAGES K tiles ahead, also into the next output tile while the computing warps
 // run their epilogue, and no block-wide barrier remains in the loop.
 // Epilogue: each computing warp stages its own 16 rows, 32 columns at a time, in a private shared-memory
-// slice (no block barrier), then writes 8-channel chunks through wg_store_staged, as above.
+// slice (no block barrier), then writes 8-channel chunks through store_staged8 (conv_gemm.cuh), as above.
 constexpr int kWsThreads = kWgmmaWsWarps * 32;         // 384
 constexpr int kWsEpiCols = 32;                           // columns a computing warp stages at a time
 constexpr int kWsEpiRow = kWsEpiCols + 8;                // floats (as kCRow: a half-warp's float2 writes hit distinct banks)
@@ -316,7 +286,7 @@ __device__ __forceinline__ void ws_warp_epilogue(const ImplicitGemmParams<__half
     for (int h = 0; h < 16 * (kWsEpiCols / 8) / 32; ++h) {
       const int idx = lane + 32 * h, r = idx / (kWsEpiCols / 8), q = idx % (kWsEpiCols / 8);
       const int m = rw + r, n = n0 + cc * kWsEpiCols + q * 8;
-      if (m < a.m && n < a.n_g) wg_store_staged(a, epi + r * kWsEpiRow + q * 8, m, n, g);
+      if (m < a.m && n < a.n_g) store_staged8(a, epi + r * kWsEpiRow + q * 8, m, n, g);
     }
     __syncwarp();
   }

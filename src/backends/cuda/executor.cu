@@ -45,12 +45,7 @@ int network_streams() {
 
 // YOLO12_CONV_TUNE: "1" turns kernel tuning on (as ExecutorConfig::tune_kernels does), "0" or unset
 // leaves the config's choice.
-bool tuning_from_env() {
-  const char* env = std::getenv("YOLO12_CONV_TUNE");
-  if (!env || !*env || std::string(env) == "0") return false;
-  if (std::string(env) == "1") return true;
-  throw OptionError(std::string("YOLO12_CONV_TUNE must be 0 or 1, got '") + env + "'");
-}
+bool tuning_from_env() { return env_switch("YOLO12_CONV_TUNE"); }
 
 // The tune cache's path where tuning is on: ExecutorConfig::tune_cache, else YOLO12_CONV_TUNE_CACHE, else
 // none. (The option turns tuning on, DetectorOptions::tune_cache; the environment variable does not.)

@@ -1,6 +1,7 @@
 // src/backends/cuda/wgmma.cuh - the PTX wrappers of Hopper's warpgroup MMA (wgmma, sm_90a only), which the
 // wgmma conv kernels (conv_wgmma.cu) and the tensor-core peak loop of the roofline (bench/roofline.cu) share,
-// and of the shared-memory barriers (mbarrier) that the warp-specialised conv kernel's pipeline runs on.
+// and of the shared-memory barriers (mbarrier) that the warp-specialised conv kernel's pipeline runs on; and
+// wgmma_pipeline, the K loop that the two-warpgroup kernels (conv2d_implicit_gemm_wgmma, conv2d_halo_wgmma) share.
 //
 // wgmma.mma_async m64nNk16 f32.f16.f16: one warpgroup (4 consecutive warps, the first at a warp index
 // divisible by 4) computes D (64 x N, fp32, in registers) += A (64 x 16) * B (16 x N), both read from
@@ -23,6 +24,8 @@
 
 #include <cstdint>
 
+#include "mma.cuh"
+
 namespace yolo12::cuda {
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -33,6 +36,16 @@ namespace yolo12::cuda {
 __device__ __forceinline__ std::uint64_t wgmma_desc_sw128(std::uint32_t addr) {
   return static_cast<std::uint64_t>((addr & 0x3FFFF) >> 4) | (std::uint64_t(1) << 16) |
          (std::uint64_t(1024 >> 4) << 32) | (std::uint64_t(1) << 62);
+}
+
+// The descriptor of a K-major tile without swizzle ("interleaved" core matrices) starting at shared address
+// `addr` (16-byte aligned): a core matrix is 8 rows of 16 bytes (8 halves of K) stored 16 bytes apart;
+// lbo = bytes between core matrices adjacent along K, sbo = bytes between core matrices adjacent along M / N
+// (both multiples of 16). conv2d_halo_wgmma (conv_halo_wgmma.cu) points A at 8 neighbouring pixels of a halo
+// tile this way.
+__device__ __forceinline__ std::uint64_t wgmma_desc_plain(std::uint32_t addr, std::uint32_t lbo, std::uint32_t sbo) {
+  return static_cast<std::uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<std::uint64_t>((lbo >> 4) & 0x3FFF) << 16) |
+         (static_cast<std::uint64_t>((sbo >> 4) & 0x3FFF) << 32);
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -52,10 +65,25 @@ __device__ __forceinline__ void wgmma_fence_accumulators(float (&d)[R]) {
 }
 
 // d (this warpgroup's 64 x N fp32 tile, N / 2 registers per thread) += A * B, A and B K-major (no
-// transpose), scale 1. N = 64, 96, 128, 192 or 256: one specialisation each, written out, since an asm
+// transpose), scale 1. N = 48, 64, 96, 128, 192 or 256: one specialisation each, written out, since an asm
 // statement's register list cannot be generated (they differ only in N and the operand count).
 template <int N>
 __device__ void wgmma_m64k16(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b);
+
+template <>
+__device__ __forceinline__ void wgmma_m64k16<48>(float (&d)[24], std::uint64_t desc_a, std::uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23"
+      "}, %24, %25, p, 1, 1, 0, 0;\n}\n"
+      :
+        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}
 
 template <>
 __device__ __forceinline__ void wgmma_m64k16<64>(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b) {
@@ -205,6 +233,37 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
   const long long start = clock64();
   while (!mbar_try_wait(bar, parity))
     if (clock64() - start > (1LL << 36)) __trap();
+}
+
+// The K loop of a kernel whose threads all both load and compute (two warpgroups), over `steps` pipeline steps
+// in `stages` shared-memory stages (3 or 4; a compile-time constant where the caller's is): load(step, stage)
+// issues this thread's cp.async copies of a step into a stage, mma(step, stage) this warpgroup's wgmmas of a
+// step as one commit group. Step kt: wait for this thread's copies of kt; publish them to the tensor cores
+// (fence.proxy.async); wait until this warpgroup's MMAs of kt - 2 are done; synchronise the block (kt complete,
+// kt - 2's stage free in both warpgroups); issue the copies of kt + stages - 2 into that stage; issue kt's MMAs.
+// So the tensor cores always have the previous step queued behind the current one, and stages - 2 steps are
+// in flight from memory. Returns once every MMA is done and every copy has landed, after a block barrier (the
+// stages may then be reused); the caller fences its accumulators (wgmma_fence_accumulators) before reading them.
+template <typename Load, typename Mma>
+__device__ __forceinline__ void wgmma_pipeline(int steps, int stages, Load&& load, Mma&& mma) {
+#pragma unroll
+  for (int s = 0; s < stages - 2; ++s) {
+    if (s < steps) load(s, s);
+    conv_detail::cp_async_commit();
+  }
+  for (int kt = 0; kt < steps; ++kt) {
+    conv_detail::cp_async_wait_dyn(stages - 3);  // this thread's copies of step kt have landed
+    fence_proxy_async();            // ... and are visible to the tensor cores
+    wgmma_wait<1>();                // this warpgroup's MMAs of step kt - 2 are done
+    __syncthreads();                // step kt complete; step kt - 2's stage free in both warpgroups
+    const int next = kt + stages - 2;
+    if (next < steps) load(next, next % stages);
+    conv_detail::cp_async_commit();
+    mma(kt, kt % stages);
+  }
+  wgmma_wait<0>();
+  conv_detail::cp_async_wait<0>();
+  __syncthreads();
 }
 #endif  // sm_90a
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""tools/dev/tune_log_report.py on a made-up tuning log: the sums, the per-conv comparison and the skipped lines."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SOURCE_DIR = os.environ.get("YOLO12_SOURCE_DIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dev"))
+import tune_log_report  # noqa: E402
+
+LOG = """per-op profile fp16 b32: 3 ops
+tune conv f16 c96-96 k3 s1 p1 g1 d1 a1 80x80-80x80 b32 ld96,96,0 al1111: implicit_gemm_wgmma 128x96x64 s3 0.160; halo_wgmma 256x96 s3 0.090; halo_wgmma 128x96 s3 0.100
+tune conv f16 c96-96 k3 s1 p1 g1 d1 a1 80x80-80x80 b32 ld96,96,0 al1111: implicit_gemm_wgmma 128x96x64 s3 0.150; halo_wgmma 256x96 s3 0.170
+tune conv f16 c64-64 k1 s1 p0 g1 d1 a1 80x80-80x80 b32 ld64,64,0 al1111: implicit_gemm_f16 128x64x64 w8 0.050; implicit_gemm_f16 64x64x64 w4 0.040
+tune conv f16 c96-96 k3 s1 p1 g1 d1 a1 20x20-20x20 b1 ld96,96,0 al1111: implicit_gemm_f16 split-K 2 0.010
+tune broken line: plan notanumber
+"""
+
+
+class TuneLogReport(unittest.TestCase):
+    def test_parse_skips_other_lines(self):
+        rows = tune_log_report.parse(LOG.splitlines())
+        self.assertEqual(len(rows), 4)
+        self.assertEqual([r[1] for r in rows], [32, 32, 32, 1])
+        self.assertEqual(rows[0][2][1], ("halo_wgmma 256x96 s3", 0.090))
+        self.assertEqual(rows[2][2][0], ("implicit_gemm_f16 128x64x64 w8", 0.050))
+
+    def test_sums_and_deltas(self):
+        text = tune_log_report.report(tune_log_report.parse(LOG.splitlines()), "halo_wgmma", 10)
+        # batch 32: select 0.160 + 0.150 + 0.050; fastest 0.090 + 0.150 + 0.040; without halo_wgmma 0.160 + 0.150 + 0.040.
+        self.assertIn("batch 32: 3 convs; sum of conv_select's plans 0.360 ms, of the fastest 0.280 ms, "
+                      "of the fastest without halo_wgmma 0.350 ms; halo_wgmma ran on 2 convs", text)
+        self.assertIn("-0.0700 ms", text)  # 0.090 against 0.160: the largest gain first
+        self.assertIn("+0.0200 ms", text)  # 0.170 against 0.150
+        self.assertLess(text.index("-0.0700"), text.index("+0.0200"))
+        self.assertIn("batch 1: 1 convs", text)
+
+    def test_command_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "profile.log")
+            with open(path, "w") as f:
+                f.write(LOG)
+            script = os.path.join(SOURCE_DIR, "tools", "dev", "tune_log_report.py")
+            out = subprocess.run([sys.executable, script, path, "--top", "1"], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("... 1 more", out.stdout)
+            empty = os.path.join(d, "empty.log")
+            open(empty, "w").close()
+            out = subprocess.run([sys.executable, script, empty], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("no 'tune ...' lines", out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""What kernel tuning measured, per conv and in total, from the lines YOLO12_CONV_TUNE_LOG=1 writes.
+
+    python3 tools/dev/tune_log_report.py LOG [--kernel halo_wgmma] [--top 30]
+
+Each line `tune <key>: <plan> <ms>; <plan> <ms>; ...` (conv_tune.cu) is one conv at one batch size; its first
+plan is conv_select's. For every batch size the report gives the sum over convs of conv_select's time, of the
+fastest candidate, of the fastest candidate other than --kernel's (the kernel being evaluated: the plans whose
+name starts with it), and of the fastest of --kernel's own, and then the convs on which --kernel gains or loses
+most against the best of the others, with both plans. Times are per launch, in ms. Reads nothing else; the
+tuned profile logs of tools/gpu_check.sh perf (profile_*tuned*.log) hold these lines.
+"""
+import argparse
+import collections
+import re
+import sys
+
+LINE = re.compile(r"^tune (?P<key>.*?): (?P<plans>.*)$")
+BATCH = re.compile(r" b(\d+) ")
+
+
+def parse(lines):
+    """[(key, batch, [(plan, ms), ...])] for every tune line; other lines are skipped."""
+    out = []
+    for line in lines:
+        m = LINE.match(line.strip())
+        if not m:
+            continue
+        plans = []
+        for entry in m.group("plans").split("; "):
+            name, _, ms = entry.rpartition(" ")
+            try:
+                plans.append((name, float(ms)))
+            except ValueError:
+                plans = []
+                break
+        if not plans:
+            continue
+        b = BATCH.search(" " + m.group("key") + " ")
+        out.append((m.group("key"), int(b.group(1)) if b else 0, plans))
+    return out
+
+
+def best(plans, keep):
+    chosen = [p for p in plans if keep(p[0])]
+    return min(chosen, key=lambda p: p[1]) if chosen else None
+
+
+def report(rows, kernel, top):
+    text = []
+    by_batch = collections.defaultdict(list)
+    for row in rows:
+        by_batch[row[1]].append(row)
+    mine = lambda name: name.startswith(kernel)
+    for batch in sorted(by_batch):
+        group = by_batch[batch]
+        sums = collections.Counter()
+        deltas = []
+        for key, _, plans in group:
+            sums["select"] += plans[0][1]
+            sums["fastest"] += best(plans, lambda n: True)[1]
+            other = best(plans, lambda n: not mine(n))
+            own = best(plans, mine)
+            sums["others"] += other[1] if other else 0.0
+            if own:
+                sums["convs"] += 1
+                sums["own_or_others"] += min(own[1], other[1]) if other else own[1]
+                if other:
+                    deltas.append((own[1] - other[1], key, own, other))
+        text.append(f"batch {batch}: {len(group)} convs; sum of conv_select's plans {sums['select']:.3f} ms, of the "
+                    f"fastest {sums['fastest']:.3f} ms, of the fastest without {kernel} {sums['others']:.3f} ms; "
+                    f"{kernel} ran on {sums['convs']} convs")
+        deltas.sort()
+        for delta, key, own, other in deltas[:top]:
+            text.append(f"  {delta:+.4f} ms  {key}: {own[0]} {own[1]:.4f} vs {other[0]} {other[1]:.4f}")
+        if len(deltas) > top:
+            text.append(f"  ... {len(deltas) - top} more")
+    return "\n".join(text)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("log")
+    ap.add_argument("--kernel", default="halo_wgmma", help="the plans being evaluated: names starting with this")
+    ap.add_argument("--top", type=int, default=30, help="convs listed per batch size")
+    args = ap.parse_args(argv)
+    with open(args.log, encoding="utf-8", errors="replace") as f:
+        rows = parse(f)
+    if not rows:
+        print(f"{args.log}: no 'tune ...' lines (was YOLO12_CONV_TUNE_LOG=1 set?)", file=sys.stderr)
+        return 1
+    print(report(rows, args.kernel, args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
