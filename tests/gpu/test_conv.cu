@@ -38,6 +38,7 @@
 #include "backends/cuda/conv_depthwise.cuh"
 #include "backends/cuda/conv_detail.cuh"
 #include "backends/cuda/conv_gemm.cuh"
+#include "backends/cuda/conv_stem.cuh"
 #include "backends/cuda/conv_narrow.cuh"
 #include "backends/cuda/mma.cuh"
 #include "core/tune_cache.hpp"
@@ -543,6 +544,8 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel, bool with_refe
         yolo12::cuda::conv_detail::launch_conv2d_implicit_gemm_wgmma(p, plan_run, nullptr, plan_max_grid);
       else if (plan_max_grid > 0 && plan_run.algorithm == yolo12::cuda::ConvAlgorithm::halo_f16)
         yolo12::cuda::conv_detail::launch_conv2d_halo_f16(p, plan_run, nullptr, plan_max_grid);
+      else if (plan_max_grid > 0 && plan_run.algorithm == yolo12::cuda::ConvAlgorithm::stem_mma)
+        yolo12::cuda::conv_detail::launch_conv2d_stem_mma(p, nullptr, plan_max_grid);
       else yolo12::cuda::conv2d_forward<T>(p, plan_run, nullptr);
     } else {
       yolo12::cuda::conv2d_forward<T>(p, plan_run, nullptr);
@@ -1286,16 +1289,19 @@ TEST_CASE("kernel tuning offers dwconv_rows_f16 at 8, 16 and 32 channels per blo
   static_cast<ConvShape&>(p) = yolo_shape(32, 80, 64, 64, 3, 2, 64);
   for (const yc::ConvPlan& plan : yc::conv_candidates(p)) CHECK(plan.algorithm != ConvAlgorithm::dwconv_rows_f16);
   // The algorithm's number follows every older one (tune caches keep their meaning). (halo_f16, the same
-  // session's, is the one before it; halo_wgmma, the thirteenth session's, the one after it and the last.)
+  // session's, is the one before it; halo_wgmma and stem_mma, the thirteenth session's, come after it.)
   CHECK(static_cast<int>(ConvAlgorithm::halo_f16) == static_cast<int>(ConvAlgorithm::implicit_gemm_f32) + 1);
   CHECK(static_cast<int>(ConvAlgorithm::dwconv_rows_f16) == static_cast<int>(ConvAlgorithm::halo_f16) + 1);
   CHECK(static_cast<int>(ConvAlgorithm::halo_wgmma) == static_cast<int>(ConvAlgorithm::dwconv_rows_f16) + 1);
-  CHECK(yc::kLastConvAlgorithm == ConvAlgorithm::halo_wgmma);
+  CHECK(static_cast<int>(ConvAlgorithm::stem_mma) == static_cast<int>(ConvAlgorithm::halo_wgmma) + 1);
+  CHECK(yc::kLastConvAlgorithm == ConvAlgorithm::stem_mma);
   yc::ConvPlan q;
   CHECK(yc::conv_plan_decode("11 256 96 16 1 3 8", q));
   CHECK(q.algorithm == ConvAlgorithm::halo_wgmma);
   CHECK(q.bm == 256);
-  CHECK_FALSE(yc::conv_plan_decode("12 256 96 16 1 3 8", q));
+  CHECK(yc::conv_plan_decode("12 0 0 0 1 0 0", q));
+  CHECK(q.algorithm == ConvAlgorithm::stem_mma);
+  CHECK_FALSE(yc::conv_plan_decode("13 0 0 0 1 0 0", q));
   CHECK(yc::conv_plan_decode("10 0 32 0 1 0 0", q));
   CHECK(q.algorithm == ConvAlgorithm::dwconv_rows_f16);
   CHECK(q.bn == 32);
@@ -1810,6 +1816,71 @@ TEST_CASE("conv2d_halo_wgmma matches the reference: every tile and stage count, 
   CHECK(cd::parse_conv_variants("f16_halo_wgmma").f16_halo_wgmma);
   CHECK(cd::parse_conv_variants("f16_halo_wgmma_s2").f16_halo_wgmma_s2);
   CHECK_FALSE(cd::parse_conv_variants("f16_halo_wgmma_s2").f16_halo_wgmma);
+  cd::conv_variants() = saved;
+}
+
+// conv2d_stem_mma (conv_stem_mma.cu) on stem shapes against the double reference: sizes under and across the 8 x 64
+// tiles, odd sizes, pad 0, every N block count it is instantiated for (c_out 8 to 128, and not multiples of 8),
+// x rows wider than 3 channels, every fusion, the persistent grid uncapped and capped at 1 and 3 blocks.
+// (tests/unit/test_stem_mma_layout.cpp checks the same layout on the CPU.)
+TEST_CASE("conv2d_stem_mma matches the reference: tile edges, channel counts, views, grid caps",
+          "[conv][gpu][stem_mma]") {
+  namespace cd = yolo12::cuda::conv_detail;
+  std::vector<Case> cases;
+  cases.push_back(with_options(make_case(1, 20, 30, 3, 16, 3, 2, 1), false, false, true));   // under one tile
+  cases.push_back(with_options(make_case(2, 40, 150, 3, 16, 3, 2, 1), false, false, true));  // across tiles, batch 2
+  cases.push_back(with_options(make_case(1, 33, 129, 3, 96, 3, 2, 1), true, true, true));    // yolo12x's 96, fusions
+  cases.push_back(with_options(make_case(1, 17, 40, 3, 128, 3, 2, 1), false, true, false));  // 128: 16 n8 blocks
+  cases.push_back(with_options(make_case(1, 23, 45, 3, 32, 3, 2, 1), false, false, true));
+  cases.push_back(with_options(make_case(1, 18, 21, 3, 60, 3, 2, 1), false, true, true));    // 60: 8 n8 blocks, partial
+  cases.push_back(with_options(make_case(1, 1, 1, 3, 8, 3, 2, 1), false, false, true));      // one pixel
+  cases.push_back(with_options(make_case(1, 16, 16, 3, 20, 3, 2, 1), false, false, true, 0, 5));  // x rows of 8 halves
+  {
+    Case c = with_options(make_case(1, 24, 70, 3, 64, 3, 2, 1), false, false, true);
+    c.s.pad = 0;
+    finish_shape(c.s);
+    cases.push_back(c);
+  }
+  std::uint64_t seed = 17000;
+  plan_run = yolo12::cuda::ConvPlan();
+  plan_run.algorithm = ConvAlgorithm::stem_mma;
+  for (const Case& c : cases) {
+    INFO("stem_mma " << describe(c));
+    REQUIRE(cd::stem_mma_supports(c.s));
+    for (const int max_grid : {0, 1, 3}) {
+      plan_max_grid = max_grid;
+      INFO("grid cap " << max_grid);
+      check_case<__half>(c, seed++, Kernel::Plan);
+    }
+  }
+  plan_max_grid = 0;
+  // What it does not take: 4 channels, stride 1, 5x5, groups, dilation, over 128 channels.
+  for (const Case& c : {make_case(1, 16, 16, 4, 16, 3, 2, 1), make_case(1, 16, 16, 3, 16, 3, 1, 1),
+                        make_case(1, 16, 16, 3, 16, 5, 2, 1), make_case(1, 16, 16, 3, 144, 3, 2, 1),
+                        make_case(1, 16, 16, 3, 16, 3, 2, 1, 2)}) {
+    INFO(describe(c));
+    CHECK_FALSE(cd::stem_mma_supports(c.s));
+  }
+  // conv_select takes it, and tuning times it, only under variant f16_stem_mma (off by default until it has run here).
+  const cd::ConvVariants saved = cd::conv_variants();
+  CHECK_FALSE(cd::ConvVariants().f16_stem_mma);
+  alignas(256) static __half storage[8];
+  ConvParams<__half> p;
+  static_cast<ConvShape&>(p) = yolo_shape(32, 640, 3, 16, 3, 2);
+  p.x = p.w = p.y = storage;
+  p.ldx = 3;
+  p.ldy = 16;
+  for (const bool on : {false, true}) {
+    cd::conv_variants() = cd::ConvVariants();
+    cd::conv_variants().f16_stem_mma = on;
+    INFO("f16_stem_mma " << on);
+    CHECK((yolo12::cuda::conv_select(p).algorithm == ConvAlgorithm::stem_mma) == on);
+    int n = 0;
+    for (const yolo12::cuda::ConvPlan& plan : yolo12::cuda::conv_candidates(p))
+      n += plan.algorithm == ConvAlgorithm::stem_mma;
+    CHECK(n == (on ? 1 : 0));
+  }
+  CHECK(cd::parse_conv_variants("+f16_stem_mma").f16_stem_mma);
   cd::conv_variants() = saved;
 }
 

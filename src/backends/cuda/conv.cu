@@ -19,6 +19,7 @@
 //   fp16, f16_plan() says narrow_f16         -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
 //                                               short K, many pixels (f16_narrow; wider and longer convs
 //                                               with f16_narrow_wide, the stem with f16_narrow_stem)
+//   fp16, 3x3/2 from 3 channels (the stem)   -> conv2d_stem_mma          (conv_stem_mma.cu, variant f16_stem_mma, off)
 //   fp16, c_in <= 4, c_out 8..128 (the stem) -> conv2d_stem_f16          (conv_stem.cu, variant f16_stem)
 //   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
 //   fp16, where wgmma_plan() takes it         -> conv2d_implicit_gemm_wgmma (conv_wgmma.cu, variant f16_wgmma,
@@ -135,6 +136,7 @@ constexpr VariantName kVariantNames[] = {
     {"pad_channels", &ConvVariants::pad_channels}, {"raster_n", &ConvVariants::raster_n},
     {"f16_wgmma_waves", &ConvVariants::f16_wgmma_waves}, {"f16_tiles4", &ConvVariants::f16_tiles4},
     {"f16_halo_wgmma", &ConvVariants::f16_halo_wgmma}, {"f16_halo_wgmma_s2", &ConvVariants::f16_halo_wgmma_s2},
+    {"f16_stem_mma", &ConvVariants::f16_stem_mma},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");
@@ -257,6 +259,10 @@ ConvPlan conv_select(const ConvParams<T>& p) {
     }
     const ConvPlan f16 = conv_detail::f16_plan(p, conv_detail::wgmma_runs(p));
     if (f16.algorithm == ConvAlgorithm::narrow_f16) return f16;
+    if (conv_detail::conv_variants().f16_stem_mma && conv_detail::stem_mma_supports(p)) {
+      plan.algorithm = ConvAlgorithm::stem_mma;
+      return plan;
+    }
     if (conv_detail::conv_variants().f16_stem && conv_detail::conv2d_stem_f16_supports(p)) {
       plan.algorithm = ConvAlgorithm::stem_f16;  // also over 64 channels (yolo12x's 96), where small_cin stops
       return plan;
@@ -284,6 +290,7 @@ std::string conv_plan_name(const ConvPlan& plan) {
     case ConvAlgorithm::implicit_gemm_wgmma: return "implicit_gemm_wgmma";
     case ConvAlgorithm::dwconv_rows_f16: return "depthwise rows_f16";
     case ConvAlgorithm::halo_wgmma: return "halo_wgmma";
+    case ConvAlgorithm::stem_mma: return "stem_mma";
   }
   return "?";
 }
@@ -322,6 +329,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
     case ConvAlgorithm::dwconv_direct: conv_detail::launch_dwconv_direct(p, stream); break;
     case ConvAlgorithm::direct_small_cin: conv_detail::launch_conv2d_direct_small_cin(p, stream); break;
     case ConvAlgorithm::stem_f16:
+    case ConvAlgorithm::stem_mma:
     case ConvAlgorithm::dwconv_tiled_f16:
     case ConvAlgorithm::dwconv_rows_f16:
     case ConvAlgorithm::narrow_f16:
@@ -332,6 +340,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
     case ConvAlgorithm::implicit_gemm_f32:
       if constexpr (std::is_same_v<T, __half>) {
         if (plan.algorithm == ConvAlgorithm::stem_f16) conv_detail::launch_conv2d_stem_f16(p, stream);
+        else if (plan.algorithm == ConvAlgorithm::stem_mma) conv_detail::launch_conv2d_stem_mma(p, stream);
         else if (plan.algorithm == ConvAlgorithm::dwconv_tiled_f16) conv_detail::launch_dwconv_tiled_f16(p, stream);
         else if (plan.algorithm == ConvAlgorithm::dwconv_rows_f16) conv_detail::launch_dwconv_rows_f16(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::narrow_f16) conv_detail::launch_conv2d_narrow_f16(p, plan, stream);

@@ -86,10 +86,12 @@ enum class ConvAlgorithm {
   dwconv_rows_f16,    // depthwise, fp16, stride 1, 16-byte views, register-blocked rows (variant dw_rows_f16)
   halo_wgmma,         // fp16 3x3 at stride 1 or 2 on wgmma (sm_90a) from input tiles with their halo,
                       // conv_halo_wgmma.cu (variants f16_halo_wgmma, f16_halo_wgmma_s2)
+  stem_mma,           // the stem in fp16 on mma.sync (3x3/2 from 3 channels, c_out <= 128), conv_stem_mma.cu
+                      // (variant f16_stem_mma)
 };
 // The last ConvAlgorithm (conv_plan_decode's range). New algorithms go after it, so that the numbers
 // already written into tune caches (conv_plan_encode) keep their meaning.
-constexpr ConvAlgorithm kLastConvAlgorithm = ConvAlgorithm::halo_wgmma;
+constexpr ConvAlgorithm kLastConvAlgorithm = ConvAlgorithm::stem_mma;
 // The fp16 GEMM kernels' configuration (conv_detail::f16_plan), zero for the other algorithms:
 //   implicit_gemm_f16: block tile bm x bn on `warps` warps, K tile bk, split = blocks of one cluster
 //                      sharing an output tile (each summing 1/split of K); stages and smem_bytes unused.

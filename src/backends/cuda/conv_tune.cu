@@ -118,6 +118,11 @@ std::vector<ConvPlan> conv_candidates(const ConvParams<T>& p) {
       plan.algorithm = ConvAlgorithm::stem_f16;
       add_plan(out, plan);
     }
+    if (conv_detail::conv_variants().f16_stem_mma && conv_detail::stem_mma_supports(p)) {
+      ConvPlan plan;
+      plan.algorithm = ConvAlgorithm::stem_mma;
+      add_plan(out, plan);
+    }
   }
   return out;
 }
