@@ -96,17 +96,26 @@ std::vector<float> replay(const Shape& s, const Data& d) {
         for (int j = 0; j < kHaloItems; ++j) {
           const int i = tid + j * hw::kThreads;
           if (!(j + 1 < kHaloItems || i < T::kCopies)) continue;
-          const int src = hw::halo_src<P, S>(i, bt.oy0, bt.ox0, s.pad, s.h, s.w, s.ldx());
-          ++written[i];
-          for (int e = 0; e < 8; ++e) stage[i * 8 + e] = src >= 0 ? ximg[src + c0 + e] : 0.f;
+          int slot;
+          const int src = hw::halo_src<P, S>(i, bt.oy0, bt.ox0, s.pad, s.h, s.w, s.ldx(), slot);
+          if (slot < 0 || slot >= T::kCopies) {
+            copies_once = false;
+            continue;
+          }
+          ++written[slot];
+          for (int e = 0; e < 8; ++e) stage[slot * 8 + e] = src >= 0 ? ximg[src + c0 + e] : 0.f;
         }
         for (int i = tid; i < G::kBCopies; i += hw::kThreads) {
-          int n, kcol;
-          hw::b_copy<BN>(i, s.cin, n, kcol);
+          int n, kcol, slot;
+          hw::b_copy<BN>(i, s.cin, n, kcol, slot);
+          if (slot < 0 || slot >= G::kBCopies) {
+            copies_once = false;
+            continue;
+          }
           const bool ok = bt.n0 + n < s.cout;
-          ++written[T::kHaloBytes / 16 + i];
+          ++written[T::kHaloBytes / 16 + slot];
           for (int e = 0; e < 8; ++e)
-            stage[T::kHaloBytes / 2 + i * 8 + e] =
+            stage[T::kHaloBytes / 2 + slot * 8 + e] =
                 ok ? d.w[static_cast<std::size_t>(bt.n0 + n) * s.k_pad() + kcol + c0 + e] : 0.f;
         }
       }
@@ -236,6 +245,22 @@ TEST_CASE("conv2d_halo_wgmma's layout: registers, operands and shared memory", "
       }
     }
   for (const int n : held) CHECK(n == 1);
+  // Neighbouring copies 2j and 2j + 1 read the two 16-byte halves of one 32-byte run: one pixel's 16 channels,
+  // one weight row's 16 K columns of a tap.
+  bool sectors = true;
+  for (int i = 0; i + 1 < hw::Tile<2, 2>::kCopies; i += 2) {
+    int slot0, slot1;
+    const int a0 = hw::halo_src<2, 2>(i, 16, 8, 1, 40, 40, 96, slot0);
+    const int a1 = hw::halo_src<2, 2>(i + 1, 16, 8, 1, 40, 40, 96, slot1);
+    sectors = sectors && (a0 < 0 ? a1 < 0 : a1 == a0 + 8) && slot1 == slot0 + hw::Tile<2, 2>::kPix;
+  }
+  for (int i = 0; i + 1 < hw::Geom<96, 1>::kBCopies; i += 2) {
+    int n0, k0, s0, n1, k1, s1;
+    hw::b_copy<96>(i, 96, n0, k0, s0);
+    hw::b_copy<96>(i + 1, 96, n1, k1, s1);
+    sectors = sectors && n1 == n0 && k1 == k0 + 8 && s1 == s0 + 96;
+  }
+  CHECK(sectors);
   // Descriptor fields are 14 bits of bytes / 16: every lbo and sbo, and every stage set, fit.
   CHECK(hw::Tile<2>::kALbo / 16 < (1 << 14));
   CHECK(hw::Tile<2, 2>::kALbo / 16 < (1 << 14));

@@ -108,11 +108,12 @@ __global__ void __launch_bounds__(hw::kThreads, hw_min_blocks<BN, P, S>()) conv2
   const hw::BlockTile bt = hw::block_tile(static_cast<int>(blockIdx.x), p.tiles_x, p.tiles_y, p.col_tiles, T::kTW, BN);
   const __half* ximg = a.x + static_cast<long long>(bt.img) * a.h * a.w_in * a.ldx;  // (H, W, ldx)
 
-  // This thread's halo copies tid + 256 j (the same in every stage but for the channel offset).
-  int h_src[kHaloItems];
+  // This thread's halo copies tid + 256 j (the same in every stage but for the channel offset): source offsets
+  // and destination slots.
+  int h_src[kHaloItems], h_slot[kHaloItems];
 #pragma unroll
   for (int j = 0; j < kHaloItems; ++j)
-    h_src[j] = hw::halo_src<P, S>(tid + j * hw::kThreads, bt.oy0, bt.ox0, a.pad, a.h, a.w_in, a.ldx);
+    h_src[j] = hw::halo_src<P, S>(tid + j * hw::kThreads, bt.oy0, bt.ox0, a.pad, a.h, a.w_in, a.ldx, h_slot[j]);
 
   // K stage kt (input channels [16 kt, 16 kt + 16)) into stage s.
   auto load_stage = [&](int kt, int s) {
@@ -123,16 +124,16 @@ __global__ void __launch_bounds__(hw::kThreads, hw_min_blocks<BN, P, S>()) conv2
       const int i = tid + j * hw::kThreads;
       if (j + 1 < kHaloItems || i < T::kCopies) {
         const bool ok = h_src[j] >= 0;
-        cp_async_16(st + i * 16, ok ? ximg + h_src[j] + c0 : a.x, ok ? 16 : 0);
+        cp_async_16(st + h_slot[j] * 16, ok ? ximg + h_src[j] + c0 : a.x, ok ? 16 : 0);
       }
     }
 #pragma unroll 4
     for (int i = tid; i < G::kBCopies; i += hw::kThreads) {
-      int n, kcol;
-      hw::b_copy<BN>(i, a.cin_pad, n, kcol);
+      int n, kcol, slot;
+      hw::b_copy<BN>(i, a.cin_pad, n, kcol, slot);
       const bool ok = bt.n0 + n < a.n_g;
       const __half* src = a.w + static_cast<long long>(bt.n0 + n) * a.k_pad + kcol + c0;  // (n_g, k_pad) row
-      cp_async_16(st + T::kHaloBytes + i * 16, ok ? src : a.w, ok ? 16 : 0);
+      cp_async_16(st + T::kHaloBytes + slot * 16, ok ? src : a.w, ok ? 16 : 0);
     }
   };
 

@@ -10,11 +10,11 @@
 // warpgroup w computes output rows [8 w, 8 w + 8), as P patches of 8 x 8 pixels (one m64 wgmma each).
 // K stage kt: input channels [16 kt, 16 kt + 16), two chunks of 8 (16 bytes each).
 // A stage in shared memory (byte offsets from its start):
-//   halo  [2 chunks][kPix halo pixels][16 B]: copy i = chunk * kPix + pixel at 16 i; at stride 1 pixel =
+//   halo  [2 chunks][kPix halo pixels][16 B]: slot chunk * kPix + pixel at 16 x slot; at stride 1 pixel =
 //         hy * kPW + hx, the input pixel (oy0 - pad + hy, ox0 - pad + hx), zero outside the image (stride 2:
 //         two planes by column parity, Tile);
-//   B     [9 taps][2 chunks][BN rows][16 B] from kHaloBytes: copy i = (tap * 2 + chunk) * BN + n at
-//         kHaloBytes + 16 i, weight row n0 + n (zero past n_g) at K columns tap * cin_pad + 16 kt + 8 chunk.
+//   B     [9 taps][2 chunks][BN rows][16 B] from kHaloBytes: slot (tap * 2 + chunk) * BN + n at
+//         kHaloBytes + 16 x slot, weight row n0 + n (zero past n_g) at K columns tap * cin_pad + 16 kt + 8 chunk.
 // The wgmma operands (K-major, no swizzle: core matrices of 8 rows x 16 bytes, rows 16 bytes apart):
 //   A of warpgroup w, patch q, tap (ky, kx): starts at halo pixel (8 w + ky, 8 q + kx) (stride 1); the 8
 //     core-matrix rows along M are 8 output rows (sbo = S halo rows, S kPW x 16 bytes), the 2 along K the two
@@ -85,13 +85,17 @@ YOLO12_HW_HD BlockTile block_tile(int block, int tiles_x, int tiles_y, int col_t
   return {img, (rest / tiles_x) * kTH, (rest % tiles_x) * tw, (block - t * col_tiles) * bn};
 }
 
-// Halo copy i (< kCopies) of the tile whose first output pixel is (oy0, ox0): its element offset from the
-// image's first element at the stage's first channel, or -1 where the pixel lies outside the h x w image (the
-// copy writes zeros). Copy i = chunk * kPix + (plane * kHH + hy) * kPW + column.
+// The copies are numbered with the 8-channel chunk fastest, so that two neighbouring threads read the two
+// halves of one 32-byte sector (a pixel's 16 channels, a weight row's 16 K columns of one tap); each copy's
+// 16-byte destination slot in the stage is given with it.
+// Halo copy i (< kCopies) of the tile whose first output pixel is (oy0, ox0): its slot (chunk * kPix + pixel,
+// pixel = (plane * kHH + hy) * kPW + column), and its element offset from the image's first element at the
+// stage's first channel, or -1 where the pixel lies outside the h x w image (the copy writes zeros).
 template <int P, int S = 1>
-YOLO12_HW_HD int halo_src(int i, int oy0, int ox0, int pad, int h, int w, int ldx) {
+YOLO12_HW_HD int halo_src(int i, int oy0, int ox0, int pad, int h, int w, int ldx, int& slot) {
   using T = Tile<P, S>;
-  const int chunk = i / T::kPix, pix = i - chunk * T::kPix;
+  const int chunk = i & 1, pix = i >> 1;
+  slot = chunk * T::kPix + pix;
   const int plane = pix / (T::kHH * T::kPW), rest = pix - plane * (T::kHH * T::kPW);
   const int hy = rest / T::kPW, pc = rest - hy * T::kPW;
   const int iy = oy0 * S - pad + hy, ix = ox0 * S - pad + (S == 1 ? pc : 2 * pc + plane);
@@ -99,13 +103,15 @@ YOLO12_HW_HD int halo_src(int i, int oy0, int ox0, int pad, int h, int w, int ld
   return inside ? (iy * w + ix) * ldx + chunk * 8 : -1;
 }
 
-// Weight copy i (< kBCopies): its row within the column tile (n), and its K column less the stage's first
-// channel (tap * cin_pad + 8 chunk).
+// Weight copy i (< kBCopies): its slot (in B's slots, (tap * 2 + chunk) * BN + n), its row within the column
+// tile (n), and its K column less the stage's first channel (tap * cin_pad + 8 chunk).
 template <int BN>
-YOLO12_HW_HD void b_copy(int i, int cin_pad, int& n, int& kcol) {
-  const int r = i / BN;  // tap * 2 + chunk
-  n = i - r * BN;
-  kcol = (r >> 1) * cin_pad + (r & 1) * 8;
+YOLO12_HW_HD void b_copy(int i, int cin_pad, int& n, int& kcol, int& slot) {
+  const int chunk = i & 1, rest = i >> 1;
+  const int tap = rest / BN;
+  n = rest - tap * BN;
+  kcol = tap * cin_pad + chunk * 8;
+  slot = (tap * 2 + chunk) * BN + n;
 }
 
 // Byte offsets from the stage's start of the wgmma operands: A of warpgroup wgi, patch q, tap (its first
