@@ -41,6 +41,7 @@
 #include "backends/cuda/conv_stem.cuh"
 #include "backends/cuda/conv_narrow.cuh"
 #include "backends/cuda/mma.cuh"
+#include "backends/cuda/wgmma.cuh"
 #include "core/tune_cache.hpp"
 #include "ops/op_suite.hpp"
 #include "support.hpp"
@@ -1705,6 +1706,101 @@ TEST_CASE("conv2d_halo_f16 matches the reference: k x k at stride 1, tile edges,
     INFO(r.s.batch << " " << r.s.h << " " << r.s.c_in << "->" << r.s.c_out);
     CHECK((cd::halo_rule(r.s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16) == r.picked);
     CHECK(cd::halo_plan(r.s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16);  // a tuning candidate anyway
+  }
+}
+
+namespace {
+// One wgmma m64nNk16 from K-major operands without swizzle (the layout conv2d_halo_wgmma reads), D = A B^T with A
+// (64 x 16) and B (N x 16) placed in shared memory as core matrices of 8 rows x 16 bytes: element (r, k) at byte
+// (r / 8) mn_step + (k / 8) k_step + (r % 8) 16 + (k % 8) 2. The descriptors get lbo and sbo as given, so that a
+// test can tell which of the two steps the hardware takes lbo for. d: (64, N) fp32. One warpgroup.
+template <int N>
+__global__ void wgmma_plain_probe(const __half* a, const __half* b, float* d, int k_step, int mn_step, int lbo, int sbo) {
+#if defined(YOLO12_HAS_WGMMA)
+  __shared__ __align__(128) __half sa[8 * 1024], sb[8 * 1024];  // up to 16 KB each
+  const int tid = threadIdx.x;
+  for (int i = tid; i < 64 * 16; i += 128) {
+    const int r = i / 16, k = i % 16;
+    sa[((r / 8) * mn_step + (k / 8) * k_step + (r % 8) * 16 + (k % 8) * 2) / 2] = a[i];
+  }
+  for (int i = tid; i < N * 16; i += 128) {
+    const int r = i / 16, k = i % 16;
+    sb[((r / 8) * mn_step + (k / 8) * k_step + (r % 8) * 16 + (k % 8) * 2) / 2] = b[i];
+  }
+  yolo12::cuda::fence_proxy_async();
+  __syncthreads();
+  float acc[N / 2];
+  for (int i = 0; i < N / 2; ++i) acc[i] = 0.f;
+  yolo12::cuda::wgmma_fence_accumulators(acc);
+  yolo12::cuda::wgmma_fence();
+  yolo12::cuda::wgmma_m64k16<N>(acc,
+                                yolo12::cuda::wgmma_desc_plain(yolo12::cuda::conv_detail::smem_addr(sa), lbo, sbo),
+                                yolo12::cuda::wgmma_desc_plain(yolo12::cuda::conv_detail::smem_addr(sb), lbo, sbo));
+  yolo12::cuda::wgmma_commit();
+  yolo12::cuda::wgmma_wait<0>();
+  yolo12::cuda::wgmma_fence_accumulators(acc);
+  const int warp = tid / 32, lane = tid % 32;
+  for (int i = 0; i < N / 2; ++i) {
+    const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+    d[row * N + col] = acc[i];
+  }
+#else
+  (void)a, (void)b, (void)d, (void)k_step, (void)mn_step, (void)lbo, (void)sbo;
+#endif
+}
+
+// Whether the probe computes A B^T exactly with these steps and descriptor fields (small integers: exact sums).
+template <int N>
+bool plain_probe_matches(int k_step, int mn_step, int lbo, int sbo) {
+  std::vector<__half> a(64 * 16), b(N * 16);
+  std::vector<float> af(a.size()), bf(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) af[i] = static_cast<float>(static_cast<int>((i * 7 + 3) % 9) - 4);
+  for (std::size_t i = 0; i < b.size(); ++i) bf[i] = static_cast<float>(static_cast<int>((i * 5 + 1) % 7) - 3);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = __float2half(af[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = __float2half(bf[i]);
+  __half *da = nullptr, *db = nullptr;
+  float* dd = nullptr;
+  if (cudaMalloc(&da, a.size() * 2) != cudaSuccess || cudaMalloc(&db, b.size() * 2) != cudaSuccess ||
+      cudaMalloc(&dd, 64 * N * 4) != cudaSuccess)
+    return false;
+  cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice);
+  cudaMemset(dd, 0xff, 64 * N * 4);  // NaN
+  wgmma_plain_probe<N><<<1, 128>>>(da, db, dd, k_step, mn_step, lbo, sbo);
+  const bool ran = cudaDeviceSynchronize() == cudaSuccess;
+  std::vector<float> d(64 * N);
+  cudaMemcpy(d.data(), dd, d.size() * 4, cudaMemcpyDeviceToHost);
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dd);
+  if (!ran) return false;
+  for (int r = 0; r < 64; ++r)
+    for (int n = 0; n < N; ++n) {
+      float want = 0.f;
+      for (int k = 0; k < 16; ++k) want += af[r * 16 + k] * bf[n * 16 + k];
+      if (!(d[r * N + n] == want)) return false;
+    }
+  return true;
+}
+}  // namespace
+
+// What conv2d_halo_wgmma takes lbo and sbo to mean (wgmma_desc_plain, wgmma.cuh): for a K-major operand without
+// swizzle, lbo the step between the two core matrices along K and sbo the step between core matrices along M or
+// N. Checked directly on one wgmma, with steps that differ (and the other way round, so that a failure says
+// which reading the hardware has), at N 64 and at the new N 48.
+TEST_CASE("wgmma without swizzle: lbo steps along K, sbo along M and N (conv2d_halo_wgmma's operands)",
+          "[conv][gpu][halo_wgmma][wgmma_plain]") {
+  if (!yolo12::cuda::conv_detail::wgmma_available()) {
+    WARN("SKIPPED: the device does not run sm_90a code");
+    return;
+  }
+  // K-adjacent core matrices 1024 bytes apart, M/N-adjacent ones 128 apart; then 128 and 256.
+  for (const auto& steps : {std::pair<int, int>{1024, 128}, std::pair<int, int>{128, 256}}) {
+    const int k_step = steps.first, mn_step = steps.second;
+    INFO("k_step " << k_step << ", mn_step " << mn_step << "; with lbo and sbo the other way round the result "
+                   << (plain_probe_matches<64>(k_step, mn_step, mn_step, k_step) ? "matches" : "does not match"));
+    CHECK(plain_probe_matches<64>(k_step, mn_step, k_step, mn_step));
+    CHECK(plain_probe_matches<48>(k_step, mn_step, k_step, mn_step));
   }
 }
 
