@@ -1715,7 +1715,8 @@ namespace {
 // (r / 8) mn_step + (k / 8) k_step + (r % 8) 16 + (k % 8) 2. The descriptors get lbo and sbo as given, so that a
 // test can tell which of the two steps the hardware takes lbo for. d: (64, N) fp32. One warpgroup.
 template <int N>
-__global__ void wgmma_plain_probe(const __half* a, const __half* b, float* d, int k_step, int mn_step, int lbo, int sbo) {
+__global__ void wgmma_plain_probe(const __half* a, const __half* b, float* d, int k_step, int mn_step, int lbo,
+                                  int sbo) {
 #if defined(YOLO12_HAS_WGMMA)
   __shared__ __align__(128) __half sa[8 * 1024], sb[8 * 1024];  // up to 16 KB each
   const int tid = threadIdx.x;
@@ -1823,7 +1824,7 @@ TEST_CASE("conv2d_halo_wgmma matches the reference: every tile and stage count, 
   cases.push_back(with_options(make_case(1, 24, 41, 192, 192, 3, 1, 1), true, false, true));   // 12 K stages
   cases.push_back(with_options(make_case(1, 9, 18, 48, 48, 3, 1, 1), false, true, true));
   cases.push_back(with_options(make_case(1, 16, 16, 64, 128, 3, 1, 1), false, false, true));
-  cases.push_back(with_options(make_case(1, 10, 12, 16, 60, 3, 1, 1), false, true, true));     // c_out 60: 2-byte stores
+  cases.push_back(with_options(make_case(1, 10, 12, 16, 60, 3, 1, 1), false, true, true));     // c_out 60: pairs
   cases.push_back(with_options(make_case(1, 13, 11, 32, 200, 3, 1, 1), false, true, true));    // partial column tiles
   {
     Case c = with_options(make_case(1, 15, 23, 32, 64, 3, 1, 1), false, true, true);

@@ -29,7 +29,8 @@ class TuneLogReport(unittest.TestCase):
 
     def test_sums_and_deltas(self):
         text = tune_log_report.report(tune_log_report.parse(LOG.splitlines()), "halo_wgmma", 10)
-        # batch 32: select 0.160 + 0.150 + 0.050; fastest 0.090 + 0.150 + 0.040; without halo_wgmma 0.160 + 0.150 + 0.040.
+        # batch 32: select 0.160 + 0.150 + 0.050; fastest 0.090 + 0.150 + 0.040;
+        # without halo_wgmma 0.160 + 0.150 + 0.040.
         self.assertIn("batch 32: 3 convs; sum of conv_select's plans 0.360 ms, of the fastest 0.280 ms, "
                       "of the fastest without halo_wgmma 0.350 ms; halo_wgmma ran on 2 convs", text)
         self.assertIn("-0.0700 ms", text)  # 0.090 against 0.160: the largest gain first

@@ -190,8 +190,8 @@ struct ConvVariants {
                                   // its plans among the tuning candidates. Off until it has run on a GPU (written
                                   // without one).
   bool f16_halo_wgmma_s2 = false; // the same at stride 2 (the halo split by column parity; thirteenth session, off)
-  bool f16_stem_mma = false;      // the fp16 stem (3x3/2 from 3 channels) on mma.sync: conv2d_stem_mma (conv_stem_mma.cu;
-                                  // thirteenth session, off until it has run on a GPU), and among the tuning candidates
+  bool f16_stem_mma = false;      // the fp16 stem (3x3/2 from 3 channels) on mma.sync: conv2d_stem_mma (thirteenth
+                                  // session; off until it has run on a GPU), and among the tuning candidates
   bool f16_wgmma_waves = true;    // with f16_wgmma: on grids of 4+ tiles of 128 x 64 per SM, the wgmma tile by a model of
                                   // waves (wgmma_plan_waves, conv_wgmma.cu; twelfth session, fitted to tuning with raster_n)
   bool raster_n = true;           // the non-persistent fp16 GEMM kernels (mma.sync and wgmma) issue their blocks
