@@ -824,10 +824,10 @@ yolo12::cuda::DeviceInfo one_sm() {
   return f;
 }
 
-// conv_select for a shape with dense, 16-byte aligned views (as the executor's buffers are): what the
-// dispatch runs and the profile's label names. conv_select reads the pointers' alignment, never the memory.
+// Params of a shape with dense, 16-byte aligned views (as the executor's buffers are), for conv_select and
+// conv_candidates, which read the pointers' alignment, never the memory.
 template <typename T>
-yolo12::cuda::ConvPlan select_dense(const ConvShape& s) {
+ConvParams<T> dense_params(const ConvShape& s) {
   alignas(256) static T storage[8];
   ConvParams<T> p;
   static_cast<ConvShape&>(p) = s;
@@ -836,7 +836,19 @@ yolo12::cuda::ConvPlan select_dense(const ConvShape& s) {
   p.y = storage;
   p.ldx = s.c_in;
   p.ldy = s.c_out;
-  return yolo12::cuda::conv_select(p);
+  return p;
+}
+// conv_select for dense views: what the dispatch runs and the profile's label names.
+template <typename T>
+yolo12::cuda::ConvPlan select_dense(const ConvShape& s) {
+  return yolo12::cuda::conv_select(dense_params<T>(s));
+}
+// How many of the tuning candidates for dense views of s are plans of algorithm `a`.
+int dense_candidates_of(const ConvShape& s, yolo12::cuda::ConvAlgorithm a) {
+  int n = 0;
+  for (const yolo12::cuda::ConvPlan& plan : yolo12::cuda::conv_candidates(dense_params<__half>(s)))
+    n += plan.algorithm == a;
+  return n;
 }
 yolo12::cuda::ConvPlan plan_of(const ConvShape& s, bool fp16) {
   return fp16 ? select_dense<__half>(s) : select_dense<float>(s);
@@ -1888,26 +1900,16 @@ TEST_CASE("conv2d_halo_wgmma matches the reference: every tile and stage count, 
   // until it has run here).
   const cd::ConvVariants saved = cd::conv_variants();
   CHECK_FALSE(cd::ConvVariants().f16_halo_wgmma);
-  alignas(256) static __half storage[8];
-  ConvParams<__half> p;
-  static_cast<ConvShape&>(p) = yolo_shape(32, 80, 96, 96, 3, 1);
-  p.x = p.w = p.y = storage;
-  p.ldx = p.ldy = 96;
-  const auto halo_plans = [&] {
-    int n = 0;
-    for (const yolo12::cuda::ConvPlan& plan : yolo12::cuda::conv_candidates(p))
-      n += plan.algorithm == ConvAlgorithm::halo_wgmma;
-    return n;
-  };
   for (const int stride : {1, 2})
     for (const bool on : {false, true}) {
-      static_cast<ConvShape&>(p) = yolo_shape(32, stride == 1 ? 80 : 160, 96, 96, 3, stride);
+      const ConvShape s = yolo_shape(32, stride == 1 ? 80 : 160, 96, 96, 3, stride);
       cd::conv_variants() = cd::ConvVariants();
       (stride == 1 ? cd::conv_variants().f16_halo_wgmma : cd::conv_variants().f16_halo_wgmma_s2) = on;
       INFO("stride " << stride << ", its variant " << on);
-      CHECK((yolo12::cuda::conv_select(p).algorithm == ConvAlgorithm::halo_wgmma) == on);
-      CHECK(halo_plans() == (on ? static_cast<int>(cd::halo_wgmma_candidates(p).size()) : 0));
-      CHECK(halo_plans() <= 18);
+      CHECK((plan_of(s, true).algorithm == ConvAlgorithm::halo_wgmma) == on);
+      const int plans = dense_candidates_of(s, ConvAlgorithm::halo_wgmma);
+      CHECK(plans == (on ? static_cast<int>(cd::halo_wgmma_candidates(s).size()) : 0));
+      CHECK(plans <= 18);
     }
   CHECK_FALSE(cd::ConvVariants().f16_halo_wgmma_s2);
   CHECK(cd::parse_conv_variants("f16_halo_wgmma").f16_halo_wgmma);
@@ -1961,21 +1963,13 @@ TEST_CASE("conv2d_stem_mma matches the reference: tile edges, channel counts, vi
   // conv_select takes it, and tuning times it, only under variant f16_stem_mma (off by default until it has run here).
   const cd::ConvVariants saved = cd::conv_variants();
   CHECK_FALSE(cd::ConvVariants().f16_stem_mma);
-  alignas(256) static __half storage[8];
-  ConvParams<__half> p;
-  static_cast<ConvShape&>(p) = yolo_shape(32, 640, 3, 16, 3, 2);
-  p.x = p.w = p.y = storage;
-  p.ldx = 3;
-  p.ldy = 16;
+  const ConvShape stem = yolo_shape(32, 640, 3, 16, 3, 2);
   for (const bool on : {false, true}) {
     cd::conv_variants() = cd::ConvVariants();
     cd::conv_variants().f16_stem_mma = on;
     INFO("f16_stem_mma " << on);
-    CHECK((yolo12::cuda::conv_select(p).algorithm == ConvAlgorithm::stem_mma) == on);
-    int n = 0;
-    for (const yolo12::cuda::ConvPlan& plan : yolo12::cuda::conv_candidates(p))
-      n += plan.algorithm == ConvAlgorithm::stem_mma;
-    CHECK(n == (on ? 1 : 0));
+    CHECK((plan_of(stem, true).algorithm == ConvAlgorithm::stem_mma) == on);
+    CHECK(dense_candidates_of(stem, ConvAlgorithm::stem_mma) == (on ? 1 : 0));
   }
   CHECK(cd::parse_conv_variants("+f16_stem_mma").f16_stem_mma);
   cd::conv_variants() = saved;

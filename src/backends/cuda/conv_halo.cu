@@ -205,11 +205,7 @@ void launch_halo(const HaloParams& p, int smem, int max_grid, cudaStream_t strea
   constexpr auto kKernel = conv2d_halo_f16<BN>;
   YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel),
                                        static_cast<int>(device_info().smem_per_block_optin)));
-  int per_sm = 0;
-  YOLO12_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kHaloThreads, smem));
-  long long fit = 1LL * (per_sm > 0 ? per_sm : 1) * device_info().sm_count;
-  if (max_grid > 0 && max_grid < fit) fit = max_grid;
-  const int grid = static_cast<int>(p.tiles < fit ? p.tiles : fit);
+  const int grid = persistent_grid(kKernel, kHaloThreads, smem, p.tiles, max_grid);
   launch_kernel(kKernel, static_cast<unsigned>(grid), kHaloThreads, static_cast<std::size_t>(smem), stream, p);
 }
 

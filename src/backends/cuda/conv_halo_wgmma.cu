@@ -230,8 +230,9 @@ ConvPlan hw_plan(int bn, int p, int stride, int stages) {
   return plan;
 }
 
-// Whether a tile of width bn suits n_g output channels: its column tiles pad N by at most a quarter.
-bool hw_width_suits(int bn, int n_g) { return 4LL * ceil_div(n_g, bn) * bn <= 5LL * n_g; }
+// Whether column tiles of width bn cover n_g output channels with at most n_g / den columns of padding (den 4: a
+// tuning candidate; den 8: the rule's choice).
+bool hw_pads_at_most(int bn, int n_g, int den) { return 1LL * den * ceil_div(n_g, bn) * bn <= (den + 1LL) * n_g; }
 
 long long hw_blocks(const ConvShape& s, int bn, int p) {
   return 1LL * s.batch * ceil_div(s.ho, hw::kTH) * ceil_div(s.wo, 8 * p) * ceil_div(s.c_out, bn);
@@ -258,7 +259,7 @@ std::vector<ConvPlan> halo_wgmma_candidates(const ConvShape& s) {
   std::vector<ConvPlan> out;
   if (!halo_wgmma_takes(s)) return out;
   for (const HwTileCfg& t : kHwTiles) {
-    if (!hw_width_suits(t.bn, s.c_out)) continue;
+    if (!hw_pads_at_most(t.bn, s.c_out, 4)) continue;
     for (int stages = hw::kMinStages; stages <= hw::kMaxStages; ++stages)
       if (static_cast<std::size_t>(hw_smem(t.bn, t.p, s.stride, stages)) <= device_info().smem_per_block_optin)
         out.push_back(hw_plan(t.bn, t.p, s.stride, stages));
@@ -274,7 +275,7 @@ ConvPlan halo_wgmma_rule(const ConvShape& s, const DeviceInfo& dev) {
   if (!halo_wgmma_takes(s) || s.c_out < 48) return ConvPlan{};
   int bn = 0;
   for (const int w : {48, 64, 96, 128})
-    if (8LL * ceil_div(s.c_out, w) * w <= 9LL * s.c_out) bn = w;
+    if (hw_pads_at_most(w, s.c_out, 8)) bn = w;
   if (s.c_out == 192) bn = 192;
   if (bn == 0) return ConvPlan{};
   const int p = bn <= 128 && hw_blocks(s, bn, 2) >= 4LL * dev.sm_count ? 2 : 1;

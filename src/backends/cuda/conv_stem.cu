@@ -437,10 +437,7 @@ void launch_stem(const StemParams& a, cudaStream_t stream) {
   constexpr auto kKernel = conv2d_stem_f16<K, S, CIN>;
   const int smem = stem_smem_bytes<K, S, CIN>(a.c_out, a.contig);
   YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel), smem));
-  int per_sm = 0;
-  YOLO12_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kStemThreads, smem));
-  const long long fit = 1LL * (per_sm > 0 ? per_sm : 1) * device_info().sm_count;
-  const int grid = static_cast<int>(a.tiles < fit ? a.tiles : fit);
+  const int grid = persistent_grid(kKernel, kStemThreads, smem, a.tiles);
   launch_kernel(kKernel, dim3(static_cast<unsigned>(grid)), dim3(kStemThreads), static_cast<std::size_t>(smem), stream, a);
 }
 

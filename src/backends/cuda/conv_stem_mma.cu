@@ -172,12 +172,8 @@ __global__ void __launch_bounds__(sm::kThreads) conv2d_stem_mma(const StemMmaPar
 template <int NT>
 void launch_stem_mma(const StemMmaParams& p, int max_grid, cudaStream_t stream) {
   constexpr auto kKernel = conv2d_stem_mma<NT>;
-  int per_sm = 0;
-  YOLO12_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, sm::kThreads, 0));
-  long long fit = 1LL * (per_sm > 0 ? per_sm : 1) * device_info().sm_count;
-  if (max_grid > 0 && max_grid < fit) fit = max_grid;
-  const int grid = static_cast<int>(p.tiles < fit ? p.tiles : fit);
-  launch_kernel(kKernel, static_cast<unsigned>(grid), sm::kThreads, 0, stream, p);
+  launch_kernel(kKernel, static_cast<unsigned>(persistent_grid(kKernel, sm::kThreads, 0, p.tiles, max_grid)),
+                sm::kThreads, 0, stream, p);
 }
 
 }  // namespace

@@ -23,11 +23,7 @@
 //     chunks lbo = BN x 16 bytes apart.
 #pragma once
 
-#if defined(__CUDACC__)
-#define YOLO12_HW_HD __host__ __device__ __forceinline__
-#else
-#define YOLO12_HW_HD inline
-#endif
+#include "core/host_device.hpp"
 
 namespace yolo12::cuda::halo_wgmma {
 
@@ -78,7 +74,7 @@ struct Geom {
 struct BlockTile {
   int img, oy0, ox0, n0;
 };
-YOLO12_HW_HD BlockTile block_tile(int block, int tiles_x, int tiles_y, int col_tiles, int tw, int bn) {
+YOLO12_HOST_DEVICE inline BlockTile block_tile(int block, int tiles_x, int tiles_y, int col_tiles, int tw, int bn) {
   const int t = block / col_tiles;
   const int per_image = tiles_x * tiles_y;
   const int img = t / per_image, rest = t - img * per_image;
@@ -92,7 +88,7 @@ YOLO12_HW_HD BlockTile block_tile(int block, int tiles_x, int tiles_y, int col_t
 // pixel = (plane * kHH + hy) * kPW + column), and its element offset from the image's first element at the
 // stage's first channel, or -1 where the pixel lies outside the h x w image (the copy writes zeros).
 template <int P, int S = 1>
-YOLO12_HW_HD int halo_src(int i, int oy0, int ox0, int pad, int h, int w, int ldx, int& slot) {
+YOLO12_HOST_DEVICE inline int halo_src(int i, int oy0, int ox0, int pad, int h, int w, int ldx, int& slot) {
   using T = Tile<P, S>;
   const int chunk = i & 1, pix = i >> 1;
   slot = chunk * T::kPix + pix;
@@ -106,7 +102,7 @@ YOLO12_HW_HD int halo_src(int i, int oy0, int ox0, int pad, int h, int w, int ld
 // Weight copy i (< kBCopies): its slot (in B's slots, (tap * 2 + chunk) * BN + n), its row within the column
 // tile (n), and its K column less the stage's first channel (tap * cin_pad + 8 chunk).
 template <int BN>
-YOLO12_HW_HD void b_copy(int i, int cin_pad, int& n, int& kcol, int& slot) {
+YOLO12_HOST_DEVICE inline void b_copy(int i, int cin_pad, int& n, int& kcol, int& slot) {
   const int chunk = i & 1, rest = i >> 1;
   const int tap = rest / BN;
   n = rest - tap * BN;
@@ -117,27 +113,27 @@ YOLO12_HW_HD void b_copy(int i, int cin_pad, int& n, int& kcol, int& slot) {
 // Byte offsets from the stage's start of the wgmma operands: A of warpgroup wgi, patch q, tap (its first
 // output pixel (8 wgi, 8 q) reads halo row S 8 wgi + ky, column S 8 q + kx); B of tap.
 template <int P, int S = 1>
-YOLO12_HW_HD int a_start(int wgi, int q, int tap) {
+YOLO12_HOST_DEVICE inline int a_start(int wgi, int q, int tap) {
   using T = Tile<P, S>;
   const int ky = tap / kK, kx = tap - ky * kK;
   const int plane = S == 1 ? 0 : kx % 2, pc = S == 1 ? 8 * q + kx : 8 * q + kx / 2;
   return ((plane * T::kHH + S * 8 * wgi + ky) * T::kPW + pc) * 16;
 }
 template <int BN, int P, int S = 1>
-YOLO12_HW_HD int b_start(int tap) {
+YOLO12_HOST_DEVICE inline int b_start(int tap) {
   return Tile<P, S>::kHaloBytes + tap * 2 * BN * 16;
 }
 
 // The m64 accumulator register i of thread `lane` of warp `warp` (0-3) of a warpgroup (wgmma.cuh): its row e
 // (0-63) and column (0 to BN - 1).
-YOLO12_HW_HD void acc_position(int warp, int lane, int i, int& e, int& col) {
+YOLO12_HOST_DEVICE inline void acc_position(int warp, int lane, int i, int& e, int& col) {
   e = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
   col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
 }
 
 // Staged C row r = (wgi P + q) 64 + e: output pixel (dy, dx) of the tile.
 template <int P>
-YOLO12_HW_HD void staged_pixel(int r, int& dy, int& dx) {
+YOLO12_HOST_DEVICE inline void staged_pixel(int r, int& dy, int& dx) {
   const int patch = r / 64, e = r % 64;  // patch = wgi * P + q
   dy = 8 * (patch / P) + e / 8;
   dx = 8 * (patch % P) + e % 8;

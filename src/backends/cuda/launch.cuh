@@ -67,6 +67,19 @@ void launch_kernel(void (*kernel)(P), dim3 grid, dim3 block, std::size_t smem, c
   YOLO12_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, params));
 }
 
+// The grid of a persistent kernel (its blocks walk tiles t, t + grid, ...): as many blocks of `threads` threads
+// with `smem` bytes of dynamic shared memory as are resident on the device at once (at least one per SM), at
+// most one per tile, and at most max_grid where that is > 0 (the tests cap it so that each block walks many
+// tiles). conv2d_narrow_f16, conv2d_halo_f16, conv2d_stem_f16 and conv2d_stem_mma launch with it.
+template <typename P>
+int persistent_grid(void (*kernel)(P), int threads, int smem, long long tiles, int max_grid = 0) {
+  int per_sm = 0;
+  YOLO12_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+  long long fit = 1LL * (per_sm > 0 ? per_sm : 1) * device_info().sm_count;
+  if (max_grid > 0 && max_grid < fit) fit = max_grid;
+  return static_cast<int>(tiles < fit ? tiles : fit);
+}
+
 // Launches one kernel instantiation with `smem` bytes of dynamic shared memory, in clusters of
 // (cluster_x, 1, 1) blocks when cluster_x > 1. Above 48 KiB a kernel must opt in; that is done once per
 // kernel and device (allow_dynamic_smem) and is not a stream operation, so it is legal during graph

@@ -12,11 +12,7 @@
 // halves per row, rows kRS halves apart.
 #pragma once
 
-#if defined(__CUDACC__)
-#define YOLO12_SM_HD __host__ __device__ __forceinline__
-#else
-#define YOLO12_SM_HD inline
-#endif
+#include "core/host_device.hpp"
 
 namespace yolo12::cuda::stem_mma {
 
@@ -41,13 +37,13 @@ struct Geom {
 
 // Element i (< kRun) of a patch row: its pixel within the row and its channel.
 template <int CIN>
-YOLO12_SM_HD void patch_element(int i, int& px, int& c) {
+YOLO12_HOST_DEVICE inline void patch_element(int i, int& px, int& c) {
   px = i / CIN;
   c = i - px * CIN;
 }
 
 // m16 tile mt (< kM16) of the output tile: its output row and first output column.
-YOLO12_SM_HD void m16_origin(int mt, int& oy, int& ox0) {
+YOLO12_HOST_DEVICE inline void m16_origin(int mt, int& oy, int& ox0) {
   oy = mt / kM16PerRow;
   ox0 = (mt - oy * kM16PerRow) * 16;
 }
@@ -56,34 +52,34 @@ YOLO12_SM_HD void m16_origin(int mt, int& oy, int& ox0) {
 //   A: register r (0-3), half h (0-1) of k step s (0-1): row (0-15) of the m16 tile and K column;
 //   B: register r (0-1), half h of k step s of the n8 block j: output channel and K column;
 //   D: register r (0-3) of the n8 block j: row and output channel.
-YOLO12_SM_HD void a_element(int lane, int s, int r, int h, int& row, int& k) {
+YOLO12_HOST_DEVICE inline void a_element(int lane, int s, int r, int h, int& row, int& k) {
   row = lane / 4 + 8 * (r % 2);
   k = 16 * s + 2 * (lane % 4) + 8 * (r / 2) + h;
 }
-YOLO12_SM_HD void b_element(int lane, int s, int j, int r, int h, int& n, int& k) {
+YOLO12_HOST_DEVICE inline void b_element(int lane, int s, int j, int r, int h, int& n, int& k) {
   n = 8 * j + lane / 4;
   k = 16 * s + 2 * (lane % 4) + 8 * r + h;
 }
-YOLO12_SM_HD void d_element(int lane, int j, int r, int& row, int& n) {
+YOLO12_HOST_DEVICE inline void d_element(int lane, int j, int r, int& row, int& n) {
   row = lane / 4 + 8 * (r / 2);
   n = 8 * j + 2 * (lane % 4) + r % 2;
 }
 
 // K column k (< kKK): its offset in the patch from the tile's output pixel (oy, ox) at tap (0, 0).
 template <int CIN, int S>
-YOLO12_SM_HD int k_offset(int k) {
+YOLO12_HOST_DEVICE inline int k_offset(int k) {
   const int tap = k / CIN, c = k - tap * CIN;
   const int ky = tap / kK, kx = tap - ky * kK;
   return ky * Geom<CIN, S>::kRS + kx * CIN + c;
 }
 // Output pixel (oy, ox) of the tile: the patch offset of its tap (0, 0).
 template <int CIN, int S>
-YOLO12_SM_HD int pixel_offset(int oy, int ox) {
+YOLO12_HOST_DEVICE inline int pixel_offset(int oy, int ox) {
   return S * oy * Geom<CIN, S>::kRS + S * ox * CIN;
 }
 // The packed weight of output channel n at K column k (< kKK): (n, k_pad) rows, taps cin_pad apart.
 template <int CIN>
-YOLO12_SM_HD long long w_offset(int n, int k, int k_pad, int cin_pad) {
+YOLO12_HOST_DEVICE inline long long w_offset(int n, int k, int k_pad, int cin_pad) {
   const int tap = k / CIN, c = k - tap * CIN;
   return static_cast<long long>(n) * k_pad + tap * cin_pad + c;
 }
