@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -39,6 +40,25 @@ std::string shared_data_dir() {
   return file_exists(dir) ? dir : std::string();
 }
 std::string test_data_dir() { return source_dir() + "/tests/data"; }
+
+std::string export_model(const std::string& src, const std::string& name, std::string& why) {
+  static std::map<std::string, std::string> done;
+  if (done.count(src)) return done[src];
+  auto quoted = [](const std::string& s) { return "'" + s + "'"; };
+  const std::string exporter = source_dir() + "/exporter/export.py";
+  if (!file_exists(src)) return why = "model " + src + " is absent", "";
+  if (!file_exists(exporter)) return why = "exporter/export.py is absent", "";
+  static const bool have_numpy = std::system("python3 -c 'import numpy' > /dev/null 2>&1") == 0;
+  if (!have_numpy) return why = "python3 with numpy is not available to run the exporter", "";
+  const std::string dir = binary_dir() + "/parity_models";
+  const std::string out = dir + "/" + name + ".y12";
+  const std::string log = dir + "/" + name + ".export.log";
+  const std::string cmd = "mkdir -p " + quoted(dir) + " && python3 " + quoted(exporter) + " " + quoted(src) +
+                          " -o " + quoted(out) + " --no-set-default > " + quoted(log) + " 2>&1";
+  if (std::system(cmd.c_str()) != 0 || !file_exists(out))
+    return why = "the exporter failed on " + src + " (see " + log + ")", "";
+  return done[src] = out;
+}
 
 static NpyArray parse_npy(const std::string& bytes, const std::string& path) {
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)

@@ -18,6 +18,11 @@ bool file_exists(const std::string& path);
 // A file's whole content ("" if it cannot be read).
 std::string read_text_file(const std::string& path);
 
+// Converts checkpoint `src` with exporter/export.py to <build>/parity_models/<name>.y12, once per run (without
+// recording it as yolo12-infer's default); "" and a reason in `why` when the file, the exporter or python3 with
+// numpy is missing or the export fails.
+std::string export_model(const std::string& src, const std::string& name, std::string& why);
+
 // Seconds since construction (steady clock), for progress lines in long runs.
 struct Stopwatch {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();

@@ -12,8 +12,9 @@ namespace yolo12::graph {
 std::vector<ValueRef> op_operands(const Op& op) {
   return visit_op(op, [](const auto& o) {
     std::vector<ValueRef> r = o.reads();
-    const std::vector<ValueRef> w = o.writes();
+    const std::vector<ValueRef> w = o.writes(), s = o.scratch();
     r.insert(r.end(), w.begin(), w.end());
+    r.insert(r.end(), s.begin(), s.end());  // memory for the op's duration: a lifetime of the op alone
     return r;
   });
 }

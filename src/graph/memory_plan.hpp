@@ -23,7 +23,7 @@ struct Lifetime {
   bool overlaps(const Lifetime& o) const { return first <= o.last && o.first <= last; }
 };
 
-// Every ValueRef an op reads or writes (invalid optional operands included; skip !valid()).
+// Every ValueRef an op reads, writes or uses as scratch (invalid optional operands included; skip !valid()).
 std::vector<ValueRef> op_operands(const Op& op);
 // The lifetime of every value of g from the ops that touch it. The input image (Graph::kInputValue) is
 // written before op 0 (by the preprocessing or the caller): it lives from -1 to its last reader. The

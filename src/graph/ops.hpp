@@ -17,8 +17,13 @@
 //   MaxPool   out = max-pool(in, k, stride 1, pad k/2), padding never wins
 //   Copy      out = in (channel slice copy; only where a value must live in two concat buffers)
 //   Attention area attention (see AttentionAttrs), optionally also writing v back out as an image
+//   ConvChain 1x1 convs that each read the previous one's output, run as one op (see ConvChainAttrs)
+//
+// Every op also says which values it may use as scratch (scratch()): memory the planner gives it for the op's
+// duration, whose contents are undefined afterwards (only ConvChain has any).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -103,6 +108,7 @@ struct ConvOp {
   bool widened() const { return weight_c_out > 0 || weight_c_in > 0; }
   std::vector<ValueRef> reads() const { return {in, residual}; }
   std::vector<ValueRef> writes() const { return {out}; }
+  std::vector<ValueRef> scratch() const { return {}; }
 };
 
 struct UpsampleOp {
@@ -110,6 +116,7 @@ struct UpsampleOp {
   ValueRef in, out;
   std::vector<ValueRef> reads() const { return {in}; }
   std::vector<ValueRef> writes() const { return {out}; }
+  std::vector<ValueRef> scratch() const { return {}; }
 };
 
 struct MaxPoolOp {
@@ -117,12 +124,14 @@ struct MaxPoolOp {
   ValueRef in, out;
   std::vector<ValueRef> reads() const { return {in}; }
   std::vector<ValueRef> writes() const { return {out}; }
+  std::vector<ValueRef> scratch() const { return {}; }
 };
 
 struct CopyOp {
   ValueRef in, out;
   std::vector<ValueRef> reads() const { return {in}; }
   std::vector<ValueRef> writes() const { return {out}; }
+  std::vector<ValueRef> scratch() const { return {}; }
 };
 
 struct AttentionOp {
@@ -132,10 +141,54 @@ struct AttentionOp {
   ValueRef v_image;  // optional (heads * dv, H, W)
   std::vector<ValueRef> reads() const { return {q, k, v}; }
   std::vector<ValueRef> writes() const { return {out, v_image}; }
+  std::vector<ValueRef> scratch() const { return {}; }
+};
+
+// A chain of 1x1 convs run as one op: graph::fuse_conv_chains (graph/fuse_chains.hpp), a pass of the CUDA
+// backend, makes one out of consecutive ConvOps where each reads the whole output of the one before, so that
+// a kernel can keep the intermediate maps on chip (the CUDA backend's conv2d_chain_f16). Link i computes
+// exactly what links[i] as a ConvOp computes:
+//   links[0].in is the chain's input (any slice); links[i + 1].in is the whole of links[i].out;
+//   links[i].residual is, where residual_link[i] >= 0, the whole output of the earlier link residual_link[i]
+//   (which may live on chip only), else a value in memory (or none);
+//   links[i].out is stored (written to memory) where stored[i]: something after the op reads it. The last
+//   link's always is. The others are scratch: the planner gives them memory for the op's duration, which a
+//   backend may use to run the links one by one (the CPU backend does), and they hold nothing afterwards.
+// Each link is a 1x1 conv with stride 1, no padding, groups 1, dilation 1; all links have the same H x W.
+struct ConvChainAttrs {
+  static constexpr int kMaxLinks = 4;
+  int links = 0;                                    // 2..kMaxLinks
+  int residual_link[kMaxLinks] = {-1, -1, -1, -1};  // < i, or -1 (links[i].residual from memory, or none)
+  bool stored[kMaxLinks] = {};
+};
+
+struct ConvChainOp {
+  ConvChainAttrs attrs;
+  std::vector<ConvOp> links;  // attrs.links of them, in order (their attrs, operands and tensor names)
+  std::vector<ValueRef> reads() const {
+    std::vector<ValueRef> r;
+    if (links.empty()) return r;
+    r.push_back(links[0].in);
+    for (std::size_t i = 0; i < links.size(); ++i)
+      if (attrs.residual_link[i] < 0) r.push_back(links[i].residual);
+    return r;
+  }
+  std::vector<ValueRef> writes() const {
+    std::vector<ValueRef> w;
+    for (std::size_t i = 0; i < links.size(); ++i)
+      if (attrs.stored[i]) w.push_back(links[i].out);
+    return w;
+  }
+  std::vector<ValueRef> scratch() const {
+    std::vector<ValueRef> w;
+    for (std::size_t i = 0; i < links.size(); ++i)
+      if (!attrs.stored[i]) w.push_back(links[i].out);
+    return w;
+  }
 };
 
 // The op table. X(Name) names NameOp above.
-#define YOLO12_GRAPH_OPS(X) X(Conv) X(Upsample) X(MaxPool) X(Copy) X(Attention)
+#define YOLO12_GRAPH_OPS(X) X(Conv) X(Upsample) X(MaxPool) X(Copy) X(Attention) X(ConvChain)
 
 #define YOLO12_OP_KIND(Name) Name,
 enum class OpKind { YOLO12_GRAPH_OPS(YOLO12_OP_KIND) };
@@ -159,6 +212,16 @@ struct Op {
   template <typename T> const T& get() const { return std::get<T>(op); }
   template <typename T> const T* get_if() const { return std::get_if<T>(&op); }
 };
+
+// The convs an op computes: the op itself for a ConvOp, the links of a ConvChainOp, none for the others (what a
+// backend packs weights for).
+inline std::vector<const ConvOp*> convs_of(const Op& op) {
+  if (const ConvOp* c = op.get_if<ConvOp>()) return {c};
+  std::vector<const ConvOp*> r;
+  if (const ConvChainOp* chain = op.get_if<ConvChainOp>())
+    for (const ConvOp& l : chain->links) r.push_back(&l);
+  return r;
+}
 
 // Calls f(const XOp&) with the op's alternative (f must take every op); an empty op is an Error.
 template <typename F>

@@ -51,6 +51,8 @@ std::vector<int> pad_channels(Graph& g) {
                                 maps_zero_to_zero(conv->attrs.act);
         u.writer = u.writer == -1 && sole_whole ? static_cast<int>(i) : -2;
       }
+      for (const ValueRef& w : o.scratch())  // a ConvChain's (fuse_chains runs after this pass): never widened
+        if (w.valid() && static_cast<std::size_t>(w.value) < nv) use[static_cast<std::size_t>(w.value)].writer = -2;
       for (const ValueRef& r : o.reads()) {
         if (!r.valid() || static_cast<std::size_t>(r.value) >= nv) continue;
         const bool whole_in = conv && conv->attrs.groups == 1 && conv->in.value == r.value &&

@@ -16,7 +16,9 @@
 //   - every op that reads V is a ConvOp with groups 1 reading the whole of V through `in` (never as
 //     its residual);
 //   - no other op reads or writes any slice of V (a Concat's buffer has several writers; a split is a
-//     sliced read; an attention, pool, upsample or copy is another op kind: all stay as they are).
+//     sliced read; an attention, pool, upsample, copy or conv chain is another op kind, and a chain's scratch
+//     values count as written by it: all stay as they are. The CUDA backend runs graph::fuse_conv_chains after
+//     this pass, so its graphs have no chains here).
 // Then V.c, the producer's attrs.c_out and out.c, and each reader's attrs.c_in and in.c become the padded
 // count; each op's weight_c_out / weight_c_in (graph/ops.hpp, ConvOp) record the stored tensor's
 // channels. Nothing else changes: the other values and ops, the outputs, the head and the tensor list

@@ -21,6 +21,8 @@ std::vector<Access> accesses(const Op& op) {
       if (v.valid()) r.push_back({v, false});
     for (const ValueRef& v : o.writes())
       if (v.valid()) r.push_back({v, true});
+    for (const ValueRef& v : o.scratch())  // written by the op (its contents undefined after it)
+      if (v.valid()) r.push_back({v, true});
     return r;
   });
 }

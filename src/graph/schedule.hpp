@@ -46,7 +46,8 @@ struct ArenaLayout {
   std::vector<std::size_t> bytes;
 };
 
-// True when ops a and b of g touch a common byte of `layout` and at least one of them writes it.
+// True when ops a and b of g touch a common byte of `layout` and at least one of them writes it (an op writes
+// its scratch values).
 bool ops_conflict(const Graph& g, const ArenaLayout& layout, int a, int b);
 
 // The schedule of g's ops over at most max_streams streams (>= 1) on a given layout.

@@ -98,8 +98,13 @@ Tolerance rounded_once() {  // fp32 accumulation, the output rounded once: twice
 // Conv
 // =====================================================================================================
 
-void conv_reference(const graph::ConvAttrs& a, const HostView& x, const float* w, const float* bias,
-                    const float* gamma, const HostView& residual, int batch, const RefOut& y) {
+namespace {
+
+// conv_reference on operands of any element type: a conv chain's links read what earlier links computed, in
+// double.
+template <typename X, typename R>
+void conv_of(const graph::ConvAttrs& a, const Slice<const X>& x, const float* w, const float* bias,
+             const float* gamma, const Slice<const R>& residual, int batch, const RefOut& y) {
   const int cin_g = a.c_in / a.groups, cout_g = a.c_out / a.groups;
   std::vector<double> acc(static_cast<std::size_t>(y.h) * y.w);  // one output plane
   for (int b = 0; b < batch; ++b)
@@ -114,7 +119,7 @@ void conv_reference(const graph::ConvAttrs& a, const HostView& x, const float* w
             for (int oy = 0; oy < y.h; ++oy) {
               const int iy = oy * a.stride - a.pad + ky * a.dilation;
               if (iy < 0 || iy >= x.h) continue;  // taps outside the image read zero
-              const float* row = &x.at(b, g * cin_g + i, iy, 0);
+              const X* row = &x.at(b, g * cin_g + i, iy, 0);
               double* out_row = &acc[static_cast<std::size_t>(oy) * y.w];
               for (int ox = 0; ox < y.w; ++ox) {
                 const int ix = ox * a.stride - a.pad + kx * a.dilation;
@@ -131,6 +136,13 @@ void conv_reference(const graph::ConvAttrs& a, const HostView& x, const float* w
           y.at(b, o, oy, ox) = v;
         }
     }
+}
+
+}  // namespace
+
+void conv_reference(const graph::ConvAttrs& a, const HostView& x, const float* w, const float* bias,
+                    const float* gamma, const HostView& residual, int batch, const RefOut& y) {
+  conv_of(a, x, w, bias, gamma, residual, batch, y);
 }
 
 namespace {
@@ -376,6 +388,256 @@ std::vector<OpCase> conv_cases() {
   v.push_back(conv_case(fused(conv_spec(1, 20, 20, 256, 64, 3, 1, 1), true, true, true, 0, 0, 64, 0), ConvShare::none,
                         seed++));
   v.push_back(conv_case(fused(conv_spec(2, 7, 9, 96, 40, 3, 2, 1), false, false, true), ConvShare::none, seed++));
+  return v;
+}
+
+// =====================================================================================================
+// ConvChain: 1x1 convs, each reading the whole output of the one before (ops.hpp, ConvChainAttrs)
+// =====================================================================================================
+
+// A slice of what the reference computed, as the operand of a later link.
+Slice<const double> computed(const OpCase& c, const Expected& e, const graph::ValueRef& r) {
+  const graph::Value& v = c.graph.values[static_cast<std::size_t>(r.value)];
+  return Slice<const double>{e.values[static_cast<std::size_t>(r.value)].data(), v.c, r.c0, r.c, v.h, v.w, false};
+}
+
+// Link by link, in double throughout: a link reads the previous link's output (and a residual link's) as the
+// reference computed it, never rounded; a residual from memory and link 0's input as they were before the op.
+void reference_of(const graph::ConvChainOp& op, const OpCase& c, const HostState& in, Expected& e) {
+  for (std::size_t i = 0; i < op.links.size(); ++i) {
+    const graph::ConvOp& l = op.links[i];
+    const float* w = c.tensors.at(l.weight).data();
+    const float* b = c.tensors.at(l.bias).data();
+    const float* g = l.gamma.empty() ? nullptr : c.tensors.at(l.gamma).data();
+    const RefOut y = out(c, e, l.out);
+    const bool from_link = op.attrs.residual_link[i] >= 0;
+    if (i == 0)
+      conv_of(l.attrs, view(c, in, l.in), w, b, g, view(c, in, l.residual), c.batch, y);
+    else if (from_link)
+      conv_of(l.attrs, computed(c, e, l.in), w, b, g, computed(c, e, l.residual), c.batch, y);
+    else
+      conv_of(l.attrs, computed(c, e, l.in), w, b, g, view(c, in, l.residual), c.batch, y);
+  }
+}
+
+// The fp16 path of a fused chain kernel, emulated on the host: fp32 accumulation of the fp16 inputs and weights,
+// each link's output rounded to fp16 before anything uses it (the next link, a later link's residual, memory),
+// residuals from memory read as fp16. Per link, its output (batch, c_out, h, w).
+std::vector<std::vector<float>> chain_f16(const graph::ConvChainOp& op, const OpCase& c, const HostState& in) {
+  std::vector<std::vector<float>> outs;
+  for (std::size_t i = 0; i < op.links.size(); ++i) {
+    const graph::ConvOp& l = op.links[i];
+    const graph::Value& yv = c.graph.values[static_cast<std::size_t>(l.out.value)];
+    const int hw = yv.h * yv.w, ci = l.attrs.c_in, co = l.attrs.c_out;
+    const std::size_t plane = static_cast<std::size_t>(hw);
+    // The input: link 0's slice of the state, else the previous link's (rounded) output.
+    const HostView x0 = view(c, in, l.in);
+    auto x = [&](int b, int ch) {
+      return i == 0 ? &x0.at(b, ch, 0, 0) : outs[i - 1].data() + (static_cast<std::size_t>(b) * ci + ch) * plane;
+    };
+    const int rl = op.attrs.residual_link[i];
+    const HostView rm = view(c, in, l.residual);
+    const float* w = c.tensors.at(l.weight).data();
+    const float* bias = c.tensors.at(l.bias).data();
+    const float* gamma = l.gamma.empty() ? nullptr : c.tensors.at(l.gamma).data();
+    std::vector<float> y(static_cast<std::size_t>(c.batch) * co * plane), acc(plane);
+    for (int b = 0; b < c.batch; ++b)
+      for (int o = 0; o < co; ++o) {
+        std::fill(acc.begin(), acc.end(), 0.f);
+        for (int k = 0; k < ci; ++k) {
+          const float wk = w[static_cast<std::size_t>(o) * ci + k];
+          const float* xr = x(b, k);
+          for (std::size_t p = 0; p < plane; ++p) acc[p] += wk * xr[p];
+        }
+        float* yr = y.data() + (static_cast<std::size_t>(b) * co + o) * plane;
+        for (std::size_t p = 0; p < plane; ++p) {
+          float v = acc[p] + bias[o];
+          if (l.attrs.silu()) v = v / (1.f + std::exp(-v));
+          if (gamma) v *= gamma[o];
+          if (rl >= 0) v += outs[static_cast<std::size_t>(rl)][(static_cast<std::size_t>(b) * co + o) * plane + p];
+          else if (rm.valid()) v += rm.at(b, o, static_cast<int>(p) / yv.w, static_cast<int>(p) % yv.w);
+          yr[p] = round_half(v);
+        }
+      }
+    outs.push_back(std::move(y));
+  }
+  return outs;
+}
+
+// Rel L2 of a link's emulated output against the reference's values of its slice.
+double chain_error(const OpCase& c, const Expected& e, const graph::ValueRef& r, const std::vector<float>& got) {
+  const Slice<const double> want = computed(c, e, r);
+  const std::size_t plane = static_cast<std::size_t>(want.h) * want.w;
+  double num = 0, den = 0;
+  for (int b = 0; b < c.batch; ++b)
+    for (int ch = 0; ch < r.c; ++ch)
+      for (std::size_t p = 0; p < plane; ++p) {
+        const double ref = want.at(b, ch, static_cast<int>(p) / want.w, static_cast<int>(p) % want.w);
+        const double d = got[(static_cast<std::size_t>(b) * r.c + ch) * plane + p] - ref;
+        num += d * d;
+        den += ref * ref;
+      }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+constexpr int kNoResidual = -2, kMemoryResidual = -1;  // ChainLink::residual; >= 0: an earlier link's output
+
+struct ChainLink {
+  int c_out;
+  bool silu = true, gamma = false;
+  int residual = kNoResidual;
+  bool stored = false;  // links before the last (the last always is)
+};
+
+// A chain case: link 0 reads channels [x_c0, x_c0 + c_in) of a value of x_c0 + c_in + x_extra, the last link
+// writes [y_c0, y_c0 + c_out) of one of y_c0 + c_out + y_extra, each residual from memory is channels [r_c0,
+// r_c0 + c) of a value of its own of r_c0 + c + r_extra; every other link output is a whole value of its own.
+struct ChainSpec {
+  int batch = 1, h = 1, w = 1, c_in = 16;
+  std::vector<ChainLink> links;
+  int x_c0 = 0, x_extra = 0, y_c0 = 0, y_extra = 0, r_c0 = 8, r_extra = 8;
+};
+
+OpCase chain_case(const ChainSpec& s, std::uint64_t seed) {
+  CaseBuilder cb(s.batch, seed);
+  graph::ConvChainOp op;
+  op.attrs.links = static_cast<int>(s.links.size());
+  std::ostringstream m;
+  m << "conv chain 1x1 " << s.c_in;
+  for (const ChainLink& l : s.links) m << "->" << l.c_out;
+  m << " " << s.h << "x" << s.w;
+  graph::ValueRef x = cb.slice(s.x_c0, s.c_in, s.x_extra, s.h, s.w);
+  m << " | x " << cb.operand(x);
+  for (std::size_t i = 0; i < s.links.size(); ++i) {
+    const ChainLink& l = s.links[i];
+    const bool last = i + 1 == s.links.size();
+    const std::string n = std::to_string(i);
+    graph::ConvOp c;
+    c.attrs = graph::ConvAttrs{x.c, l.c_out, 1, 1, 0, 1, 1, l.silu ? graph::Act::SiLU : graph::Act::None};
+    c.in = x;
+    const float ws = 1.7f / std::sqrt(static_cast<float>(x.c));
+    c.weight = cb.tensor("w" + n, static_cast<std::size_t>(l.c_out) * x.c, -ws, ws);
+    c.bias = cb.tensor("b" + n, static_cast<std::size_t>(l.c_out), -0.5f, 0.5f);
+    if (l.gamma) c.gamma = cb.tensor("gamma" + n, static_cast<std::size_t>(l.c_out), -0.8f, 1.5f);
+    if (l.residual == kMemoryResidual) c.residual = cb.slice(s.r_c0, l.c_out, s.r_extra, s.h, s.w);
+    if (l.residual >= 0) c.residual = op.links[static_cast<std::size_t>(l.residual)].out;
+    c.out = last ? cb.slice(s.y_c0, l.c_out, s.y_extra, s.h, s.w)
+                 : graph::ValueRef{cb.value(l.c_out, s.h, s.w), 0, l.c_out};
+    op.attrs.residual_link[i] = l.residual >= 0 ? l.residual : -1;
+    op.attrs.stored[i] = last || l.stored;
+    m << " | link " << i << (l.silu ? " silu" : " no act") << (l.gamma ? " gamma" : "") << " residual "
+      << (l.residual >= 0 ? "link " + std::to_string(l.residual) : cb.operand(c.residual)) << " out "
+      << cb.operand(c.out) << (op.attrs.stored[i] ? " stored" : " scratch");
+    x = c.out;
+    op.links.push_back(c);
+  }
+  OpCase c = cb.op(m.str(), op, {});
+  // fp16: each stored output within 3x the error of the emulated fp16 path (at least the usual bound).
+  const HostState in = initial_state(c);
+  const Expected e = expected(c, in);
+  const std::vector<std::vector<float>> f16 = chain_f16(op, c, in);
+  for (std::size_t i = 0; i < op.links.size(); ++i) {
+    if (!op.attrs.stored[i]) continue;
+    Tolerance t = rounded_once();
+    t.f16_rel_l2 = 3 * chain_error(c, e, op.links[i].out, f16[i]);
+    c.tol.push_back(t);
+  }
+  return c;
+}
+
+std::vector<OpCase> chain_cases() {
+  using L = ChainLink;
+  const int mem = kMemoryResidual;
+  auto spec = [](int batch, int h, int w, int c_in, std::vector<L> links, int x_c0 = 0, int x_extra = 0,
+                 int y_c0 = 0, int y_extra = 0) {
+    ChainSpec s;
+    s.batch = batch;
+    s.h = h;
+    s.w = w;
+    s.c_in = c_in;
+    s.links = std::move(links);
+    s.x_c0 = x_c0;
+    s.x_extra = x_extra;
+    s.y_c0 = y_c0;
+    s.y_extra = y_extra;
+    return s;
+  };
+  // L{c_out, silu, gamma, residual, stored}
+  std::vector<ChainSpec> specs = {
+      // The A2C2f ABlock: attn.proj (+ the block input) -> mlp.0 -> mlp.1 (+ proj's output) -> the next qkv;
+      // yolo12n's widths at P4 (40x40 at 640), then at P5 with the 128-channel blocks.
+      spec(2, 40, 40, 64, {L{64, false, false, mem}, L{128}, L{64, false, false, 0, true}, L{192, false}}, 64, 128),
+      spec(1, 20, 20, 128, {L{128, false, false, mem}, L{256}, L{128, false, false, 0, true}, L{384, false}}),
+      // ... the last ABlock of a stage: mlp.1 into the concat buffer; yolo12l's layer-scale (gamma) block.
+      spec(1, 13, 11, 64, {L{64, false, false, mem}, L{128}, L{64, false, false, 0}}, 0, 0, 128, 64),
+      spec(2, 9, 10, 64, {L{64, false, true, mem}, L{80}, L{64, false, true, 0}}, 16, 0, 64, 0),
+      // Detect's class branch: cv3.x.1.1 (SiLU) -> cv3.x.2 (no act), into the head's map.
+      spec(2, 40, 40, 80, {L{80}, L{80, false}}),
+      spec(1, 20, 20, 80, {L{80}, L{80, false}}, 0, 0, 0, 0),
+      spec(3, 5, 7, 64, {L{64}, L{16, false}}, 8, 8, 0, 16),
+      // Channel offsets of link 0's input: 0, 8, 16 and odd; outputs into slices of wider values.
+      spec(1, 13, 11, 32, {L{48}, L{32}}, 3, 5, 16, 16),
+      spec(2, 13, 11, 48, {L{32}, L{64}, L{16}}, 8, 0, 8, 8),
+      spec(1, 5, 7, 16, {L{16}, L{16}, L{16}, L{16}}, 16, 16, 0, 0),
+      spec(3, 1, 1, 32, {L{64, true, true}, L{32, false, false, mem}}, 3, 0, 3, 5),
+      // Widths multiples of 8 only (the CUDA backend runs these link by link).
+      spec(1, 13, 11, 24, {L{40}, L{56, false, false, mem}}, 0, 8, 8, 0),
+      spec(2, 5, 7, 8, {L{24}, L{8, true, false, mem}, L{8, false, false, 1}}, 8, 0, 0, 8),
+      spec(1, 40, 40, 72, {L{40, true, true}, L{72, false, false, mem}, L{40, true, false, 0}}, 0, 0, 0, 24),
+      // Every residual kind: none, memory, each earlier link (link 1 from link 0 reads its own input again).
+      spec(1, 13, 11, 32, {L{32}, L{32, true, false, 0}, L{32, false, true, 1}, L{32, true, false, 0}}),
+      spec(2, 5, 7, 32, {L{64}, L{32, false}, L{64, true, false, 0}, L{64, false, true, 2}}, 0, 16, 16, 0),
+      spec(1, 13, 11, 16, {L{48, true, false, mem}, L{16}, L{48, false, false, 0, true}, L{96, false, false, mem}}),
+      // Stored intermediates (something after the chain reads them): every combination of two or three.
+      spec(1, 5, 7, 32, {L{32, true, false, kNoResidual, true}, L{32}, L{32}}),
+      spec(2, 13, 11, 32, {L{64, true, false, kNoResidual, true}, L{32, false, false, kNoResidual, true}, L{16}}),
+      spec(1, 13, 11, 64, {L{16}, L{32, true, true, kNoResidual, true}, L{64}, L{64, false, false, mem}}, 0, 8),
+      spec(1, 1, 1, 48,
+           {L{48, true, false, kNoResidual, true}, L{48, true, false, 0, true}, L{48, true, false, 1, true},
+            L{48, false, false, 2}}),
+      // Many rows (partial 64-row tiles, many blocks), wide maps.
+      spec(2, 40, 40, 64, {L{128}, L{64, false, false, mem}}, 16, 0),
+      spec(1, 41, 39, 96, {L{96, true, true}, L{192}, L{96, false, false, 0}}, 3, 0, 0, 8),
+      spec(3, 23, 17, 128, {L{64}, L{128, false, false, mem, true}, L{64, false}}),
+      // Wide links (up to 384 channels).
+      spec(1, 7, 9, 384, {L{128}, L{384, false, false, mem}}),
+      spec(1, 5, 7, 256, {L{384}, L{256, false}, L{384, true, false, 0}}, 16, 0, 0, 0),
+  };
+  // Random chains up to 42 cases in all: 2..4 links of 8..128 channels (mostly multiples of 16), every fusion,
+  // residual kind and offset.
+  std::mt19937_64 rng(777);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int sizes[][2] = {{5, 7}, {13, 11}, {1, 1}, {9, 16}, {17, 3}, {40, 40}};
+  while (specs.size() < 42) {
+    const int* hw = sizes[pick(0, 5)];
+    ChainSpec s = spec(pick(1, 3), hw[0], hw[1], 16 * pick(1, 8), {});
+    if (pick(0, 3) == 0) s.c_in -= 8;
+    const int n = pick(2, 4);
+    const int big = hw[0] * hw[1] > 300 ? 8 : 16;  // at most 64 channels on the large maps (the reference's time)
+    for (int i = 0; i < n; ++i) {
+      L l{16 * pick(1, big / 2) - (pick(0, 3) == 0 ? 8 : 0)};
+      l.silu = pick(0, 2) != 0;
+      l.gamma = pick(0, 3) == 0;
+      l.stored = pick(0, 3) == 0;
+      const int r = pick(0, 3);  // 0, 1: none; 2: memory; 3: an earlier link (then as wide as it)
+      if (r == 2) l.residual = mem;
+      if (r == 3 && i > 0) {
+        l.residual = pick(0, i - 1);
+        l.c_out = s.links[static_cast<std::size_t>(l.residual)].c_out;
+      }
+      s.links.push_back(l);
+    }
+    const int offsets[] = {0, 8, 16, 3};
+    s.x_c0 = offsets[pick(0, 3)];
+    s.x_extra = 8 * pick(0, 2);
+    s.y_c0 = offsets[pick(0, 3)];
+    s.y_extra = 8 * pick(0, 2);
+    s.r_c0 = offsets[pick(0, 3)];
+    specs.push_back(s);
+  }
+  std::vector<OpCase> v;
+  std::uint64_t seed = 7000;
+  for (const ChainSpec& s : specs) v.push_back(chain_case(s, seed++));
   return v;
 }
 
@@ -759,6 +1021,7 @@ const std::vector<OpCase>& op_cases() {
   static const std::vector<OpCase> cases = [] {
     std::vector<OpCase> v;
     append(v, conv_cases());
+    append(v, chain_cases());
     append(v, upsample_cases());
     append(v, maxpool_cases());
     append(v, copy_cases());

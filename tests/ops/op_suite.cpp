@@ -24,6 +24,14 @@ std::vector<graph::ValueRef> OpCase::writes() const {
   return out;
 }
 
+std::vector<graph::ValueRef> OpCase::scratch() const {
+  std::vector<graph::ValueRef> out;
+  if (head()) return out;
+  for (const graph::ValueRef& r : graph::visit_op(graph.ops[0], [](const auto& op) { return op.scratch(); }))
+    if (r.valid()) out.push_back(r);
+  return out;
+}
+
 std::vector<int> cases_per_op(int* head_cases) {
   std::vector<int> n(std::variant_size_v<graph::OpVariant> - 1, 0);
   *head_cases = 0;
@@ -181,13 +189,17 @@ std::string judge(const std::string& name, const std::vector<float>& got, const 
   const double err = std::sqrt(num / std::max(den, 1e-300));
   const double rounding = std::sqrt(round_num / std::max(den, 1e-300));
   const bool by_rounding = dtype == DType::F16 && tol.f16_factor > 0;
-  const double bound = by_rounding ? std::max(tol.f16_factor * rounding, 1e-5) : tol.rel_l2;
+  const bool f16_given = dtype == DType::F16 && tol.f16_rel_l2 > 0;
+  double bound = by_rounding ? std::max(tol.f16_factor * rounding, 1e-5) : tol.rel_l2;
+  if (f16_given) bound = by_rounding ? std::max(bound, tol.f16_rel_l2) : tol.f16_rel_l2;
   if (unwritten) m << name << ": " << unwritten << " of " << got.size() << " elements not written (NaN or inf); ";
   if (!(rms > 1e-2)) m << name << ": the reference is (almost) zero, rms " << rms << ": the case tests nothing; ";
   if (tol.exact && mismatched) m << name << ": " << mismatched << " elements differ from the reference (exact op); ";
   if (!tol.exact && !(err <= bound)) {
     m << name << ": rel L2 error " << err << " > " << bound;
-    if (by_rounding) m << " (" << tol.f16_factor << " x " << rounding << ", the reference's own fp16 rounding)";
+    if (by_rounding) m << " (" << tol.f16_factor << " x " << rounding << ", the reference's own fp16 rounding";
+    if (f16_given) m << (by_rounding ? ", or " : " (") << tol.f16_rel_l2 << ", the case's fp16 bound";
+    if (by_rounding || f16_given) m << ")";
     m << "; ";
   }
   if (outside_max) m << name << ": " << outside_max << " elements off by more than " << tol.max_rel << " x (|ref| + 1); ";
@@ -210,10 +222,12 @@ Verdict check(const OpCase& c, DType dtype, const HostState& initial, const Expe
     return verdict;
   }
   if (got.guards_changed) m << got.guards_changed << " guard elements around the values changed; ";
-  // Everything the case does not write keeps its initial bits.
+  // Everything the case does not write keeps its initial bits (scratch may hold anything).
   std::vector<std::vector<char>> written(c.graph.values.size());
   for (std::size_t v = 0; v < written.size(); ++v) written[v].assign(initial.values[v].size(), 0);
-  for (const graph::ValueRef& r : c.writes())
+  std::vector<graph::ValueRef> may_change = c.writes();
+  for (const graph::ValueRef& r : c.scratch()) may_change.push_back(r);
+  for (const graph::ValueRef& r : may_change)
     for_slice(c.graph.values[static_cast<std::size_t>(r.value)], r, c.batch,
               [&](std::size_t i) { written[static_cast<std::size_t>(r.value)][i] = 1; });
   for (std::size_t v = 0; v < written.size(); ++v) {

@@ -15,9 +15,11 @@
 // same for every backend and precision. What check() demands:
 //   - the written slices: every element written (they start as NaN), within the op's tolerance for
 //     the precision (fp32: relative L2 error; fp16: a multiple of the error of the reference merely
-//     rounded to fp16, i.e. of a naive fp16 implementation; data movement: exact in both);
-//   - every other element of every value unchanged, bit for bit, and the guard elements around each
-//     value in the backend's buffer untouched.
+//     rounded to fp16, i.e. of a naive fp16 implementation, or where larger a bound the case measured on
+//     an emulation of its fp16 path (a conv chain rounds every link); data movement: exact in both);
+//   - every other element of every value unchanged, bit for bit, except the op's scratch values (ops.hpp,
+//     scratch(): their contents are undefined after the op), and the guard elements around each value in the
+//     backend's buffer untouched.
 #pragma once
 
 #include <cstddef>
@@ -100,6 +102,8 @@ struct Tolerance {
   double rel_l2 = 1e-5;     // fp32, and outputs a backend keeps in fp32 (the raw head) in fp16 too
   double f16_factor = 0;    // fp16: rel L2 at most f16_factor x that of the reference rounded to fp16;
                             // 0: rel_l2 in fp16 too
+  double f16_rel_l2 = 0;    // > 0: fp16 rel L2 at most this, or the f16_factor bound where that is larger (an
+                            // op whose fp16 path rounds more than once, e.g. a conv chain's every link)
   double max_rel = 0;       // > 0: every element also within max_rel * (|reference| + 1)
 };
 
@@ -121,6 +125,8 @@ struct OpCase {
   bool head() const { return graph.ops.empty(); }
   // The slices the case writes (the op's valid writes; none for a head case, which writes `raw`).
   std::vector<graph::ValueRef> writes() const;
+  // The op's valid scratch values (their contents after the op are not checked).
+  std::vector<graph::ValueRef> scratch() const;
 };
 
 // Every case of every op and the head (op_cases.cpp), built once.

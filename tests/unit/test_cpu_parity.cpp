@@ -7,9 +7,7 @@
 // times the reference's own fp32-versus-fp64 difference). Skips with a message when python3 +
 // numpy, the exporter or ../shared/data are missing.
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -23,27 +21,6 @@
 namespace t = yolo12::test;
 
 namespace {
-
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-// Converts `src` to <build>/parity_models/<name>.y12 once per run; "" and a reason on failure.
-std::string export_model(const std::string& src, const std::string& name, std::string& why) {
-  static std::map<std::string, std::string> done;
-  if (done.count(src)) return done[src];
-  const std::string exporter = t::source_dir() + "/exporter/export.py";
-  if (!t::file_exists(src)) return why = "model " + src + " is absent", "";
-  if (!t::file_exists(exporter)) return why = "exporter/export.py is absent", "";
-  static const bool have_numpy = std::system("python3 -c 'import numpy' > /dev/null 2>&1") == 0;
-  if (!have_numpy) return why = "python3 with numpy is not available to run the exporter", "";
-  const std::string dir = t::binary_dir() + "/parity_models";
-  const std::string out = dir + "/" + name + ".y12";
-  const std::string log = dir + "/" + name + ".export.log";
-  const std::string cmd = "mkdir -p " + quoted(dir) + " && python3 " + quoted(exporter) + " " + quoted(src) +
-                          " -o " + quoted(out) + " > " + quoted(log) + " 2>&1";
-  if (std::system(cmd.c_str()) != 0 || !t::file_exists(out))
-    return why = "the exporter failed on " + src + " (see " + log + ")", "";
-  return done[src] = out;
-}
 
 nlohmann::json manifest() {
   std::ifstream in(t::test_data_dir() + "/fixtures.json");
@@ -87,7 +64,7 @@ TEST_CASE("CPU raw output equals Ultralytics on every fixture", "[cpu][parity]")
     std::string why;
     // One export per source file, named after it.
     std::string stem = model_rel.substr(model_rel.find_last_of("/:") == std::string::npos ? 0 : model_rel.find_last_of("/:") + 1);
-    const std::string y12 = export_model(model_src, stem, why);
+    const std::string y12 = t::export_model(model_src, stem, why);
     if (y12.empty()) {
       WARN("SKIPPED " << name << ": " << why);
       continue;
@@ -126,7 +103,7 @@ TEST_CASE("CPU batch of two equals two single runs", "[cpu][parity]") {
   for (const auto& e : m) {
     if (!e.contains("model") || !e.at("model").is_string() || e.value("root", "tests") != "tests") continue;
     std::string why;
-    const std::string y12 = export_model(resolve("tests", e.at("model")), e.at("model"), why);
+    const std::string y12 = t::export_model(resolve("tests", e.at("model")), e.at("model"), why);
     YOLO12_SKIP_IF(y12.empty(), why);
     const auto file = yolo12::model::ModelFile::open(y12);
     const t::NpyArray x = t::load_npy_any(resolve("tests", e.at("input")));

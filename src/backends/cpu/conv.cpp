@@ -12,6 +12,7 @@
 #include "backends/cpu/ops.hpp"
 #include "backends/cpu/simd.hpp"
 #include "backends/cpu/thread_pool.hpp"
+#include "graph/fuse_chains.hpp"
 #include "yolo12/errors.hpp"
 
 namespace yolo12::cpu {
@@ -369,6 +370,27 @@ Step bind(const graph::ConvOp& op, const BindContext& ctx) {
   step.label = ctx.op_name + " conv " + std::to_string(a.k) + "x" + std::to_string(a.k) + "/" +
                std::to_string(a.stride) + " " + std::to_string(a.c_in) + "->" + std::to_string(a.c_out) + " g" +
                std::to_string(a.groups);
+  return step;
+}
+
+// Each link bound as the plain conv it was and run in order, every link writing its own output (its scratch
+// value where it is not stored): the same arithmetic as the unfused graph, so the same bits.
+Step bind(const graph::ConvChainOp& op, const BindContext& ctx) {
+  graph::check_conv_chain(ctx.graph, op, ctx.op_name);
+  std::vector<Step> links;
+  std::string widths = std::to_string(op.links[0].attrs.c_in);
+  int scratch = 0;
+  for (std::size_t i = 0; i < op.links.size(); ++i) {
+    const std::string name = ctx.op_name + " (link " + std::to_string(i) + ")";
+    links.push_back(bind(op.links[i], BindContext{ctx.graph, ctx.weights, name}));
+    widths += "->" + std::to_string(op.links[i].attrs.c_out);
+    scratch += !op.attrs.stored[i];
+  }
+  Step step;
+  step.run = [links](const ValueViews& v, int batch, ThreadPool& pool) {
+    for (const Step& link : links) link.run(v, batch, pool);
+  };
+  step.label = ctx.op_name + " conv chain 1x1 " + widths + " (" + std::to_string(scratch) + " scratch)";
   return step;
 }
 

@@ -117,10 +117,14 @@ void CpuExecutor::State::plan_memory() {
 }
 
 CpuExecutor::CpuExecutor(std::shared_ptr<const CpuWeights> weights, const nlohmann::json& header, int input_h,
-                         int input_w, int max_batch, int threads, bool keep_values) {
+                         int input_w, int max_batch, int threads, bool keep_values)
+    : CpuExecutor(std::move(weights), graph::build_graph(header, input_h, input_w), max_batch, threads, keep_values) {}
+
+CpuExecutor::CpuExecutor(std::shared_ptr<const CpuWeights> weights, graph::Graph g, int max_batch, int threads,
+                         bool keep_values) {
   if (!weights) throw ModelError("CPU backend: no weights");
   if (max_batch < 1) throw OptionError("max_batch must be at least 1, got " + std::to_string(max_batch));
-  s_ = std::make_unique<State>(std::move(weights), graph::build_graph(header, input_h, input_w), max_batch, threads);
+  s_ = std::make_unique<State>(std::move(weights), std::move(g), max_batch, threads);
   s_->keep_values = keep_values;
   s_->bind();
   s_->plan_memory();

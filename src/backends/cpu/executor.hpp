@@ -34,6 +34,10 @@ class CpuExecutor final : public Executor {
   // forward(); for debugging and tests.
   CpuExecutor(std::shared_ptr<const CpuWeights> weights, const nlohmann::json& header, int input_h,
               int input_w, int max_batch, int threads, bool keep_values = false);
+  // The same on a given graph, e.g. one a graph pass changed (graph::fuse_conv_chains; not
+  // graph::pad_channels, whose widened convs the CPU refuses); its input size is g.input_h x g.input_w.
+  CpuExecutor(std::shared_ptr<const CpuWeights> weights, graph::Graph g, int max_batch, int threads,
+              bool keep_values = false);
   ~CpuExecutor() override;
   ExecutorCaps caps() const override { return {}; }
   const graph::Graph& graph() const override;

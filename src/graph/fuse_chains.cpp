@@ -1,0 +1,197 @@
+// graph/fuse_chains.cpp - see fuse_chains.hpp.
+#include "graph/fuse_chains.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "yolo12/errors.hpp"
+
+namespace yolo12::graph {
+namespace {
+
+bool whole(const Graph& g, const ValueRef& r) {
+  return r.valid() && r.c0 == 0 && r.c == g.values[static_cast<std::size_t>(r.value)].c;
+}
+
+bool overlap(const ValueRef& a, const ValueRef& b) {
+  return a.valid() && b.valid() && a.value == b.value && a.c0 < b.c0 + b.c && b.c0 < a.c0 + a.c;
+}
+
+// A conv a chain may hold: 1x1, stride 1, no padding, groups 1, dilation 1, channels within the limits.
+bool linkable(const ConvOp& c, const ChainLimits& lim) {
+  const ConvAttrs& a = c.attrs;
+  auto channels_ok = [&](int n) { return n > 0 && n % lim.channel_multiple == 0 && n <= lim.max_channels; };
+  return a.k == 1 && a.stride == 1 && a.pad == 0 && a.groups == 1 && a.dilation == 1 && channels_ok(a.c_in) &&
+         channels_ok(a.c_out);
+}
+
+// Which ops touch each value (reads, writes or scratch), and how many write it (writes or scratch).
+struct Touches {
+  std::vector<std::vector<int>> ops;  // per value: op indices, ascending, each once
+  std::vector<int> writers;           // per value
+  std::vector<bool> head_reads;       // per value: a graph output or the head reads it
+
+  explicit Touches(const Graph& g)
+      : ops(g.values.size()), writers(g.values.size(), 0), head_reads(g.values.size(), false) {
+    for (std::size_t i = 0; i < g.ops.size(); ++i)
+      visit_op(g.ops[i], [&](const auto& o) {
+        auto touch = [&](const ValueRef& r, bool write) {
+          if (!r.valid()) return;
+          std::vector<int>& t = ops[static_cast<std::size_t>(r.value)];
+          if (t.empty() || t.back() != static_cast<int>(i)) t.push_back(static_cast<int>(i));
+          if (write) ++writers[static_cast<std::size_t>(r.value)];
+        };
+        for (const ValueRef& r : o.reads()) touch(r, false);
+        for (const ValueRef& r : o.writes()) touch(r, true);
+        for (const ValueRef& r : o.scratch()) touch(r, true);
+      });
+    for (const ValueRef& r : g.outputs)
+      if (r.valid()) head_reads[static_cast<std::size_t>(r.value)] = true;
+    for (const ValueRef& r : g.head.inputs())
+      if (r.valid()) head_reads[static_cast<std::size_t>(r.value)] = true;
+  }
+};
+
+// The chain that starts at op `first` (at most lim.max_links ConvOps; fewer than 2: none) and its residual links.
+struct Chain {
+  int first = 0, n = 0;
+  int residual_link[ConvChainAttrs::kMaxLinks] = {-1, -1, -1, -1};
+};
+
+Chain grow(const Graph& g, const Touches& t, const ChainLimits& lim, int first) {
+  Chain ch;
+  ch.first = first;
+  const int max_links = std::min(lim.max_links, ConvChainAttrs::kMaxLinks);
+  std::vector<const ConvOp*> links;
+  std::vector<ValueRef> memory_reads;  // what the chain reads from memory: link 0's input, residuals from memory
+  long long weights = 0;
+  for (int i = first; i < static_cast<int>(g.ops.size()) && static_cast<int>(links.size()) < max_links; ++i) {
+    const ConvOp* c = g.ops[static_cast<std::size_t>(i)].get_if<ConvOp>();
+    if (!c || !linkable(*c, lim)) break;
+    const long long w = static_cast<long long>(c->attrs.c_in) * c->attrs.c_out;
+    if (weights + w > lim.max_weights) break;
+    const int j = static_cast<int>(links.size());
+    int residual_link = -1;
+    if (j > 0) {
+      // The whole value the previous link writes, which nothing else writes.
+      const ConvOp& prev = *links.back();
+      if (!whole(g, prev.out) || t.writers[static_cast<std::size_t>(prev.out.value)] != 1) break;
+      if (c->in.value != prev.out.value || !whole(g, c->in)) break;
+      // The residual: the whole output of an earlier link, another slice of one (the chain ends), or memory.
+      bool ends = false;
+      if (c->residual.valid())
+        for (int k = 0; k < j; ++k) {
+          if (c->residual.value != links[static_cast<std::size_t>(k)]->out.value) continue;
+          if (whole(g, c->residual) && whole(g, links[static_cast<std::size_t>(k)]->out)) residual_link = k;
+          else ends = true;
+        }
+      if (ends) break;
+    }
+    // No link's output over something the chain reads from memory.
+    std::vector<ValueRef> reads;  // this link's reads from memory
+    if (j == 0) reads.push_back(c->in);
+    if (residual_link < 0 && c->residual.valid()) reads.push_back(c->residual);
+    bool clash = false;
+    for (const ValueRef& r : reads)
+      for (const ConvOp* l : links) clash = clash || overlap(l->out, r);
+    memory_reads.insert(memory_reads.end(), reads.begin(), reads.end());
+    for (const ValueRef& r : memory_reads) clash = clash || overlap(c->out, r);
+    if (clash) break;
+    links.push_back(c);
+    ch.residual_link[j] = residual_link;
+    weights += w;
+  }
+  ch.n = static_cast<int>(links.size());
+  return ch;
+}
+
+std::string joined_names(const Graph& g, const Chain& ch) {
+  std::string name;
+  for (int i = 0; i < ch.n; ++i) {
+    if (i) name += " + ";
+    name += g.ops[static_cast<std::size_t>(ch.first + i)].name;
+  }
+  return name;
+}
+
+}  // namespace
+
+int fuse_conv_chains(Graph& g, const ChainLimits& lim) {
+  if (lim.channel_multiple < 1)
+    throw OptionError("fuse_conv_chains: channel_multiple must be at least 1, got " +
+                      std::to_string(lim.channel_multiple));
+  const Touches t(g);  // ops keep their indices until the end: decide on the unchanged graph, then apply
+  std::vector<Op> ops;
+  int chains = 0;
+  for (int i = 0; i < static_cast<int>(g.ops.size());) {
+    const Chain ch = grow(g, t, lim, i);
+    if (ch.n < 2) {
+      ops.push_back(std::move(g.ops[static_cast<std::size_t>(i)]));
+      ++i;
+      continue;
+    }
+    ConvChainOp op;
+    op.attrs.links = ch.n;
+    const int last = ch.first + ch.n - 1;
+    for (int k = 0; k < ch.n; ++k) {
+      const ConvOp& c = g.ops[static_cast<std::size_t>(ch.first + k)].get<ConvOp>();
+      op.attrs.residual_link[k] = ch.residual_link[k];
+      bool stored = k == ch.n - 1;
+      const auto v = static_cast<std::size_t>(c.out.value);
+      for (int other : t.ops[v]) stored = stored || other < ch.first || other > last;
+      op.attrs.stored[k] = stored || t.head_reads[v];
+      op.links.push_back(c);
+    }
+    ops.push_back(Op{joined_names(g, ch), std::move(op)});
+    ++chains;
+    i += ch.n;
+  }
+  g.ops = std::move(ops);
+  return chains;
+}
+
+void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& op_name) {
+  auto bad = [&](const std::string& what) { throw ModelError("conv chain '" + op_name + "': " + what); };
+  const int n = op.attrs.links;
+  if (n < 2 || n > ConvChainAttrs::kMaxLinks)
+    bad(std::to_string(n) + " links (2.." + std::to_string(ConvChainAttrs::kMaxLinks) + ")");
+  if (static_cast<int>(op.links.size()) != n)
+    bad("attrs say " + std::to_string(n) + " links, the op holds " + std::to_string(op.links.size()));
+  if (!op.attrs.stored[n - 1]) bad("the last link's output is not stored");
+  auto inside = [&](const ValueRef& r) {
+    return r.valid() && static_cast<std::size_t>(r.value) < g.values.size() && r.c0 >= 0 && r.c > 0 &&
+           r.c0 + r.c <= g.values[static_cast<std::size_t>(r.value)].c;
+  };
+  const ValueRef& in0 = op.links[0].in;
+  if (!inside(in0)) bad("link 0 reads no slice of a value");
+  const Value& map = g.values[static_cast<std::size_t>(in0.value)];
+  for (int i = 0; i < n; ++i) {
+    const ConvOp& c = op.links[static_cast<std::size_t>(i)];
+    const ConvAttrs& a = c.attrs;
+    const std::string link = "link " + std::to_string(i) + ": ";
+    if (a.k != 1 || a.stride != 1 || a.pad != 0 || a.groups != 1 || a.dilation != 1)
+      bad(link + "not a 1x1 conv with stride 1, pad 0, groups 1, dilation 1");
+    if (!inside(c.in) || !inside(c.out) || c.in.c != a.c_in || c.out.c != a.c_out)
+      bad(link + "its input or output is not a slice of " + std::to_string(a.c_in) + " -> " +
+          std::to_string(a.c_out) + " channels inside a value");
+    const Value& out = g.values[static_cast<std::size_t>(c.out.value)];
+    if (out.h != map.h || out.w != map.w) bad(link + "its output is not at the chain's H x W");
+    const int r = op.attrs.residual_link[i];
+    if (r >= i || r < -1) bad(link + "residual_link " + std::to_string(r) + " is not an earlier link");
+    if (r >= 0 && (c.residual.value != op.links[static_cast<std::size_t>(r)].out.value || !whole(g, c.residual)))
+      bad(link + "residual_link " + std::to_string(r) + " but its residual is not that link's whole output");
+    if (c.residual.valid() && (!inside(c.residual) || c.residual.c != a.c_out))
+      bad(link + "its residual is not a slice of " + std::to_string(a.c_out) + " channels inside a value");
+    if (i + 1 < n) {
+      const ConvOp& next = op.links[static_cast<std::size_t>(i + 1)];
+      if (!whole(g, c.out) || next.in.value != c.out.value || !whole(g, next.in))
+        bad("link " + std::to_string(i + 1) + " does not read the whole output of link " + std::to_string(i));
+    }
+  }
+  for (int i = n; i < ConvChainAttrs::kMaxLinks; ++i)
+    if (op.attrs.residual_link[i] != -1 || op.attrs.stored[i]) bad("attributes set past the last link");
+}
+
+}  // namespace yolo12::graph

@@ -1,0 +1,59 @@
+// graph/fuse_chains.hpp - fusing runs of 1x1 convs into ConvChain ops (graph/ops.hpp, ConvChainAttrs), so that a
+// backend can keep the maps between them on chip.
+//
+// Why: the A2C2f attention blocks end in four 1x1 convs in a row (attn.proj, mlp.0, mlp.1 and the next block's
+// attn.qkv), each reading the whole map the one before wrote; on the GPU each is a pass over the map through
+// memory. As one op, a kernel can read the block's input once, keep the intermediate maps in shared memory or
+// registers, and write only the maps something after the chain reads. The CUDA backend runs the pass after
+// graph::pad_channels; the CPU backend runs the links one by one (same results as the plain convs) and runs the
+// pass only in tests.
+//
+// fuse_conv_chains walks g.ops from the first op and makes a chain of the ConvOps links[0..n) when
+//   - they are CONSECUTIVE in g.ops and each is a 1x1 conv with stride 1, pad 0, groups 1, dilation 1;
+//   - every link's c_in and c_out is a multiple of lim.channel_multiple and at most lim.max_channels, the sum
+//     over the links of c_in * c_out is at most lim.max_weights, and 2 <= n <= lim.max_links;
+//   - link i + 1 reads through `in` the WHOLE value link i writes (its `out` is c0 0 and all the value's
+//     channels), and no op of the graph but link i writes any slice of that value;
+//   - link j's residual, if it is the whole output value of an earlier link i of the chain, becomes
+//     residual_link[j] = i (the kernel may take it from chip); if it is any other slice of a link's output value,
+//     the chain ends before link j; else it stays a residual read from memory (or none);
+//   - no link writes a slice that overlaps (same value, a common channel) what the chain reads from memory: link
+//     0's input or a residual from memory. (Every link of a chain reads and writes per pixel, but a fused kernel
+//     may read its inputs and write its outputs in any order within a pixel; the built graphs never do this.)
+// Greedy: a chain grows while the next op qualifies as its next link; the op that does not starts the next try.
+// A chain of one link stays a plain ConvOp.
+//
+// stored[i] for i < n - 1 is true iff an op outside the chain reads or writes any slice of links[i].out's value,
+// or a graph output or the head reads it; the last link's output is always stored. The unstored outputs are the
+// op's scratch() values: they stay in g.values, nothing but the chain touches them, and their contents are
+// undefined after it.
+//
+// The chain replaces its links at the place of its first link, named by the links' names joined with " + " (so
+// a log shows them); the other ops keep their order. Values, outputs, the head and the tensor list (params) are
+// untouched. Deterministic; a graph with nothing to fuse is unchanged.
+#pragma once
+
+#include <string>
+
+#include "graph/graph.hpp"
+
+namespace yolo12::graph {
+
+struct ChainLimits {
+  int max_links = ConvChainAttrs::kMaxLinks;  // at most ConvChainAttrs::kMaxLinks
+  int channel_multiple = 16;                  // every link's c_in and c_out (the fp16 kernel's MMA tiles)
+  int max_channels = 512;                     // every link's c_in and c_out (what fits on chip)
+  long long max_weights = 1 << 20;            // sum over the links of c_in * c_out
+};
+
+// Fuses the chains above in place; returns how many it made (0: g is unchanged).
+int fuse_conv_chains(Graph& g, const ChainLimits& lim = {});
+
+// Checks what every backend's bind relies on (throws yolo12::ModelError naming op_name): 2..kMaxLinks links, as
+// many as attrs.links; each link a 1x1 conv with stride 1, pad 0, groups 1, dilation 1, refs inside their values
+// and as wide as its attributes, all at the H x W of link 0's input; link i + 1 reads the whole value of link
+// i's output, which is whole; residual_link[i] < i, and where it is set, links[i].residual is the whole output
+// of that link; the last link stored.
+void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& op_name);
+
+}  // namespace yolo12::graph
