@@ -24,7 +24,8 @@
 #          `bench/torch_peer.py save`) under each setting of PERF_BENCH_VARIANTS (default: the defaults,
 #          one stream, programmatic launches on); then, in the time left,
 #          compute-sanitizer memcheck and racecheck on the new kernels' test cases (the tags of PERF_SAN_TAGS,
-#          default "narrow dwtiled": one process each), memcheck on the roofline probes and on test_preprocess.
+#          default "narrow dwtiled": one process each; "test:tag" for a tag of another GPU test than test_conv),
+#          memcheck on the roofline probes and on test_preprocess.
 #   cli    only the carried CLI step (no build): .carry/cli/yolo12-infer, made elsewhere by
 #          tools/dev/build_cli_static.sh, on the shared images with the real YOLO11n and YOLOv8n on the
 #          CPU, on CUDA and on CUDA in FP16, compared by tools/dev/compare_detections.py (`test` and
@@ -462,8 +463,10 @@ if [ "$mode" = perf ]; then
   else
     SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-$left}
     for tag in ${PERF_SAN_TAGS:-narrow dwtiled}; do  # one process per kernel, so a slow one cannot leave the other unchecked
-      san_job memcheck test_conv "test_conv_$tag" "[$tag]~[host]"
-      san_job racecheck test_conv "test_conv_$tag" "[$tag]~[host]"
+      san_test=test_conv  # "test:tag" for a tag of another GPU test (test_conv_chain:chain)
+      case "$tag" in *:*) san_test=${tag%%:*}; tag=${tag#*:} ;; esac
+      san_job memcheck "$san_test" "${san_test}_$tag" "[$tag]~[host]"
+      san_job racecheck "$san_test" "${san_test}_$tag" "[$tag]~[host]"
     done
     san_job memcheck test_roofline test_roofline '[roofline]~[host]~measure_roofline*'
     if [ -x "$build/tests/test_ops_gpu" ]; then  # the shared op suite (PERF_ALL_TESTS=1 builds it)

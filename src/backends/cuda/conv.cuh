@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,13 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
 // unless another is more than 3% faster. Synchronises the stream: never call it during capture.
 template <typename T>
 ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream);
+
+// The tuning protocol of conv_tune for any launch: one warm-up launch, then the best of 3 runs of 5 launches between
+// events (YOLO12_CONV_TUNE_QUICK=1: one run of one launch), in ms per launch. Synchronises the stream. The conv chains'
+// tuning (conv_chain.cu: fused against the links one by one) uses it.
+float tune_time(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream);
+// Whether YOLO12_CONV_TUNE_LOG=1 (tuning writes every candidate's time to stderr).
+bool tune_log_enabled();
 
 // The tune cache (core/tune_cache.hpp) for convs. A plan as one field of text and back:
 // "<algorithm number> <bm> <bn> <bk> <split> <stages> <warps>", then " 1" for a ping-pong plan (smem_bytes

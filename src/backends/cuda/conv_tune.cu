@@ -164,6 +164,25 @@ ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream) {
 template ConvPlan conv_tune<float>(const ConvParams<float>&, cudaStream_t);
 template ConvPlan conv_tune<__half>(const ConvParams<__half>&, cudaStream_t);
 
+float tune_time(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream) {
+  EventPair ev;
+  const int runs = tune_quick() ? 1 : kRuns, launches = tune_quick() ? 1 : kLaunchesPerRun;
+  launch(stream);  // warm-up
+  float best = 0.f;
+  for (int r = 0; r < runs; ++r) {
+    YOLO12_CUDA_CHECK(cudaEventRecord(ev.start, stream));
+    for (int l = 0; l < launches; ++l) launch(stream);
+    YOLO12_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
+    YOLO12_CUDA_CHECK(cudaEventSynchronize(ev.stop));
+    float ms = 0.f;
+    YOLO12_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
+    best = r == 0 ? ms : std::min(best, ms);
+  }
+  return best / launches;
+}
+
+bool tune_log_enabled() { return tune_log(); }
+
 std::string conv_plan_encode(const ConvPlan& plan) {
   std::ostringstream s;
   s << static_cast<int>(plan.algorithm) << ' ' << plan.bm << ' ' << plan.bn << ' ' << plan.bk << ' ' << plan.split << ' '

@@ -12,6 +12,7 @@
 
 #include "common.cuh"
 #include "conv.cuh"
+#include "conv_chain.cuh"
 #include "conv_detail.cuh"
 #include "core/half.hpp"
 #include "core/log.hpp"
@@ -19,6 +20,7 @@
 #include "detect.cuh"
 #include "elementwise.cuh"
 #include "graph/graph.hpp"
+#include "graph/fuse_chains.hpp"
 #include "graph/memory_plan.hpp"
 #include "graph/pad_channels.hpp"
 #include "graph/schedule.hpp"
@@ -86,6 +88,11 @@ class ExecutorImpl final : public CudaExecutor {
                                                 tune_cache_scope(weights_->device, std::is_same<T, __half>::value));
     std::vector<int> widened;
     graph_ = network_graph(file.header(), cfg.input_h, cfg.input_w, weights_->padded_channels, &widened);
+    // Chains of 1x1 convs as one op each (conv_chain.cuh), for fp16 under the conv variant conv_chain. The weights are
+    // those of the links (the pass changes no tensor), so the packing above does not depend on it.
+    const int chains = std::is_same<T, __half>::value && conv_detail::conv_variants().conv_chain
+                           ? graph::fuse_conv_chains(graph_, chain_limits())
+                           : 0;
     plan_memory(network_streams());
     bind();
     make_streams();
@@ -94,7 +101,8 @@ class ExecutorImpl final : public CudaExecutor {
               mib(weights_->bytes) + ", activations " + mib(plan_.activations) + " (naive " +
               mib(plan_.activations_naive) + "), workspace " + mib(plan_.workspace) + ", " +
               std::to_string(plan_.ops) + " ops, " + std::to_string(plan_.values) + " values (" +
-              std::to_string(widened.size()) + " widened to a multiple of 8 channels), " +
+              std::to_string(widened.size()) + " widened to a multiple of 8 channels, " + std::to_string(chains) +
+              " conv chains), " +
               std::to_string(sched_.streams) + " stream(s)");
     for (cudaEvent_t& e : ev_) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
   }
@@ -452,14 +460,13 @@ std::shared_ptr<const DeviceWeights> upload_weights(const TensorSource& tensor, 
     top = align_up(top + bytes, kAlign);
     items.push_back({name, conv, packed, bytes});
   };
-  for (const graph::Op& op : graph.ops) {
-    const graph::ConvOp* c = op.get_if<graph::ConvOp>();
-    if (!c) continue;
-    w->padded_channels = w->padded_channels || c->widened();
-    place(c->weight, conv_packed_weight_elems(conv_shape(graph, *c, 1)) * elem, c, true);
-    place(c->bias, sizeof(float) * c->attrs.c_out, c, false);
-    place(c->gamma, sizeof(float) * c->attrs.c_out, c, false);
-  }
+  for (const graph::Op& op : graph.ops)
+    for (const graph::ConvOp* c : graph::convs_of(op)) {  // a conv chain's links too
+      w->padded_channels = w->padded_channels || c->widened();
+      place(c->weight, conv_packed_weight_elems(conv_shape(graph, *c, 1)) * elem, c, true);
+      place(c->bias, sizeof(float) * c->attrs.c_out, c, false);
+      place(c->gamma, sizeof(float) * c->attrs.c_out, c, false);
+    }
   // Zero-filled: the packing's padding and the widened channels' bias and gamma stay 0.
   std::vector<unsigned char> host(std::max<std::size_t>(top, kAlign), 0);
   for (const Item& it : items) {

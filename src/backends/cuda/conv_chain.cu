@@ -1,0 +1,384 @@
+// src/backends/cuda/conv_chain.cu - conv2d_chain_f16 (conv_chain.cuh) and the CUDA bind of graph::ConvChainOp.
+//
+// The kernel (chain_layout.hpp has the plan and every index): block b takes pixels [b BM, b BM + BM) of the M = batch
+// x H x W rows. It copies link 0's input rows into a shared tile (cp.async, zeros past M), then walks the chain's
+// weight chunks in order: chunk t is kChunkN output channels of one link, all its K, copied into weight stage
+// t % stages while chunks t - stages + 1 .. t - 1 are computed (one cp.async group per chunk; the input tile rides
+// with chunk 0). For each chunk every warp computes its 16 rows x warp_cols columns with mma.sync m16n8k16 (A from
+// the link's input tile, B from the stage, both through ldmatrix), then the fused epilogue of that link (bias, SiLU,
+// gamma, the residual from memory or from an earlier link's tile, one rounding to half) writes the link's output
+// tile. One block barrier per chunk separates a chunk's reads from the copies that refill its stage and a link's
+// output from the next link's reads. A stored output is copied from its tile to memory with 16-byte stores once the
+// link is done (at the start of the next link's first chunk; the last link's after the loop).
+//
+// The results are those of the links run one by one on the fp16 kernels up to the order of the fp32 sums: every
+// link's output is rounded to half once, as it would be in memory, before the next link or a residual reads it.
+//
+// Status (fourteenth session): written and compiled for sm_90a without a GPU (none was lent); the layout and the
+// schedule are replayed on the CPU by tests/unit/test_chain_layout.cpp; test_conv [chain] and the op suite's
+// ConvChain cases run it on a GPU. The pass that makes chains runs only under the conv variant conv_chain (off).
+#include "conv_chain.cuh"
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common.cuh"
+#include "core/tune_cache.hpp"
+#include "conv.cuh"
+#include "conv_detail.cuh"
+#include "launch.cuh"
+#include "mma.cuh"
+#include "ops.cuh"
+
+namespace yolo12::cuda {
+
+namespace {
+
+using conv_detail::cp_async_16;
+using conv_detail::cp_async_commit;
+using conv_detail::cp_async_wait_dyn;
+using conv_detail::load_a_frag;
+using conv_detail::load_b_frag_pair;
+using conv_detail::mma_16816;
+
+// Copies a tile of bm rows x c channels from memory ((M, ld) view, rows from m0) into shared memory, zeros past M.
+__device__ __forceinline__ void load_tile(unsigned char* smem, int off, const __half* src, int ld, long long m0,
+                                          long long m, int bm, int c) {
+  const int copies = chain::tile_copies(bm, c);
+  for (int q = threadIdx.x; q < copies; q += blockDim.x) {
+    const chain::TileCopy tc = chain::tile_copy(q, c);
+    const bool in = m0 + tc.row < m;
+    const __half* from = in ? src + (m0 + tc.row) * ld + 8 * tc.col8 : src;
+    cp_async_16(smem + chain::tile_byte(off, c, tc.row, tc.col8), from, in ? 16 : 0);
+  }
+}
+
+// Copies chunk t's weights (link i's chunk j) into its weight stage.
+__device__ __forceinline__ void load_chunk(unsigned char* smem, const ConvChainParams& p, int t) {
+  const chain::ChainLayout& L = p.layout;
+  const int i = chain::chunk_link(L, p.links, t), j = t - L.first_chunk[i], c_in = p.c[i];
+  const int copies = chain::tile_copies(chain::chunk_rows(p.c[i + 1], j), c_in), off = chain::stage_offset(L, t);
+  const __half* w = p.link[i].w + static_cast<long long>(j) * chain::kChunkN * p.link[i].k_pad;
+  for (int q = threadIdx.x; q < copies; q += blockDim.x) {
+    const chain::TileCopy tc = chain::tile_copy(q, c_in);
+    cp_async_16(smem + chain::tile_byte(off, c_in, tc.row, tc.col8),
+                w + static_cast<long long>(tc.row) * p.link[i].k_pad + 8 * tc.col8, 16);
+  }
+}
+
+// Stores link i's output tile (bm rows x c[i + 1]) into its view, rows below M only, 16 bytes at a time.
+__device__ __forceinline__ void store_tile(const unsigned char* smem, const ConvChainParams& p, int i, long long m0,
+                                           long long m) {
+  const int c = p.c[i + 1], copies = chain::tile_copies(p.layout.bm, c);
+  const ChainLinkParams& k = p.link[i];
+  for (int q = threadIdx.x; q < copies; q += blockDim.x) {
+    const chain::TileCopy tc = chain::tile_copy(q, c);
+    if (m0 + tc.row >= m) continue;
+    const uint4 v = *reinterpret_cast<const uint4*>(smem + chain::tile_byte(p.layout.out_off[i], c, tc.row, tc.col8));
+    *reinterpret_cast<uint4*>(k.y + (m0 + tc.row) * k.ldy + 8 * tc.col8) = v;
+  }
+}
+
+// BM rows per block on WARPS warps (chain::warp_tile): NI n8 blocks per warp and chunk.
+template <int BM, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) conv2d_chain_f16_kernel(const ConvChainParams p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
+  constexpr int kWM = BM / 16, kWN = WARPS / kWM, kWarpCols = chain::kChunkN / kWN, kNI = kWarpCols / 8;
+  static_assert(kWM * kWN == WARPS && kNI % 2 == 0, "warps cover the tile in n16 pairs");
+  extern __shared__ __align__(128) unsigned char smem[];
+  const chain::ChainLayout& L = p.layout;
+  const int lane = threadIdx.x % 32;
+  const chain::WarpTile wt = chain::warp_tile(BM, WARPS, threadIdx.x / 32);
+  const long long m = static_cast<long long>(p.batch) * p.hw, m0 = static_cast<long long>(blockIdx.x) * BM;
+  const int chunks = chain::total_chunks(L, p.links), ahead = L.stages - 1;
+
+  load_tile(smem, L.in_off, p.x, p.ldx, m0, m, BM, p.c[0]);
+  for (int t = 0; t < ahead; ++t) {  // chunk 0 with the input, then one group per chunk (empty past the last)
+    if (t < chunks) load_chunk(smem, p, t);
+    cp_async_commit();
+  }
+  int i = 0, j = 0;  // chunk t is link i's chunk j
+  for (int t = 0; t < chunks; ++t) {
+    cp_async_wait_dyn(ahead - 1);  // groups 0..t have landed (ahead groups were committed before t's successors)
+    __syncthreads();               // ... for every thread; chunk t - 1's stage and tiles are read, link i - 1 written
+    if (j == 0 && i > 0 && p.link[i - 1].y) store_tile(smem, p, i - 1, m0, m);
+    if (t + ahead < chunks) load_chunk(smem, p, t + ahead);
+    cp_async_commit();
+
+    const int c_in = p.c[i], c_out = p.c[i + 1], n_base = j * chain::kChunkN;
+    const int cols = min(chain::kChunkN, c_out - n_base);  // a multiple of 16
+    const __half* a_tile = reinterpret_cast<const __half*>(smem + (i == 0 ? L.in_off : L.out_off[i - 1]));
+    const __half* b_tile = reinterpret_cast<const __half*>(smem + chain::stage_offset(L, t));
+    const int rh = chain::row_halves(c_in);
+    float acc[kNI][4];
+#pragma unroll
+    for (int q = 0; q < kNI; ++q) acc[q][0] = acc[q][1] = acc[q][2] = acc[q][3] = 0.f;
+    for (int k0 = 0; k0 < c_in; k0 += 16) {
+      std::uint32_t af[4];
+      load_a_frag(af, a_tile, rh, wt.row0, k0, lane);
+#pragma unroll
+      for (int q = 0; q < kNI; q += 2) {
+        if (wt.col0 + 8 * q >= cols) continue;
+        std::uint32_t b_lo[2], b_hi[2];
+        load_b_frag_pair(b_lo, b_hi, b_tile, rh, wt.col0 + 8 * q, k0, lane);
+        mma_16816(acc[q], af, b_lo[0], b_lo[1]);
+        mma_16816(acc[q + 1], af, b_hi[0], b_hi[1]);
+      }
+    }
+
+    // The epilogue: this lane's values are rows row0 + lane / 4 (+ 8), channel pairs 8 q + 2 (lane % 4).
+    const ChainLinkParams& k = p.link[i];
+    const int r_link = p.residual_link[i];
+    __half* out_tile = reinterpret_cast<__half*>(smem + L.out_off[i]);
+    const __half* res_tile = r_link >= 0 ? reinterpret_cast<const __half*>(smem + L.out_off[r_link]) : nullptr;
+    const int oh = chain::row_halves(c_out);
+#pragma unroll
+    for (int q = 0; q < kNI; ++q) {
+      if (wt.col0 + 8 * q >= cols) continue;
+      const int n = n_base + wt.col0 + 8 * q + 2 * (lane % 4);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = wt.row0 + lane / 4 + 8 * h;
+        float v0 = conv_detail::epilogue<__half>(acc[q][2 * h], k.bias, k.gamma, k.silu, n);
+        float v1 = conv_detail::epilogue<__half>(acc[q][2 * h + 1], k.bias, k.gamma, k.silu, n + 1);
+        if (res_tile) {
+          const __half2 rv = *reinterpret_cast<const __half2*>(res_tile + r * oh + n);
+          v0 += __low2float(rv);
+          v1 += __high2float(rv);
+        } else if (k.residual && m0 + r < m) {
+          const __half2 rv = *reinterpret_cast<const __half2*>(k.residual + (m0 + r) * k.ldr + n);
+          v0 += __low2float(rv);
+          v1 += __high2float(rv);
+        }
+        *reinterpret_cast<__half2*>(out_tile + r * oh + n) = __floats2half2_rn(v0, v1);
+      }
+    }
+    if (++j == L.first_chunk[i + 1] - L.first_chunk[i]) {
+      j = 0;
+      ++i;
+    }
+  }
+  __syncthreads();  // the last link's tile is complete
+  store_tile(smem, p, p.links - 1, m0, m);
+}
+
+struct ChainConfig {
+  int bm, warps;
+  void (*kernel)(ConvChainParams);
+};
+const ChainConfig kChainConfigs[] = {
+    {128, 8, conv2d_chain_f16_kernel<128, 8>},
+    {64, 4, conv2d_chain_f16_kernel<64, 4>},
+    {32, 4, conv2d_chain_f16_kernel<32, 4>},
+    {16, 4, conv2d_chain_f16_kernel<16, 4>},
+};
+
+constexpr float kChainKeepWithin = 1.03f;  // tuning keeps the chain's kernel unless the links are 3 % faster
+
+// What the tuning choice of a chain depends on: the links' channels, epilogues, residuals and stores, the views'
+// leading dimensions, the pixels and the batch.
+std::string chain_tune_key(const ConvChainParams& p) {
+  std::ostringstream s;
+  s << "chain f16 " << p.hw << "px b" << p.batch << " c" << p.c[0] << " ld" << p.ldx;
+  for (int i = 0; i < p.links; ++i) {
+    const ChainLinkParams& k = p.link[i];
+    s << " | " << p.c[i + 1] << (k.silu ? " silu" : "") << (k.gamma ? " gamma" : "") << " r" << p.residual_link[i]
+      << (k.residual ? " mem" + std::to_string(k.ldr) : "") << (k.y ? " y" + std::to_string(k.ldy) : "");
+  }
+  return s.str();
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+
+// The most weight stages that fit with bm rows on `warps` warps.
+bool fit_layout(const chain::ChainShape& s, int bm, int warps, int smem_limit, chain::ChainLayout& l) {
+  for (int stages = chain::kMaxStages; stages >= chain::kMinStages; --stages)
+    if (chain::chain_layout(s, bm, warps, stages, smem_limit, l)) return true;
+  return false;
+}
+
+}  // namespace
+
+graph::ChainLimits chain_limits() {
+  graph::ChainLimits l;
+  l.max_links = chain::kMaxLinks;
+  l.channel_multiple = chain::kChannelStep;
+  l.max_channels = 512;
+  l.max_weights = 512 * 1024;
+  return l;
+}
+
+chain::ChainShape chain_shape(const ConvChainParams& p) {
+  chain::ChainShape s;
+  s.links = p.links;
+  for (int i = 0; i <= p.links && i <= chain::kMaxLinks; ++i) s.c[i] = p.c[i];
+  for (int i = 0; i < p.links && i < chain::kMaxLinks; ++i) s.residual_link[i] = p.residual_link[i];
+  return s;
+}
+
+bool chain_plan(const ConvChainParams& p, chain::ChainLayout& layout) {
+  if (p.links < 2 || p.links > chain::kMaxLinks || p.batch < 1 || p.hw < 1) return false;
+  if (!p.x || !aligned16(p.x) || p.ldx % 8 != 0) return false;
+  for (int i = 0; i < p.links; ++i) {
+    const ChainLinkParams& k = p.link[i];
+    if (!k.w || !aligned16(k.w) || k.k_pad % 8 != 0 || k.k_pad < p.c[i] || !k.bias) return false;
+    if (k.residual && (p.residual_link[i] >= 0 || !aligned16(k.residual) || k.ldr % 8 != 0)) return false;
+    if (k.y && (!aligned16(k.y) || k.ldy % 8 != 0)) return false;
+  }
+  if (!p.link[p.links - 1].y) return false;  // the last link is always stored
+  const chain::ChainShape s = chain_shape(p);
+  const DeviceInfo& dev = device_info();
+  const int limit = static_cast<int>(dev.smem_per_block_optin);
+  const long long m = static_cast<long long>(p.batch) * p.hw;
+  for (const ChainConfig& c : kChainConfigs)
+    if ((m + c.bm - 1) / c.bm >= 2LL * dev.sm_count && fit_layout(s, c.bm, c.warps, limit, layout)) return true;
+  for (int k = static_cast<int>(sizeof(kChainConfigs) / sizeof(kChainConfigs[0])) - 1; k >= 0; --k)
+    if (fit_layout(s, kChainConfigs[k].bm, kChainConfigs[k].warps, limit, layout)) return true;
+  return false;
+}
+
+void conv2d_chain_f16(const ConvChainParams& p, cudaStream_t stream) {
+  for (const ChainConfig& c : kChainConfigs) {
+    if (c.bm != p.layout.bm || c.warps != p.layout.warps) continue;
+    YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(c.kernel), p.layout.smem_bytes));
+    const long long m = static_cast<long long>(p.batch) * p.hw;
+    launch_kernel(c.kernel, dim3(static_cast<unsigned>((m + c.bm - 1) / c.bm)), dim3(32 * c.warps),
+                  static_cast<std::size_t>(p.layout.smem_bytes), stream, p);
+    return;
+  }
+  throw Error("conv2d_chain_f16: no kernel for a plan of " + std::to_string(p.layout.bm) + " rows on " +
+              std::to_string(p.layout.warps) + " warps");
+}
+
+// ---- the op --------------------------------------------------------------------------------------------------------
+
+template <typename T>
+Step bind(const graph::ConvChainOp& op, const BindContext<T>& ctx) {
+  const graph::ConvChainAttrs& a = op.attrs;
+  graph::check_conv_chain(ctx.graph, op, ctx.op_name);  // the CPU backend's checks: a ModelError naming the op
+  // The links one by one, as plain convs (their outputs in memory, scratch ones included): fp32, and fp16 wherever
+  // conv2d_chain_f16 does not take the chain at a batch.
+  std::vector<Step> links;
+  for (const graph::ConvOp& l : op.links) links.push_back(bind<T>(l, ctx));
+  Step step;
+  step.bytes_per_image = 0;
+  step.weight_bytes = 0;
+  step.flops_per_image = 0;
+  for (const Step& s : links) {
+    step.weight_bytes += s.weight_bytes;
+    step.flops_per_image += s.flops_per_image;
+  }
+  const graph::Value& v_in = ctx.value(op.links[0].in);
+  const double pixels = 1.0 * v_in.h * v_in.w;
+  // Bytes as the fused kernel moves them: the input, the stored outputs, the residuals from memory.
+  step.bytes_per_image = sizeof(T) * pixels * op.links[0].attrs.c_in;
+  for (int i = 0; i < a.links; ++i) {
+    const graph::ConvOp& l = op.links[static_cast<std::size_t>(i)];
+    if (a.stored[i]) step.bytes_per_image += sizeof(T) * pixels * l.attrs.c_out;
+    if (a.residual_link[i] < 0 && l.residual.valid()) step.bytes_per_image += sizeof(T) * pixels * l.attrs.c_out;
+  }
+  std::ostringstream label;
+  label << "conv chain 1x1 " << op.links[0].attrs.c_in;
+  for (const graph::ConvOp& l : op.links) label << "->" << l.attrs.c_out << (l.residual.valid() ? "+res" : "");
+  label << " " << v_in.h << "x" << v_in.w;
+
+  bool fused = false;
+  ConvChainParams p;
+  if constexpr (std::is_same_v<T, __half>) {
+    static_cast<graph::ConvChainAttrs&>(p) = a;
+    p.hw = v_in.h * v_in.w;
+    p.x = ctx.ptr(op.links[0].in);
+    p.ldx = ctx.ld(op.links[0].in);
+    p.c[0] = op.links[0].attrs.c_in;
+    bool shape_ok = true;
+    for (int i = 0; i < a.links; ++i) {
+      const graph::ConvOp& l = op.links[static_cast<std::size_t>(i)];
+      const graph::ConvAttrs& c = l.attrs;
+      shape_ok = shape_ok && c.k == 1 && c.stride == 1 && c.pad == 0 && c.groups == 1 && c.dilation == 1 &&
+                 c.c_in == p.c[i];
+      p.c[i + 1] = c.c_out;
+      ChainLinkParams& k = p.link[i];
+      k.w = ctx.template weight<__half>(l.weight);
+      k.k_pad = conv_detail::gemm_layout(conv_shape(ctx.graph, l, 1)).k_pad;
+      k.bias = ctx.template weight<float>(l.bias);
+      k.gamma = l.gamma.empty() ? nullptr : ctx.template weight<float>(l.gamma);
+      k.silu = c.silu();
+      if (a.residual_link[i] < 0) {
+        k.residual = ctx.ptr(l.residual);
+        k.ldr = ctx.ld(l.residual);
+      }
+      if (a.stored[i]) {
+        k.y = ctx.ptr(l.out);
+        k.ldy = ctx.ld(l.out);
+      }
+    }
+    chain::ChainLayout probe;
+    p.batch = ctx.max_batch;
+    fused = shape_ok && chain_plan(p, probe);
+    if (fused) label << " [chain_f16 bm" << probe.bm << " s" << probe.stages << "]";
+  }
+  if (!fused) label << " [links one by one]";
+  step.label = label.str();
+  // Per batch, whether tuning found the links one by one faster than the chain's kernel (none: the kernel wherever
+  // chain_plan takes the batch). Shared by the two closures, owned by them.
+  auto one_by_one = std::make_shared<std::map<int, bool>>();
+  step.run = [p, fused, links, one_by_one](int batch, cudaStream_t stream) {
+    const auto it = one_by_one->find(batch);
+    ConvChainParams q = p;
+    q.batch = batch;
+    if (fused && (it == one_by_one->end() || !it->second) && chain_plan(q, q.layout)) {
+      conv2d_chain_f16(q, stream);
+      return;
+    }
+    for (const Step& s : links) s.run(batch, stream);
+  };
+  // Tuning: the links' own (their kernels when run one by one), then the chain's kernel against the links one by one
+  // on the op's buffers; the faster is kept (the kernel unless the links are 3 % faster), and cached as "fused" or
+  // "links" under chain_tune_key.
+  step.tune = [p, fused, links, one_by_one](int batch, cudaStream_t stream, TuneCache* cache) {
+    for (const Step& s : links)
+      if (s.tune) s.tune(batch, stream, cache);
+    Step::Tuned out;
+    ConvChainParams q = p;
+    q.batch = batch;
+    if (!fused || !chain_plan(q, q.layout)) {
+      (*one_by_one)[batch] = true;
+      out.plan = "links one by one";
+      return out;
+    }
+    const std::string key = chain_tune_key(q);
+    const std::string* hit = cache ? cache->find(key) : nullptr;
+    bool links_win = false;
+    if (hit && (*hit == "fused" || *hit == "links")) {
+      links_win = *hit == "links";
+      out.cached = true;
+    } else {
+      const float t_fused = tune_time([&q](cudaStream_t s) { conv2d_chain_f16(q, s); }, stream);
+      const float t_links = tune_time(
+          [&links, batch](cudaStream_t s) {
+            for (const Step& l : links) l.run(batch, s);
+          },
+          stream);
+      links_win = t_links * kChainKeepWithin < t_fused;
+      if (tune_log_enabled())
+        std::fprintf(stderr, "tune %s: chain_f16 bm%d s%d %g; links one by one %g\n", key.c_str(), q.layout.bm,
+                     q.layout.stages, t_fused, t_links);
+      if (cache) cache->put(key, links_win ? "links" : "fused");
+    }
+    (*one_by_one)[batch] = links_win;
+    out.plan = links_win ? "links one by one" : "chain_f16 bm" + std::to_string(q.layout.bm) + " s" +
+                                                    std::to_string(q.layout.stages);
+    return out;
+  };
+  return step;
+}
+template Step bind<float>(const graph::ConvChainOp&, const BindContext<float>&);
+template Step bind<__half>(const graph::ConvChainOp&, const BindContext<__half>&);
+
+}  // namespace yolo12::cuda

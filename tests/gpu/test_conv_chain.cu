@@ -1,0 +1,544 @@
+// tests/gpu/test_conv_chain.cu - conv2d_chain_f16 (src/backends/cuda/conv_chain.cu) on the GPU.
+//
+// Each case is a chain of 1x1 convs with its views at channel offsets of wider buffers, NaN around every written
+// slice. The kernel runs with every tile (16, 32, 64, 128 rows) and stage count that fits, and must
+//   - match a host computation of the links one by one in double, with every link's output rounded to half as the
+//     kernel rounds it (rel L2 and every element within a bound),
+//   - match the same links run one by one by conv2d_forward (the fp16 conv kernels; outputs of scratch links in
+//     memory), within the same bounds,
+//   - leave every element outside the stored slices NaN (no row past M, no channel outside the view, nothing of a
+//     scratch link).
+// Also chain_plan's choices and refusals, and the whole model under the variant conv_chain: the fp16 executor fuses
+// yolo12n's and yolo12l_narrow's chains and its raw head stays within the fp16 parity bound, with kernel tuning too. The op suite's ConvChain cases (tests/ops) run it through the executor's
+// bind; test_chain_layout (tests/unit) replays its schedule on the CPU.
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/cuda/chain_layout.hpp"
+#include "backends/cuda/common.cuh"
+#include "backends/cuda/conv.cuh"
+#include "backends/cuda/conv_chain.cuh"
+#include "backends/cuda/conv_detail.cuh"
+#include "backends/cuda/executor.cuh"
+#include "catch.hpp"
+#include "core/half.hpp"
+#include "model/model_file.hpp"
+#include "support.hpp"
+#include "yolo12/yolo12.hpp"
+
+using namespace yolo12;
+using namespace yolo12::cuda;
+namespace ch = yolo12::cuda::chain;
+
+namespace {
+
+constexpr std::uint16_t kNaNHalf = 0x7e00;
+
+struct LinkSpec {
+  int c_out = 0;
+  bool silu = true, gamma = false;
+  int residual_link = -1;     // an earlier link's output
+  bool mem_residual = false;  // a residual from memory
+  bool stored = false;        // the last link always is
+};
+
+struct ChainCase {
+  int batch = 1, h = 1, w = 1, c_in = 0;
+  int x_c0 = 0, x_extra = 0;  // x is channels [x_c0, x_c0 + c_in) of a buffer of x_c0 + c_in + x_extra
+  std::vector<LinkSpec> links;
+  std::string describe() const {
+    std::string s = std::to_string(batch) + "x" + std::to_string(h) + "x" + std::to_string(w) + " " +
+                    std::to_string(c_in) + " (x at " + std::to_string(x_c0) + "+" + std::to_string(x_extra) + ")";
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      const LinkSpec& l = links[i];
+      s += " -> " + std::to_string(l.c_out) + (l.silu ? "" : " noact") + (l.gamma ? " gamma" : "");
+      if (l.residual_link >= 0) s += " +link" + std::to_string(l.residual_link);
+      if (l.mem_residual) s += " +mem";
+      if (l.stored || i + 1 == links.size()) s += " (stored)";
+    }
+    return s;
+  }
+};
+
+float rnd_half(float v) { return half_to_float(float_to_half(v)); }
+
+// Host data: fp16-representable floats.
+struct HostChain {
+  long long m = 0;
+  int ldx = 0;
+  std::vector<float> x;                        // (m, ldx)
+  std::vector<std::vector<float>> w, bias, gamma;  // (c_out, c_in) OIHW for 1x1; (c_out)
+  std::vector<std::vector<float>> res;         // (m, ldr) where mem_residual
+  std::vector<int> ldr, ldy, y_c0;             // outputs at channels [y_c0, y_c0 + c_out) of ldy
+};
+
+HostChain make_host(const ChainCase& c, std::mt19937& rng) {
+  auto val = [&](float s) { return rnd_half(s * std::uniform_real_distribution<float>(-1.f, 1.f)(rng)); };
+  HostChain h;
+  h.m = 1LL * c.batch * c.h * c.w;
+  h.ldx = c.x_c0 + c.c_in + c.x_extra;
+  h.x.resize(static_cast<std::size_t>(h.m * h.ldx));
+  for (float& v : h.x) v = val(1.f);
+  int ci = c.c_in;
+  for (const LinkSpec& l : c.links) {
+    const float scale = 1.f / std::sqrt(static_cast<float>(ci));
+    std::vector<float> w(static_cast<std::size_t>(l.c_out) * ci), b(static_cast<std::size_t>(l.c_out)), g;
+    for (float& v : w) v = val(2.f * scale);
+    for (float& v : b) v = val(0.5f);
+    if (l.gamma) {
+      g.resize(static_cast<std::size_t>(l.c_out));
+      for (float& v : g) v = val(1.f);
+    }
+    h.w.push_back(w);
+    h.bias.push_back(b);
+    h.gamma.push_back(g);
+    const int ldr = l.mem_residual ? l.c_out + 16 : 0;
+    std::vector<float> r(static_cast<std::size_t>(h.m * ldr));
+    for (float& v : r) v = val(1.f);
+    h.res.push_back(r);
+    h.ldr.push_back(ldr);
+    h.y_c0.push_back(l.c_out % 16 == 0 ? 16 : 8);
+    h.ldy.push_back(l.c_out + 32);
+    ci = l.c_out;
+  }
+  return h;
+}
+
+// The links one by one in double, each link's output rounded to half: (m, c_out) per link.
+std::vector<std::vector<double>> reference(const ChainCase& c, const HostChain& h) {
+  std::vector<std::vector<double>> y(c.links.size());
+  int ci = c.c_in;
+  for (std::size_t i = 0; i < c.links.size(); ++i) {
+    const LinkSpec& l = c.links[i];
+    y[i].resize(static_cast<std::size_t>(h.m * l.c_out));
+    for (long long r = 0; r < h.m; ++r)
+      for (int n = 0; n < l.c_out; ++n) {
+        double acc = 0;
+        for (int k = 0; k < ci; ++k) {
+          const double a = i == 0 ? h.x[static_cast<std::size_t>(r * h.ldx + c.x_c0 + k)]
+                                  : y[i - 1][static_cast<std::size_t>(r * ci + k)];
+          acc += a * h.w[i][static_cast<std::size_t>(n) * ci + k];
+        }
+        double v = acc + h.bias[i][static_cast<std::size_t>(n)];
+        if (l.silu) v = v / (1.0 + std::exp(-v));
+        if (l.gamma) v *= h.gamma[i][static_cast<std::size_t>(n)];
+        if (l.residual_link >= 0) v += y[static_cast<std::size_t>(l.residual_link)][static_cast<std::size_t>(r * l.c_out + n)];
+        if (l.mem_residual) v += h.res[i][static_cast<std::size_t>(r * h.ldr[i] + n)];
+        y[i][static_cast<std::size_t>(r * l.c_out + n)] = rnd_half(static_cast<float>(v));
+      }
+    ci = l.c_out;
+  }
+  return y;
+}
+
+DeviceBuffer upload_halves(const std::vector<float>& v) {
+  std::vector<std::uint16_t> h(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) h[i] = std::isnan(v[i]) ? kNaNHalf : float_to_half(v[i]);
+  DeviceBuffer d(std::max<std::size_t>(h.size(), 8) * 2);
+  YOLO12_CUDA_CHECK(cudaMemcpy(d.get(), h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+  return d;
+}
+DeviceBuffer upload_floats(const std::vector<float>& v) {
+  DeviceBuffer d(std::max<std::size_t>(v.size(), 4) * 4);
+  if (!v.empty()) YOLO12_CUDA_CHECK(cudaMemcpy(d.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+  return d;
+}
+std::vector<float> download_halves(const DeviceBuffer& d, std::size_t n) {
+  std::vector<std::uint16_t> h(n);
+  YOLO12_CUDA_CHECK(cudaMemcpy(h.data(), d.get(), n * 2, cudaMemcpyDeviceToHost));
+  std::vector<float> f(n);
+  for (std::size_t i = 0; i < n; ++i) f[i] = half_to_float(h[i]);
+  return f;
+}
+
+// The device side of a case: buffers and the kernel's params (layout unset).
+struct DeviceChain {
+  DeviceBuffer x;
+  std::vector<DeviceBuffer> w, bias, gamma, res, y;
+  ConvChainParams p;
+  std::vector<ConvParams<__half>> convs;  // the links as plain convs, for conv2d_forward
+};
+
+ConvShape link_shape(const ChainCase& c, int ci, int co) {
+  ConvShape s;
+  s.c_in = ci;
+  s.c_out = co;
+  s.k = 1;
+  s.stride = 1;
+  s.pad = 0;
+  s.groups = 1;
+  s.batch = c.batch;
+  s.h = c.h;
+  s.w_in = c.w;
+  s.ho = c.h;
+  s.wo = c.w;
+  return s;
+}
+
+void make_device(const ChainCase& c, const HostChain& h, DeviceChain& d) {
+  d.x = upload_halves(h.x);
+  ConvChainParams& p = d.p;
+  p.links = static_cast<int>(c.links.size());
+  p.batch = c.batch;
+  p.hw = c.h * c.w;
+  p.c[0] = c.c_in;
+  p.x = d.x.as<__half>() + c.x_c0;
+  p.ldx = h.ldx;
+  int ci = c.c_in;
+  for (std::size_t i = 0; i < c.links.size(); ++i) {
+    const LinkSpec& l = c.links[i];
+    const bool stored = l.stored || i + 1 == c.links.size();
+    const ConvShape s = link_shape(c, ci, l.c_out);
+    std::vector<std::uint16_t> packed(conv_packed_weight_elems(s));
+    conv_pack_weights<__half>(s, h.w[i].data(), reinterpret_cast<__half*>(packed.data()));
+    DeviceBuffer wd(packed.size() * 2);
+    YOLO12_CUDA_CHECK(cudaMemcpy(wd.get(), packed.data(), packed.size() * 2, cudaMemcpyHostToDevice));
+    d.w.push_back(std::move(wd));
+    d.bias.push_back(upload_floats(h.bias[i]));
+    d.gamma.push_back(upload_floats(h.gamma[i]));
+    d.res.push_back(upload_halves(h.res[i]));
+    d.y.push_back(upload_halves(std::vector<float>(static_cast<std::size_t>(h.m * h.ldy[i]), NAN)));
+    p.c[i + 1] = l.c_out;
+    p.residual_link[i] = l.residual_link;
+    p.stored[i] = stored;
+    ChainLinkParams& k = p.link[i];
+    k.w = d.w.back().as<__half>();
+    k.k_pad = static_cast<int>(packed.size()) / l.c_out;
+    k.bias = d.bias.back().as<float>();
+    k.gamma = l.gamma ? d.gamma.back().as<float>() : nullptr;
+    k.silu = l.silu;
+    k.residual = l.mem_residual ? d.res.back().as<__half>() : nullptr;
+    k.ldr = h.ldr[i];
+    k.y = stored ? d.y.back().as<__half>() + h.y_c0[i] : nullptr;
+    k.ldy = h.ldy[i];
+    // The plain conv of this link: it writes every link's output (scratch ones too) into y[i].
+    ConvParams<__half> q;
+    static_cast<ConvShape&>(q) = s;
+    q.act = l.silu ? graph::Act::SiLU : graph::Act::None;
+    q.x = i == 0 ? p.x : d.convs[i - 1].y;
+    q.ldx = i == 0 ? h.ldx : h.ldy[i - 1];
+    q.w = k.w;
+    q.bias = k.bias;
+    q.gamma = k.gamma;
+    q.residual = l.residual_link >= 0 ? d.convs[static_cast<std::size_t>(l.residual_link)].y : k.residual;
+    q.ldr = l.residual_link >= 0 ? h.ldy[static_cast<std::size_t>(l.residual_link)] : k.ldr;
+    q.y = d.y.back().as<__half>() + h.y_c0[i];
+    q.ldy = h.ldy[i];
+    d.convs.push_back(q);
+    ci = l.c_out;
+  }
+}
+
+struct Error2 {
+  double rel_l2 = 0, max_excess = 0;  // max over elements of |got - ref| / (|ref| + 1)
+  long long bad_guards = 0;
+};
+
+// Compares the stored slices of every link with `want` (per link (m, c_out); links not stored: every element NaN).
+Error2 compare(const ChainCase& c, const HostChain& h, const DeviceChain& d,
+               const std::vector<std::vector<double>>& want) {
+  Error2 e;
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < c.links.size(); ++i) {
+    const LinkSpec& l = c.links[i];
+    const bool stored = l.stored || i + 1 == c.links.size();
+    const std::vector<float> got = download_halves(d.y[i], static_cast<std::size_t>(h.m * h.ldy[i]));
+    for (long long r = 0; r < h.m; ++r)
+      for (int ch_ = 0; ch_ < h.ldy[i]; ++ch_) {
+        const float g = got[static_cast<std::size_t>(r * h.ldy[i] + ch_)];
+        const int n = ch_ - h.y_c0[i];
+        if (!stored || n < 0 || n >= l.c_out) {
+          e.bad_guards += std::isnan(g) ? 0 : 1;
+          continue;
+        }
+        const double ref = want[i][static_cast<std::size_t>(r * l.c_out + n)];
+        if (std::isnan(g)) {
+          e.max_excess = INFINITY;
+          continue;
+        }
+        num += (g - ref) * (g - ref);
+        den += ref * ref;
+        e.max_excess = std::max(e.max_excess, std::fabs(g - ref) / (std::fabs(ref) + 1.0));
+      }
+  }
+  e.rel_l2 = std::sqrt(num / std::max(den, 1e-30));
+  return e;
+}
+
+// The plain convs' outputs of every link, as `want` for compare(): (m, c_out) per link.
+std::vector<std::vector<double>> run_links(const ChainCase& c, const HostChain& h, const DeviceChain& d) {
+  for (const ConvParams<__half>& q : d.convs) conv2d_forward<__half>(q, nullptr);
+  YOLO12_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::vector<double>> out(c.links.size());
+  for (std::size_t i = 0; i < c.links.size(); ++i) {
+    const std::vector<float> got = download_halves(d.y[i], static_cast<std::size_t>(h.m * h.ldy[i]));
+    const int co = c.links[i].c_out;
+    out[i].resize(static_cast<std::size_t>(h.m * co));
+    for (long long r = 0; r < h.m; ++r)
+      for (int n = 0; n < co; ++n)
+        out[i][static_cast<std::size_t>(r * co + n)] = got[static_cast<std::size_t>(r * h.ldy[i] + h.y_c0[i] + n)];
+  }
+  return out;
+}
+
+void reset_outputs(const HostChain& h, DeviceChain& d) {
+  for (std::size_t i = 0; i < d.y.size(); ++i) {
+    std::vector<std::uint16_t> nan(static_cast<std::size_t>(h.m * h.ldy[i]), kNaNHalf);
+    YOLO12_CUDA_CHECK(cudaMemcpy(d.y[i].get(), nan.data(), nan.size() * 2, cudaMemcpyHostToDevice));
+  }
+}
+
+struct Config {
+  int bm, warps;
+};
+constexpr Config kConfigs[] = {{128, 8}, {64, 4}, {32, 4}, {16, 4}};
+
+// Runs the case with every tile and stage count that fits; returns how many ran.
+int check_case(const ChainCase& c, std::uint64_t seed) {
+  std::mt19937 rng(static_cast<std::uint32_t>(seed));
+  const HostChain h = make_host(c, rng);
+  DeviceChain d;
+  make_device(c, h, d);
+  const std::vector<std::vector<double>> want = reference(c, h);
+  // The links one by one on conv2d_forward; only the stored links are compared below.
+  const std::vector<std::vector<double>> plain = run_links(c, h, d);
+  const ch::ChainShape shape = chain_shape(d.p);
+  int ran = 0;
+  for (const Config& cfg : kConfigs)
+    for (int stages = ch::kMinStages; stages <= ch::kMaxStages; ++stages) {
+      ch::ChainLayout l;
+      if (!ch::chain_layout(shape, cfg.bm, cfg.warps, stages, static_cast<int>(device_info().smem_per_block_optin), l))
+        continue;
+      reset_outputs(h, d);
+      ConvChainParams p = d.p;
+      p.layout = l;
+      conv2d_chain_f16(p, nullptr);
+      YOLO12_CUDA_CHECK(cudaDeviceSynchronize());
+      INFO(c.describe() << " seed " << seed << " bm " << cfg.bm << " warps " << cfg.warps << " stages " << stages);
+      const Error2 vs_ref = compare(c, h, d, want);
+      const Error2 vs_plain = compare(c, h, d, plain);
+      INFO("vs reference: rel L2 " << vs_ref.rel_l2 << ", max " << vs_ref.max_excess << "; vs conv2d_forward: rel L2 "
+                                   << vs_plain.rel_l2 << ", max " << vs_plain.max_excess);
+      CHECK(vs_ref.bad_guards == 0);
+      CHECK(vs_ref.rel_l2 < 4e-3);
+      CHECK(vs_ref.max_excess < 3e-2);
+      CHECK(vs_plain.rel_l2 < 4e-3);
+      CHECK(vs_plain.max_excess < 3e-2);
+      ++ran;
+    }
+  return ran;
+}
+
+LinkSpec link(int c_out, int residual_link = -1, bool mem_residual = false, bool stored = false, bool silu = true,
+              bool gamma = false) {
+  LinkSpec l;
+  l.c_out = c_out;
+  l.residual_link = residual_link;
+  l.mem_residual = mem_residual;
+  l.stored = stored;
+  l.silu = silu;
+  l.gamma = gamma;
+  return l;
+}
+
+// yolo12n's A2C2f chain (attn.proj + the block input, mlp.0, mlp.1 + proj's output, the next qkv) at c channels.
+ChainCase ablock(int batch, int hw, int c) {
+  ChainCase cc;
+  cc.batch = batch;
+  cc.h = hw;
+  cc.w = hw;
+  cc.c_in = c;
+  cc.links = {link(c, -1, true), link(2 * c), link(c, 0, false, true), link(3 * c)};
+  return cc;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_chain_f16 matches the links one by one: yolo12n's chains, every tile and stage count", "[chain]") {
+  int ran = 0;
+  ran += check_case(ablock(1, 40, 64), 1);
+  ran += check_case(ablock(2, 20, 128), 2);
+  ran += check_case(ablock(1, 13, 64), 3);  // 169 rows: partial tiles everywhere
+  ChainCase head;                            // a Detect cls branch's end: 80 -> 80, then 80 -> 80 without act
+  head.batch = 3;
+  head.h = 9;
+  head.w = 7;
+  head.c_in = 80;
+  head.links = {link(80), link(80, -1, false, false, false)};
+  ran += check_case(head, 4);
+  ChainCase sliced = ablock(2, 11, 64);  // x a slice of a wider buffer, gamma, a stored middle link
+  sliced.x_c0 = 16;
+  sliced.x_extra = 24;
+  sliced.links[1].gamma = true;
+  sliced.links[1].stored = true;
+  ran += check_case(sliced, 5);
+  REQUIRE(ran >= 30);
+}
+
+TEST_CASE("conv2d_chain_f16 matches the links one by one: random chains", "[chain]") {
+  static const int kWidths[] = {16, 32, 48, 64, 96, 128, 192, 256};
+  std::mt19937 rng(2026);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int ran = 0;
+  for (int n = 0; n < 24; ++n) {
+    ChainCase c;
+    c.batch = pick(1, 3);
+    c.h = pick(1, 19);
+    c.w = pick(1, 23);
+    c.c_in = kWidths[pick(0, 7)];
+    c.x_c0 = 8 * pick(0, 2);
+    c.x_extra = 8 * pick(0, 2);
+    const int links = pick(2, ch::kMaxLinks);
+    int prev = c.c_in;
+    for (int i = 0; i < links; ++i) {
+      LinkSpec l = link(kWidths[pick(0, 7)]);
+      l.silu = pick(0, 3) != 0;
+      l.gamma = pick(0, 3) == 0;
+      l.stored = pick(0, 2) == 0;
+      const int kind = pick(0, 2);
+      if (kind == 1) l.mem_residual = true;
+      if (kind == 2 && i > 0) {  // as wide as the link before, and adds its output
+        l.c_out = prev;
+        l.residual_link = i - 1;
+      }
+      c.links.push_back(l);
+      prev = l.c_out;
+    }
+    ran += check_case(c, 100 + static_cast<std::uint64_t>(n));
+  }
+  REQUIRE(ran >= 100);
+}
+
+TEST_CASE("chain_plan: tiles by grid size, refusals for views the kernel cannot take", "[chain]") {
+  std::mt19937 rng(9);
+  ChainCase c = ablock(1, 40, 64);
+  const HostChain h = make_host(c, rng);
+  DeviceChain d;
+  make_device(c, h, d);
+  ch::ChainLayout l;
+  REQUIRE(chain_plan(d.p, l));
+  CHECK(l.bm == 16);  // batch 1 at 40x40: 100 blocks of 16 rows, the most
+  ConvChainParams big = d.p;
+  big.batch = 32;
+  REQUIRE(chain_plan(big, l));
+  CHECK(l.bm == 128);  // 400 blocks of 128 rows: 3 per SM
+  ConvChainParams bad = d.p;
+  bad.x = d.p.x + 3;  // not 16-byte aligned
+  CHECK_FALSE(chain_plan(bad, l));
+  bad = d.p;
+  bad.link[2].y = bad.link[2].y + 4;
+  CHECK_FALSE(chain_plan(bad, l));
+  bad = d.p;
+  bad.link[3].y = nullptr;  // the last link must be stored
+  CHECK_FALSE(chain_plan(bad, l));
+  bad = d.p;
+  bad.c[2] = 72;  // not a multiple of 16
+  CHECK_FALSE(chain_plan(bad, l));
+}
+
+namespace {
+
+// The conv variant conv_chain for the life of this object.
+struct ChainVariant {
+  bool was;
+  explicit ChainVariant(bool on) : was(conv_detail::conv_variants().conv_chain) { conv_detail::conv_variants().conv_chain = on; }
+  ~ChainVariant() { conv_detail::conv_variants().conv_chain = was; }
+};
+
+std::string test_models_dir() {
+  if (const char* env = std::getenv("YOLO12_TEST_MODELS")) return env;
+  return test::binary_dir() + "/models";
+}
+
+}  // namespace
+
+TEST_CASE("conv chains in the whole model: the fp16 executor fuses them and stays within the fp16 bound",
+          "[chain][model]") {
+  std::ifstream f(test::test_data_dir() + "/fixtures.json");
+  REQUIRE(f);
+  const nlohmann::json fixtures = nlohmann::json::parse(f);
+  int ran = 0;
+  for (const auto& fx : fixtures) {
+    const std::string name = fx["name"].get<std::string>();
+    if (name != "yolo12n_rand_bus_640" && name != "yolo12l_narrow_rand_bus_320") continue;
+    std::string stem = fx["model"].get<std::string>();
+    stem = stem.substr(0, stem.find_last_of('.'));
+    const std::string model = test_models_dir() + "/" + stem + ".y12";
+    if (!test::file_exists(model)) {
+      WARN("SKIPPED " << name << ": " << model << " not exported (tools/gpu_check.sh)");
+      continue;
+    }
+    INFO("fixture " << name);
+    const auto x = test::load_npy_any(test::test_data_dir() + "/" + fx["input"].get<std::string>());
+    const auto ref = test::load_npy_any(test::test_data_dir() + "/" + fx["output"].get<std::string>());
+    const int H = static_cast<int>(x.shape.at(2)), W = static_cast<int>(x.shape.at(3));
+    const double bound16 = 2 * fx["fp16_vs_fp64_rel_l2"].get<double>();
+    DetectorOptions o;
+    o.device = Device::Cuda;
+    o.precision = Precision::Fp16;
+    o.input_height = H;
+    o.input_width = W;
+    std::vector<float> plain, chained;
+    {
+      ChainVariant off(false);
+      Detector d(model, o);
+      plain = d.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
+    }
+    {
+      ChainVariant on(true);
+      Detector d(model, o);
+      chained = d.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
+      CHECK(d.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr) == chained);  // deterministic
+    }
+    std::vector<float> tuned;  // with kernel tuning: each chain timed fused against its links one by one
+    {
+      ChainVariant on(true);
+      DetectorOptions t = o;
+      t.tune_kernels = true;
+      Detector d(model, t);
+      tuned = d.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
+      CHECK(d.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr) == tuned);
+    }
+    REQUIRE(chained.size() == ref.data.size());
+    REQUIRE(tuned.size() == ref.data.size());
+    CHECK(test::rel_l2(tuned.data(), ref.data.data(), ref.data.size()) < bound16);
+    const double e_plain = test::rel_l2(plain.data(), ref.data.data(), ref.data.size());
+    const double e_chain = test::rel_l2(chained.data(), ref.data.data(), ref.data.size());
+    std::printf("[chain] %-28s fp16 vs Ultralytics: links one by one %.2e, chains %.2e (bound %.2e)\n", name.c_str(),
+                e_plain, e_chain, bound16);
+    CHECK(e_chain < bound16);
+    CHECK(plain != chained);  // the chains did run (another order of fp32 sums)
+
+    // The executor's steps: chains made and run on conv2d_chain_f16 (the label says which).
+    ChainVariant on(true);
+    const auto file = model::ModelFile::open(model);
+    const auto weights = cuda::upload_weights(*file, cuda::network_graph(file->header(), H, W), Precision::Fp16, 0);
+    cudaStream_t stream = nullptr;
+    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+    ExecutorConfig cfg;
+    cfg.input_h = H;
+    cfg.input_w = W;
+    {
+      const auto ex = cuda::make_executor(weights, *file, cfg, stream);
+      int chains = 0, fused = 0;
+      for (const cuda::Step& step : ex->network()) {
+        chains += step.label.find("conv chain") != std::string::npos ? 1 : 0;
+        fused += step.label.find("[chain_f16") != std::string::npos ? 1 : 0;
+      }
+      INFO("chains " << chains << ", on conv2d_chain_f16 " << fused);
+      CHECK(chains >= 8);  // the A2C2f blocks' chains at least
+      CHECK(fused == chains);
+    }
+    cudaStreamDestroy(stream);
+    ++ran;
+  }
+  if (ran == 0) WARN("SKIPPED: no yolo12 fixture model exported");
+}
