@@ -11,12 +11,12 @@
 namespace yolo12::graph {
 namespace {
 
-bool whole(const Graph& g, const ValueRef& r) {
-  return r.valid() && r.c0 == 0 && r.c == g.values[static_cast<std::size_t>(r.value)].c;
-}
-
 bool overlap(const ValueRef& a, const ValueRef& b) {
   return a.valid() && b.valid() && a.value == b.value && a.c0 < b.c0 + b.c && b.c0 < a.c0 + a.c;
+}
+
+bool same_slice(const ValueRef& a, const ValueRef& b) {
+  return a.valid() && b.valid() && a.value == b.value && a.c0 == b.c0 && a.c == b.c;
 }
 
 // A conv a chain may hold: 1x1, stride 1, no padding, groups 1, dilation 1, channels within the limits.
@@ -27,21 +27,21 @@ bool linkable(const ConvOp& c, const ChainLimits& lim) {
          channels_ok(a.c_out);
 }
 
-// Which ops touch each value (reads, writes or scratch), and how many write it (writes or scratch).
+// Which ops touch each value (reads, writes or scratch), and the slices written (writes or scratch).
 struct Touches {
-  std::vector<std::vector<int>> ops;  // per value: op indices, ascending, each once
-  std::vector<int> writers;           // per value
-  std::vector<bool> head_reads;       // per value: a graph output or the head reads it
+  std::vector<std::vector<int>> ops;        // per value: op indices, ascending, each once
+  std::vector<std::vector<ValueRef>> writes;  // per value: every slice an op writes
+  std::vector<bool> head_reads;             // per value: a graph output or the head reads it
 
   explicit Touches(const Graph& g)
-      : ops(g.values.size()), writers(g.values.size(), 0), head_reads(g.values.size(), false) {
+      : ops(g.values.size()), writes(g.values.size()), head_reads(g.values.size(), false) {
     for (std::size_t i = 0; i < g.ops.size(); ++i)
       visit_op(g.ops[i], [&](const auto& o) {
         auto touch = [&](const ValueRef& r, bool write) {
           if (!r.valid()) return;
           std::vector<int>& t = ops[static_cast<std::size_t>(r.value)];
           if (t.empty() || t.back() != static_cast<int>(i)) t.push_back(static_cast<int>(i));
-          if (write) ++writers[static_cast<std::size_t>(r.value)];
+          if (write) writes[static_cast<std::size_t>(r.value)].push_back(r);
         };
         for (const ValueRef& r : o.reads()) touch(r, false);
         for (const ValueRef& r : o.writes()) touch(r, true);
@@ -51,6 +51,12 @@ struct Touches {
       if (r.valid()) head_reads[static_cast<std::size_t>(r.value)] = true;
     for (const ValueRef& r : g.head.inputs())
       if (r.valid()) head_reads[static_cast<std::size_t>(r.value)] = true;
+  }
+  // How many writes (of all ops) overlap slice r.
+  int writers(const ValueRef& r) const {
+    int n = 0;
+    for (const ValueRef& w : writes[static_cast<std::size_t>(r.value)]) n += overlap(w, r) ? 1 : 0;
+    return n;
   }
 };
 
@@ -75,17 +81,16 @@ Chain grow(const Graph& g, const Touches& t, const ChainLimits& lim, int first) 
     const int j = static_cast<int>(links.size());
     int residual_link = -1;
     if (j > 0) {
-      // The whole value the previous link writes, which nothing else writes.
+      // Exactly the slice the previous link writes, which nothing else writes any of.
       const ConvOp& prev = *links.back();
-      if (!whole(g, prev.out) || t.writers[static_cast<std::size_t>(prev.out.value)] != 1) break;
-      if (c->in.value != prev.out.value || !whole(g, c->in)) break;
-      // The residual: the whole output of an earlier link, another slice of one (the chain ends), or memory.
+      if (!same_slice(c->in, prev.out) || t.writers(prev.out) != 1) break;
+      // The residual: the output slice of an earlier link, a slice overlapping one (the chain ends), or memory.
       bool ends = false;
       if (c->residual.valid())
         for (int k = 0; k < j; ++k) {
-          if (c->residual.value != links[static_cast<std::size_t>(k)]->out.value) continue;
-          if (whole(g, c->residual) && whole(g, links[static_cast<std::size_t>(k)]->out)) residual_link = k;
-          else ends = true;
+          const ValueRef& out = links[static_cast<std::size_t>(k)]->out;
+          if (same_slice(c->residual, out)) residual_link = k;
+          else if (overlap(c->residual, out)) ends = true;
         }
       if (ends) break;
     }
@@ -180,14 +185,14 @@ void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& 
     if (out.h != map.h || out.w != map.w) bad(link + "its output is not at the chain's H x W");
     const int r = op.attrs.residual_link[i];
     if (r >= i || r < -1) bad(link + "residual_link " + std::to_string(r) + " is not an earlier link");
-    if (r >= 0 && (c.residual.value != op.links[static_cast<std::size_t>(r)].out.value || !whole(g, c.residual)))
-      bad(link + "residual_link " + std::to_string(r) + " but its residual is not that link's whole output");
+    if (r >= 0 && !same_slice(c.residual, op.links[static_cast<std::size_t>(r)].out))
+      bad(link + "residual_link " + std::to_string(r) + " but its residual is not that link's output");
     if (c.residual.valid() && (!inside(c.residual) || c.residual.c != a.c_out))
       bad(link + "its residual is not a slice of " + std::to_string(a.c_out) + " channels inside a value");
     if (i + 1 < n) {
       const ConvOp& next = op.links[static_cast<std::size_t>(i + 1)];
-      if (!whole(g, c.out) || next.in.value != c.out.value || !whole(g, next.in))
-        bad("link " + std::to_string(i + 1) + " does not read the whole output of link " + std::to_string(i));
+      if (!same_slice(next.in, c.out))
+        bad("link " + std::to_string(i + 1) + " does not read exactly the output of link " + std::to_string(i));
     }
   }
   for (int i = n; i < ConvChainAttrs::kMaxLinks; ++i)

@@ -2,7 +2,7 @@
 // backend can keep the maps between them on chip.
 //
 // Why: the A2C2f attention blocks end in four 1x1 convs in a row (attn.proj, mlp.0, mlp.1 and the next block's
-// attn.qkv), each reading the whole map the one before wrote; on the GPU each is a pass over the map through
+// attn.qkv), each reading the whole map the one before wrote (and A2C2f's cv1 feeds its first block's qkv); on the GPU each is a pass over the map through
 // memory. As one op, a kernel can read the block's input once, keep the intermediate maps in shared memory or
 // registers, and write only the maps something after the chain reads. The CUDA backend runs the pass after
 // graph::pad_channels; the CPU backend runs the links one by one (same results as the plain convs) and runs the
@@ -12,10 +12,11 @@
 //   - they are CONSECUTIVE in g.ops and each is a 1x1 conv with stride 1, pad 0, groups 1, dilation 1;
 //   - every link's c_in and c_out is a multiple of lim.channel_multiple and at most lim.max_channels, the sum
 //     over the links of c_in * c_out is at most lim.max_weights, and 2 <= n <= lim.max_links;
-//   - link i + 1 reads through `in` the WHOLE value link i writes (its `out` is c0 0 and all the value's
-//     channels), and no op of the graph but link i writes any slice of that value;
-//   - link j's residual, if it is the whole output value of an earlier link i of the chain, becomes
-//     residual_link[j] = i (the kernel may take it from chip); if it is any other slice of a link's output value,
+//   - link i + 1 reads through `in` exactly the slice link i writes (the same value and channels: a whole value,
+//     or link i's slice of a concat buffer, as A2C2f's cv1 writes the map its first block's qkv reads), and no
+//     op of the graph but link i writes any channel of that slice;
+//   - link j's residual, if it is exactly the output slice of an earlier link i of the chain, becomes
+//     residual_link[j] = i (the kernel may take it from chip); if it overlaps a link's output slice otherwise,
 //     the chain ends before link j; else it stays a residual read from memory (or none);
 //   - no link writes a slice that overlaps (same value, a common channel) what the chain reads from memory: link
 //     0's input or a residual from memory. (Every link of a chain reads and writes per pixel, but a fused kernel
@@ -51,8 +52,8 @@ int fuse_conv_chains(Graph& g, const ChainLimits& lim = {});
 
 // Checks what every backend's bind relies on (throws yolo12::ModelError naming op_name): 2..kMaxLinks links, as
 // many as attrs.links; each link a 1x1 conv with stride 1, pad 0, groups 1, dilation 1, refs inside their values
-// and as wide as its attributes, all at the H x W of link 0's input; link i + 1 reads the whole value of link
-// i's output, which is whole; residual_link[i] < i, and where it is set, links[i].residual is the whole output
+// and as wide as its attributes, all at the H x W of link 0's input; link i + 1 reads exactly link i's output
+// slice; residual_link[i] < i, and where it is set, links[i].residual is exactly the output
 // of that link; the last link stored.
 void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& op_name);
 

@@ -145,11 +145,11 @@ struct AttentionOp {
 };
 
 // A chain of 1x1 convs run as one op: graph::fuse_conv_chains (graph/fuse_chains.hpp), a pass of the CUDA
-// backend, makes one out of consecutive ConvOps where each reads the whole output of the one before, so that
+// backend, makes one out of consecutive ConvOps where each reads exactly the output of the one before, so that
 // a kernel can keep the intermediate maps on chip (the CUDA backend's conv2d_chain_f16). Link i computes
 // exactly what links[i] as a ConvOp computes:
-//   links[0].in is the chain's input (any slice); links[i + 1].in is the whole of links[i].out;
-//   links[i].residual is, where residual_link[i] >= 0, the whole output of the earlier link residual_link[i]
+//   links[0].in is the chain's input (any slice); links[i + 1].in is links[i].out (the same slice);
+//   links[i].residual is, where residual_link[i] >= 0, the output slice of the earlier link residual_link[i]
 //   (which may live on chip only), else a value in memory (or none);
 //   links[i].out is stored (written to memory) where stored[i]: something after the op reads it. The last
 //   link's always is. The others are scratch: the planner gives them memory for the op's duration, which a

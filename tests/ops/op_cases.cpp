@@ -487,11 +487,14 @@ struct ChainLink {
   bool silu = true, gamma = false;
   int residual = kNoResidual;
   bool stored = false;  // links before the last (the last always is)
+  bool sliced = false;  // links before the last: the output is channels [16, 16 + c_out) of a value 32 wider (a
+                        // concat buffer's slice, as A2C2f's cv1 writes), else a whole value of its own
 };
 
 // A chain case: link 0 reads channels [x_c0, x_c0 + c_in) of a value of x_c0 + c_in + x_extra, the last link
 // writes [y_c0, y_c0 + c_out) of one of y_c0 + c_out + y_extra, each residual from memory is channels [r_c0,
-// r_c0 + c) of a value of its own of r_c0 + c + r_extra; every other link output is a whole value of its own.
+// r_c0 + c) of a value of its own of r_c0 + c + r_extra; every other link output is a whole value of its own, or
+// a slice of one (ChainLink::sliced).
 struct ChainSpec {
   int batch = 1, h = 1, w = 1, c_in = 16;
   std::vector<ChainLink> links;
@@ -521,8 +524,9 @@ OpCase chain_case(const ChainSpec& s, std::uint64_t seed) {
     if (l.gamma) c.gamma = cb.tensor("gamma" + n, static_cast<std::size_t>(l.c_out), -0.8f, 1.5f);
     if (l.residual == kMemoryResidual) c.residual = cb.slice(s.r_c0, l.c_out, s.r_extra, s.h, s.w);
     if (l.residual >= 0) c.residual = op.links[static_cast<std::size_t>(l.residual)].out;
-    c.out = last ? cb.slice(s.y_c0, l.c_out, s.y_extra, s.h, s.w)
-                 : graph::ValueRef{cb.value(l.c_out, s.h, s.w), 0, l.c_out};
+    c.out = last       ? cb.slice(s.y_c0, l.c_out, s.y_extra, s.h, s.w)
+            : l.sliced ? cb.slice(16, l.c_out, 16, s.h, s.w)
+                       : graph::ValueRef{cb.value(l.c_out, s.h, s.w), 0, l.c_out};
     op.attrs.residual_link[i] = l.residual >= 0 ? l.residual : -1;
     op.attrs.stored[i] = last || l.stored;
     m << " | link " << i << (l.silu ? " silu" : " no act") << (l.gamma ? " gamma" : "") << " residual "
@@ -584,6 +588,10 @@ std::vector<OpCase> chain_cases() {
       spec(1, 13, 11, 24, {L{40}, L{56, false, false, mem}}, 0, 8, 8, 0),
       spec(2, 5, 7, 8, {L{24}, L{8, true, false, mem}, L{8, false, false, 1}}, 8, 0, 0, 8),
       spec(1, 40, 40, 72, {L{40, true, true}, L{72, false, false, mem}, L{40, true, false, 0}}, 0, 0, 0, 24),
+      // A2C2f's cv1 into its slice of the concat buffer, read whole by the first block's qkv; a sliced output as a
+      // later link's residual.
+      spec(2, 20, 20, 128, {L{64, true, false, kNoResidual, true, true}, L{192, false}}),
+      spec(1, 13, 11, 32, {L{64, true, false, kNoResidual, true, true}, L{32}, L{64, false, false, 0}}, 8, 0, 0, 8),
       // Every residual kind: none, memory, each earlier link (link 1 from link 0 reads its own input again).
       spec(1, 13, 11, 32, {L{32}, L{32, true, false, 0}, L{32, false, true, 1}, L{32, true, false, 0}}),
       spec(2, 5, 7, 32, {L{64}, L{32, false}, L{64, true, false, 0}, L{64, false, true, 2}}, 0, 16, 16, 0),
@@ -603,12 +611,12 @@ std::vector<OpCase> chain_cases() {
       spec(1, 7, 9, 384, {L{128}, L{384, false, false, mem}}),
       spec(1, 5, 7, 256, {L{384}, L{256, false}, L{384, true, false, 0}}, 16, 0, 0, 0),
   };
-  // Random chains up to 42 cases in all: 2..4 links of 8..128 channels (mostly multiples of 16), every fusion,
+  // Random chains up to 44 cases in all: 2..4 links of 8..128 channels (mostly multiples of 16), every fusion,
   // residual kind and offset.
   std::mt19937_64 rng(777);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const int sizes[][2] = {{5, 7}, {13, 11}, {1, 1}, {9, 16}, {17, 3}, {40, 40}};
-  while (specs.size() < 42) {
+  while (specs.size() < 44) {
     const int* hw = sizes[pick(0, 5)];
     ChainSpec s = spec(pick(1, 3), hw[0], hw[1], 16 * pick(1, 8), {});
     if (pick(0, 3) == 0) s.c_in -= 8;

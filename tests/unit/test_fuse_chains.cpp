@@ -210,17 +210,24 @@ TEST_CASE("fuse_conv_chains on YOLO12n at 640: the ABlocks' attention tail and M
           "[graph][chains]") {
   const Graph before = yolo12::graph::build_graph(yolo12n_header(), 640, 640);
   Graph g = before;
-  REQUIRE(yolo12::graph::fuse_conv_chains(g) == 11);
-  // name of the chain -> widths, stored outputs, residual links
+  REQUIRE(yolo12::graph::fuse_conv_chains(g) == 16);
+  // name of the chain -> widths, stored outputs, residual links. A2C2f's cv1 writes its slice of the concat buffer,
+  // which the first block's qkv reads whole; a stage's last block's output is the next stage's input the same way;
+  // the C3k2-like head blocks' cv1 feeds their first C3k's cv1.
   const std::vector<std::pair<std::string, std::string>> want = {
+      {"model.6.cv1 + model.6.m.0.0.attn.qkv", "128->64->192 stored 11 residual -1 -1"},
       {ablock_chain("model.6.m.0.0", "model.6.m.0.1"), "64->64->128->64->192 stored 0011 residual -1 -1 0 -1"},
-      {ablock_chain("model.6.m.0.1", ""), "64->64->128->64 stored 001 residual -1 -1 0"},
+      {ablock_chain("model.6.m.0.1", "model.6.m.1.0"), "64->64->128->64->192 stored 0011 residual -1 -1 0 -1"},
       {ablock_chain("model.6.m.1.0", "model.6.m.1.1"), "64->64->128->64->192 stored 0011 residual -1 -1 0 -1"},
       {ablock_chain("model.6.m.1.1", ""), "64->64->128->64 stored 001 residual -1 -1 0"},
+      {"model.8.cv1 + model.8.m.0.0.attn.qkv", "256->128->384 stored 11 residual -1 -1"},
       {ablock_chain("model.8.m.0.0", "model.8.m.0.1"), "128->128->256->128->384 stored 0011 residual -1 -1 0 -1"},
-      {ablock_chain("model.8.m.0.1", ""), "128->128->256->128 stored 001 residual -1 -1 0"},
+      {ablock_chain("model.8.m.0.1", "model.8.m.1.0"), "128->128->256->128->384 stored 0011 residual -1 -1 0 -1"},
       {ablock_chain("model.8.m.1.0", "model.8.m.1.1"), "128->128->256->128->384 stored 0011 residual -1 -1 0 -1"},
       {ablock_chain("model.8.m.1.1", ""), "128->128->256->128 stored 001 residual -1 -1 0"},
+      {"model.11.cv1 + model.11.m.0.cv1", "384->64->32 stored 11 residual -1 -1"},
+      {"model.14.cv1 + model.14.m.0.cv1", "256->32->16 stored 11 residual -1 -1"},
+      {"model.17.cv1 + model.17.m.0.cv1", "192->64->32 stored 11 residual -1 -1"},
       {"model.21.cv3.0.1.1 + model.21.cv3.0.2", "80->80->80 stored 01 residual -1 -1"},
       {"model.21.cv3.1.1.1 + model.21.cv3.1.2", "80->80->80 stored 01 residual -1 -1"},
       {"model.21.cv3.2.1.1 + model.21.cv3.2.2", "80->80->80 stored 01 residual -1 -1"},
@@ -237,7 +244,7 @@ TEST_CASE("fuse_conv_chains on YOLO12n at 640: the ABlocks' attention tail and M
   for (const Op* op : found) std::printf("  %-100s %s\n", op->name.c_str(), chain_str(op->get<ConvChainOp>()).c_str());
 
   // The first ABlock: proj (+ the block input from memory) -> mlp.0 -> mlp.1 (+ proj's output) -> the next qkv.
-  const ConvChainOp& ab = op_named(g, want[0].first).get<ConvChainOp>();
+  const ConvChainOp& ab = op_named(g, want[1].first).get<ConvChainOp>();
   const std::string p = "model.6.m.0.0";
   CHECK(ab.links[0].weight == p + ".attn.proj.conv.weight");
   CHECK(ab.links[0].residual.valid());  // the block input, a slice of the A2C2f concat buffer
@@ -256,7 +263,13 @@ TEST_CASE("fuse_conv_chains on YOLO12n at 640: the ABlocks' attention tail and M
   const std::vector<ValueRef> reads = ab.reads();  // proj's input and its residual (and links without one)
   CHECK(std::count_if(reads.begin(), reads.end(), [](const ValueRef& r) { return r.valid(); }) == 2);
   // Detect's class branch ends in the head's map.
-  const ConvChainOp& cls = op_named(g, want[8].first).get<ConvChainOp>();
+  const ConvChainOp& cls = op_named(g, want[13].first).get<ConvChainOp>();
+  // cv1 -> qkv: cv1 writes its slice of the A2C2f concat buffer (stored: the blocks add it, the concat reads it).
+  const ConvChainOp& cv1 = op_named(g, want[0].first).get<ConvChainOp>();
+  CHECK(cv1.links[0].out.c0 == 0);
+  CHECK(cv1.links[0].out.c < g.values[static_cast<std::size_t>(cv1.links[0].out.value)].c);
+  CHECK(cv1.links[1].in.value == cv1.links[0].out.value);
+  CHECK(cv1.scratch().empty());
   CHECK(cls.links[1].attrs.act == yolo12::graph::Act::None);
   CHECK(cls.links[1].out.value == g.head.detect.cls[0].value);
   check_fused(before, g);
@@ -298,7 +311,7 @@ TEST_CASE("fuse_conv_chains on YOLO12n at 640: the ABlocks' attention tail and M
   yolo12::graph::fuse_conv_chains(again);
   CHECK(dump(again) == dump(g));
   Graph other = yolo12::graph::build_graph(yolo12n_header(), 320, 256);
-  REQUIRE(yolo12::graph::fuse_conv_chains(other) == 11);
+  REQUIRE(yolo12::graph::fuse_conv_chains(other) == 16);
   for (std::size_t i = 0; i < want.size(); ++i) CHECK(chains(other)[i]->name == want[i].first);
   Graph twice = g;
   CHECK(yolo12::graph::fuse_conv_chains(twice) == 0);
@@ -319,25 +332,26 @@ TEST_CASE("fuse_conv_chains' limits: links, channel multiple, channels, weights"
     check_fused(before, g);
     return g;
   };
-  SECTION("two links: proj + mlp.0, then mlp.1 + the next qkv (mlp.1 alone in a stage's last block)") {
+  SECTION("two links: proj + mlp.0, then mlp.1 + the next qkv (mlp.1 alone in an A2C2f's last block)") {
     ChainLimits lim;
     lim.max_links = 2;
     const Graph g = fused(lim);
-    CHECK(chains(g).size() == 4 * 2 + 4 + 3);
+    CHECK(chains(g).size() == 2 + 8 + 6 + 3 + 3);  // cv1 + qkv, proj + mlp.0, mlp.1 + qkv, the head's cv1s, Detect
     const std::string p = "model.6.m.0.0";
     const ConvChainOp& a = op_named(g, p + ".attn.proj + " + p + ".mlp.0").get<ConvChainOp>();
     CHECK(chain_str(a) == "64->64->128 stored 11 residual -1 -1");  // proj's output: mlp.1 is outside now
     const ConvChainOp& b = op_named(g, p + ".mlp.1 + model.6.m.0.1.attn.qkv").get<ConvChainOp>();
     CHECK(chain_str(b) == "128->64->192 stored 11 residual -1 -1");  // proj's output from memory
     CHECK(b.links[0].residual.value == a.links[0].out.value);
-    CHECK(op_named(g, "model.6.m.0.1.mlp.1").get_if<ConvOp>());
+    CHECK(op_named(g, "model.6.m.1.1.mlp.1").get_if<ConvOp>());
   }
-  SECTION("channel multiple 32: not Detect's 80-channel convs") {
+  SECTION("channel multiple 32: not Detect's 80-channel convs, not model.14's 16-channel C3k") {
     ChainLimits lim;
     lim.channel_multiple = 32;
     const Graph g = fused(lim);
-    REQUIRE(chains(g).size() == 8);
+    REQUIRE(chains(g).size() == 12);
     for (const Op* op : chains(g)) CHECK(op->name.find("model.21") == std::string::npos);
+    for (const Op* op : chains(g)) CHECK(op->name.find("model.14") == std::string::npos);
   }
   SECTION("at most 128 channels: model.6's blocks without the 192-channel qkv, none in model.8") {
     ChainLimits lim;
@@ -348,12 +362,16 @@ TEST_CASE("fuse_conv_chains' limits: links, channel multiple, channels, weights"
     CHECK(chains(g)[0]->name == ablock_chain("model.6.m.0.0", ""));
     for (const Op* op : chains(g)) CHECK(op->name.find("model.8") == std::string::npos);
   }
-  SECTION("at most 64 * 64 + 64 * 128 weights: model.6's proj + mlp.0 only") {
+  SECTION("at most 64 * 64 + 64 * 128 weights: model.6's proj + mlp.0, and model.14's cv1 + C3k cv1") {
     ChainLimits lim;
     lim.max_weights = 64 * 64 + 64 * 128;
     const Graph g = fused(lim);
-    REQUIRE(chains(g).size() == 4);
+    REQUIRE(chains(g).size() == 5);
     for (const Op* op : chains(g)) {
+      if (op->name == "model.14.cv1 + model.14.m.0.cv1") {  // 256 * 32 + 32 * 16
+        CHECK(chain_str(op->get<ConvChainOp>()) == "256->32->16 stored 11 residual -1 -1");
+        continue;
+      }
       CHECK(chain_str(op->get<ConvChainOp>()) == "64->64->128 stored 11 residual -1 -1");
       CHECK(op->name.rfind("model.6.m.", 0) == 0);
     }
@@ -425,6 +443,17 @@ TEST_CASE("fuse_conv_chains' rules on hand-made graphs", "[graph][chains]") {
     h.g.outputs = {h.conv("d", c, 32, in)};
     CHECK(h.fused(1) == Lines{"a + b + c + d: 32->32->64->32->32 stored 0001 residual -1 -1 0 -1"});
   }
+  SECTION("a link's slice of a concat buffer links to the conv that reads exactly it, and may be its residual") {
+    HandGraph h;
+    const ValueRef in = h.conv("stem", h.whole(0), 32, {}, {}, 3);
+    const int cat = h.value("cat", 64);
+    const ValueRef half{cat, 0, 32};
+    h.conv("a", in, 32, {}, half);               // a writes the concat's first half (as A2C2f's cv1) ...
+    const ValueRef b = h.conv("b", half, 32, half);  // ... which b reads, and adds
+    h.conv("c", b, 32, {}, ValueRef{cat, 32, 32}, 3);  // the other half: 3x3, no link
+    h.g.outputs = {h.whole(cat)};
+    CHECK(h.fused(1) == Lines{"a + b: 32->32->32 stored 11 residual -1 0"});
+  }
   SECTION("a residual that is a slice of a link's output ends the chain before its link") {
     HandGraph h;
     const ValueRef in = h.conv("stem", h.whole(0), 32, {}, {}, 3);
@@ -493,8 +522,9 @@ TEST_CASE("fuse_conv_chains' rules on hand-made graphs", "[graph][chains]") {
 
 TEST_CASE("the CPU backend checks a chain when it binds it: ModelError naming the op", "[graph][chains][cpu]") {
   Graph g = yolo12::graph::build_graph(yolo12n_header(), 320, 320);
-  REQUIRE(yolo12::graph::fuse_conv_chains(g) == 11);
-  const Op& first = *chains(g)[0];
+  REQUIRE(yolo12::graph::fuse_conv_chains(g) == 16);
+  const Op& first = *chains(g)[1];  // the first ABlock's four links
+  REQUIRE(first.get<ConvChainOp>().attrs.links == 4);
   const yolo12::cpu::CpuWeights no_weights;  // the chain is checked before its weights are looked up
   auto bind_error = [&](void (*corrupt)(ConvChainOp&)) {
     Op op = first;
@@ -509,11 +539,12 @@ TEST_CASE("the CPU backend checks a chain when it binds it: ModelError naming th
   const std::vector<std::pair<void (*)(ConvChainOp&), std::string>> broken = {
       {[](ConvChainOp& c) { c.attrs.links = 3; }, "attrs say 3 links, the op holds 4"},
       {[](ConvChainOp& c) { c.links.resize(1), c.attrs.links = 1; }, "1 links (2..4)"},
-      {[](ConvChainOp& c) { c.links[2].in = c.links[0].in; }, "link 2 does not read the whole output of link 1"},
-      {[](ConvChainOp& c) {  // link 1 writes half its value, link 2 reads that half
+      {[](ConvChainOp& c) { c.links[2].in = c.links[0].in; }, "link 2 does not read exactly the output of link 1"},
+      {[](ConvChainOp& c) {  // link 1 writes the first half of its value, link 2 reads the second half
          c.links[1].out.c = c.links[1].attrs.c_out = c.links[2].in.c = c.links[2].attrs.c_in = 64;
+         c.links[2].in.c0 = 64;
        },
-       "link 2 does not read the whole output of link 1"},
+       "link 2 does not read exactly the output of link 1"},
       {[](ConvChainOp& c) { c.attrs.residual_link[2] = 2; }, "link 2: residual_link 2 is not an earlier link"},
       {[](ConvChainOp& c) { c.attrs.residual_link[2] = 1; }, "residual_link 1 but its residual is not that link's"},
       {[](ConvChainOp& c) { c.attrs.stored[3] = false; }, "the last link's output is not stored"},
@@ -605,10 +636,10 @@ TEST_CASE("the CPU executor gives bit-identical results on yolo12n's fused graph
   std::string why;
   const std::string y12 = fixture("yolo12n_rand.pt", x, why);
   YOLO12_SKIP_IF(y12.empty(), why);
-  check_bit_identical("yolo12n_rand", y12, x, ChainLimits{}, 11);
+  check_bit_identical("yolo12n_rand", y12, x, ChainLimits{}, 16);
   ChainLimits two;  // other cuts through the same convs
   two.max_links = 2;
-  check_bit_identical("yolo12n_rand (max_links 2)", y12, x, two, 15);
+  check_bit_identical("yolo12n_rand (max_links 2)", y12, x, two, 22);
 }
 
 TEST_CASE("yolo12l_narrow: bit-identical on the CPU; after pad_channels the same chains with widened links",
@@ -620,19 +651,27 @@ TEST_CASE("yolo12l_narrow: bit-identical on the CPU; after pad_channels the same
   // Its A2C2f MLPs are 64 -> 76 -> 64 (int(64 * 1.2)): chains of 76-channel links on the CPU at multiples of 4, ...
   ChainLimits by4;
   by4.channel_multiple = 4;
-  check_bit_identical("yolo12l_narrow_rand (multiples of 4)", y12, x, by4, 16);
+  check_bit_identical("yolo12l_narrow_rand (multiples of 4)", y12, x, by4, 27);
   Graph plain = yolo12::graph::build_graph(yolo12::model::ModelFile::open(y12)->header(), 320, 320);
   Graph unpadded = plain;
-  REQUIRE(yolo12::graph::fuse_conv_chains(unpadded, by4) == 16);
-  Graph none = plain;
-  CHECK(yolo12::graph::fuse_conv_chains(none) == 0);  // ... none at the default multiple of 16, ...
-  // ... and, as the CUDA backend runs it, pad_channels widens the hidden maps to 80, then the same chains form.
+  REQUIRE(yolo12::graph::fuse_conv_chains(unpadded, by4) == 27);
+  Graph some = plain;  // ... at the default multiple of 16 only the chains without a 76-channel link, ...
+  CHECK(yolo12::graph::fuse_conv_chains(some) == 10);
+  for (const Op* op : chains(some)) CHECK(op->name.find("attn.proj") == std::string::npos);
+  // ... and, as the CUDA backend runs it, pad_channels widens the hidden maps to 80, then the ABlock chains form too.
   Graph padded = plain;
   CHECK(yolo12::graph::pad_channels(padded).size() == 16);
   const Graph widened = padded;
-  REQUIRE(yolo12::graph::fuse_conv_chains(padded) == 16);
+  REQUIRE(yolo12::graph::fuse_conv_chains(padded) == 26);
   check_fused(widened, padded);
-  const std::vector<const Op*> a = chains(unpadded), b = chains(padded);
+  auto ablocks = [](const Graph& g) {  // the chains through an ABlock's MLP (the widened links)
+    std::vector<const Op*> v;
+    for (const Op* op : chains(g))
+      if (op->name.find("attn.proj") != std::string::npos) v.push_back(op);
+    return v;
+  };
+  const std::vector<const Op*> a = ablocks(unpadded), b = ablocks(padded);
+  REQUIRE(a.size() == 16);
   REQUIRE(a.size() == b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     INFO(b[i]->name);
