@@ -7,11 +7,12 @@
 //    in the kernel's order (the input tile and chunks t < stages - 1 copied first; per chunk t: the stored output of
 //    the link before, then chunk t + stages - 1's copies into its stage, then every warp's tile of chunk t and its
 //    epilogue), each copy landing when it is issued. A tile or stage placed over one still in use would hand a later
-//    read the wrong numbers. The stored outputs must equal, bit for bit, the links computed one by one (fp32 sums in
-//    the same order, every link's output rounded to half), with every output element written once per block, no row
-//    past M stored and no channel outside the view written.
-// The kernel's MMAs and fragments are mma.cuh's, which the other mma.sync kernels use; test_conv [chain] and the op
-// suite's ConvChain cases run the kernel itself on a GPU.
+//    read the wrong numbers. Each warp's MMAs are emulated lane by lane: ldmatrix from the 32 lanes' row addresses
+//    (mma_layout.hpp, the kernel's), mma.sync m16n8k16 rebuilt from all lanes' fragments, and the epilogue at the
+//    accumulator positions the kernel uses (chain_layout.hpp: acc_row, acc_col). The stored outputs must equal, bit
+//    for bit, the links computed one by one (fp32 sums in the same order, every link's output rounded to half), with
+//    every output element written once per block, no row past M stored and no channel outside the view written.
+// test_conv_chain and the op suite's ConvChain cases run the kernel itself on a GPU.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -20,10 +21,12 @@
 #include <vector>
 
 #include "backends/cuda/chain_layout.hpp"
+#include "backends/cuda/mma_layout.hpp"
 #include "catch.hpp"
 #include "core/half.hpp"
 
 namespace ch = yolo12::cuda::chain;
+namespace cd = yolo12::cuda::conv_detail;
 using yolo12::float_to_half;
 using yolo12::half_to_float;
 
@@ -122,6 +125,48 @@ void check_layout(const ch::ChainShape& s, const ch::ChainLayout& l) {
   for (int i = 0; i < s.links; ++i) {
     REQUIRE(l.first_chunk[i + 1] - l.first_chunk[i] == ch::link_chunks(s.c[i + 1]));
     for (int t = l.first_chunk[i]; t < l.first_chunk[i + 1]; ++t) REQUIRE(ch::chunk_link(l, s.links, t) == i);
+  }
+}
+
+// One register set of a warp: 4 32-bit registers per lane (two halves each, low half first), or 4 fp32 accumulators.
+struct Frag {
+  float v[32][4] = {};  // halves as floats (A, B), or accumulators (D)
+  float lo[32][4] = {}, hi[32][4] = {};
+};
+
+// ldmatrix.x4 as mma.cuh describes it: lanes 8j..8j+7 give the row addresses (in halves) of matrix j, and lane t
+// receives in register j the halves (t / 4, 2 (t % 4)) and (t / 4, 2 (t % 4) + 1) of matrix j.
+template <typename At>
+void ldmatrix_x4(At& at, const int (&off)[32], Frag& f) {
+  for (int t = 0; t < 32; ++t)
+    for (int j = 0; j < 4; ++j) {
+      const int row = off[8 * j + t / 4] * 2 + 4 * (t % 4);
+      f.lo[t][j] = half_to_float(at(row));
+      f.hi[t][j] = half_to_float(at(row + 2));
+    }
+}
+
+// mma.sync m16n8k16 .row.col as mma.cuh lays out its fragments: A from a's 4 registers, B from b's registers b0, b0 + 1,
+// D += A B^T into d, each product added in K order (as the replay's reference sums).
+void mma(Frag& d, const Frag& a, const Frag& b, int b0) {
+  float A[16][16], B[8][16];
+  for (int t = 0; t < 32; ++t) {
+    const int g = t / 4, c = t % 4;
+    A[g][2 * c] = a.lo[t][0], A[g][2 * c + 1] = a.hi[t][0];
+    A[g + 8][2 * c] = a.lo[t][1], A[g + 8][2 * c + 1] = a.hi[t][1];
+    A[g][2 * c + 8] = a.lo[t][2], A[g][2 * c + 9] = a.hi[t][2];
+    A[g + 8][2 * c + 8] = a.lo[t][3], A[g + 8][2 * c + 9] = a.hi[t][3];
+    B[g][2 * c] = b.lo[t][b0], B[g][2 * c + 1] = b.hi[t][b0];
+    B[g][2 * c + 8] = b.lo[t][b0 + 1], B[g][2 * c + 9] = b.hi[t][b0 + 1];
+  }
+  for (int t = 0; t < 32; ++t) {
+    const int g = t / 4, c = t % 4;
+    for (int e = 0; e < 4; ++e) {
+      const int row = g + 8 * (e / 2), col = 2 * c + e % 2;
+      float s = d.v[t][e];
+      for (int k = 0; k < 16; ++k) s += A[row][k] * B[col][k];
+      d.v[t][e] = s;
+    }
   }
 }
 
@@ -256,20 +301,34 @@ std::vector<std::vector<float>> replay(const Chain& c, const Data& d, const ch::
       for (int warp = 0; warp < l.warps; ++warp) {
         const ch::WarpTile wt = ch::warp_tile(l.bm, l.warps, warp);
         REQUIRE((wt.row0 + 16 <= l.bm && wt.col0 + wt.warp_cols <= ch::kChunkN));
-        for (int q = 0; q < wt.warp_cols / 8; ++q) {
+        const int ni = wt.warp_cols / 8;
+        std::vector<Frag> acc(static_cast<std::size_t>(ni));
+        for (int k0 = 0; k0 < ci; k0 += 16) {  // the kernel's K loop, lane by lane
+          const int rh = ch::row_halves(ci);
+          Frag a;
+          int off[32];
+          for (int t = 0; t < 32; ++t) off[t] = a_off / 2 + cd::a_frag_lane_offset(rh, wt.row0, k0, t);
+          ldmatrix_x4(at, off, a);
+          for (int q = 0; q < ni; q += 2) {
+            if (wt.col0 + 8 * q >= cols) continue;
+            Frag b;  // registers 0, 1: n8 block q; 2, 3: block q + 1
+            for (int t = 0; t < 32; ++t) off[t] = b_off / 2 + cd::b_pair_lane_offset(rh, wt.col0 + 8 * q, k0, t);
+            ldmatrix_x4(at, off, b);
+            mma(acc[static_cast<std::size_t>(q)], a, b, 0);
+            mma(acc[static_cast<std::size_t>(q + 1)], a, b, 2);
+          }
+        }
+        for (int q = 0; q < ni; ++q) {  // the epilogue at the kernel's accumulator positions
           if (wt.col0 + 8 * q >= cols) continue;
-          for (int r = wt.row0; r < wt.row0 + 16; ++r)
-            for (int e = 0; e < 8; ++e) {
-              const int nl = wt.col0 + 8 * q + e, n = n_base + nl;
-              float acc = 0.f;
-              for (int k = 0; k < ci; ++k)
-                acc += half_to_float(at(ch::tile_byte(a_off, ci, r, 0) + 2 * k)) *
-                       half_to_float(at(ch::tile_byte(b_off, ci, nl, 0) + 2 * k));
+          for (int t = 0; t < 32; ++t)
+            for (int e = 0; e < 4; ++e) {
+              const int r = ch::acc_row(wt, t, e), n = n_base + ch::acc_col(wt, q, t, e);
               float res = 0.f;
               if (r_link >= 0) res = half_to_float(at(ch::tile_byte(l.out_off[r_link], co, r, 0) + 2 * n));
               else if (c.mem_residual[i] && m0 + r < m)
                 res = d.residual[i][static_cast<std::size_t>((m0 + r) * d.ldr[i] + n)];
-              at(ch::tile_byte(l.out_off[i], co, r, 0) + 2 * n) = float_to_half(epilogue(c, d, i, n, acc, res));
+              const float v = epilogue(c, d, i, n, acc[static_cast<std::size_t>(q)].v[t][e], res);
+              at(ch::tile_byte(l.out_off[i], co, r, 0) + 2 * n) = float_to_half(v);
               ++written[i][static_cast<std::size_t>(r * co + n)];
             }
         }

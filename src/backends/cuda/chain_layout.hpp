@@ -130,6 +130,13 @@ YOLO12_HOST_DEVICE inline WarpTile warp_tile(int bm, int warps, int warp) {
   return WarpTile{(warp % wm) * 16, (warp / wm) * (kChunkN / wn), kChunkN / wn};
 }
 
+// Where a warp's mma.sync accumulators land (mma.cuh's D layout): element e (0..3) of lane `lane` in n8 block q is row
+// acc_row of the block's tile and column acc_col of the chunk (add the chunk's first channel).
+YOLO12_HOST_DEVICE inline int acc_row(const WarpTile& wt, int lane, int e) { return wt.row0 + lane / 4 + 8 * (e / 2); }
+YOLO12_HOST_DEVICE inline int acc_col(const WarpTile& wt, int q, int lane, int e) {
+  return wt.col0 + 8 * q + 2 * (lane % 4) + e % 2;
+}
+
 // The 16-byte copies of a tile of rows x c channels (the input's load, an output's store, a weight chunk): copy q is
 // row q / (c / 8), channels 8 * (q % (c / 8)) .. + 8 of it, at tile_byte(...) in shared memory.
 struct TileCopy {

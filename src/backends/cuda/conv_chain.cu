@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(WARPS * 32) conv2d_chain_f16_kernel(const Conv
       }
     }
 
-    // The epilogue: this lane's values are rows row0 + lane / 4 (+ 8), channel pairs 8 q + 2 (lane % 4).
+    // The epilogue: this lane's values are channel pairs (acc_col, + 1) of rows acc_row (chain_layout.hpp).
     const ChainLinkParams& k = p.link[i];
     const int r_link = p.residual_link[i];
     __half* out_tile = reinterpret_cast<__half*>(smem + L.out_off[i]);
@@ -141,10 +141,10 @@ __global__ void __launch_bounds__(WARPS * 32) conv2d_chain_f16_kernel(const Conv
 #pragma unroll
     for (int q = 0; q < kNI; ++q) {
       if (wt.col0 + 8 * q >= cols) continue;
-      const int n = n_base + wt.col0 + 8 * q + 2 * (lane % 4);
+      const int n = n_base + chain::acc_col(wt, q, lane, 0);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = wt.row0 + lane / 4 + 8 * h;
+        const int r = chain::acc_row(wt, lane, 2 * h);
         float v0 = conv_detail::epilogue<__half>(acc[q][2 * h], k.bias, k.gamma, k.silu, n);
         float v1 = conv_detail::epilogue<__half>(acc[q][2 * h + 1], k.bias, k.gamma, k.silu, n + 1);
         if (res_tile) {

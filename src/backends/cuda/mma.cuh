@@ -14,6 +14,8 @@
 
 #include <cuda_fp16.h>
 
+#include "mma_layout.hpp"
+
 namespace yolo12::cuda::conv_detail {
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
@@ -91,19 +93,6 @@ __device__ __forceinline__ void mma_grid(float (&acc)[MI][NI][4], const std::uin
   for (int i = 0; i < MI; ++i)
 #pragma unroll
     for (int j = 0; j < NI; ++j) mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
-}
-
-// Where lane `lane` points ldmatrix (offsets in halves from the tile's start) for the fragments below, so
-// that the host-side tests can replay the same addressing.
-__host__ __device__ __forceinline__ int a_frag_lane_offset(int row_halves, int row0, int k0, int lane) {
-  return (row0 + lane % 16) * row_halves + k0 + (lane / 16) * 8;
-}
-__host__ __device__ __forceinline__ int b_pair_lane_offset(int row_halves, int n0, int k0, int lane) {
-  return (n0 + (lane / 16) * 8 + lane % 8) * row_halves + k0 + ((lane / 8) % 2) * 8;
-}
-__host__ __device__ __forceinline__ int b_single_lane_offset(int row_halves, int n0, int k0, int lane) {
-  const int l = lane % 16;  // .x2 reads the addresses of lanes 0..15
-  return (n0 + l % 8) * row_halves + k0 + (l / 8) * 8;
 }
 
 // The A fragment of rows [row0, row0 + 16) and K columns [k0, k0 + 16) of a row-major shared tile whose
