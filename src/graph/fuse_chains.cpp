@@ -19,13 +19,16 @@ bool same_slice(const ValueRef& a, const ValueRef& b) {
   return a.valid() && b.valid() && a.value == b.value && a.c0 == b.c0 && a.c == b.c;
 }
 
-// A conv a chain may hold: 1x1, stride 1, no padding, groups 1, dilation 1, channels within the limits.
-bool linkable(const ConvOp& c, const ChainLimits& lim) {
+// A conv a chain may hold as link j: 1x1, stride 1, no padding, groups 1, dilation 1, or as link 0 a depthwise conv
+// within lim.max_depthwise_k; channels within the limits.
+bool linkable(const ConvOp& c, const ChainLimits& lim, int j) {
   const ConvAttrs& a = c.attrs;
   auto channels_ok = [&](int n) { return n > 0 && n % lim.channel_multiple == 0 && n <= lim.max_channels; };
-  return a.k == 1 && a.stride == 1 && a.pad == 0 && a.groups == 1 && a.dilation == 1 && channels_ok(a.c_in) &&
-         channels_ok(a.c_out);
+  const bool kind = chain_pointwise(a) || (j == 0 && chain_depthwise(a) && a.k <= lim.max_depthwise_k);
+  return kind && channels_ok(a.c_in) && channels_ok(a.c_out);
 }
+
+long long weights_of(const ConvAttrs& a) { return static_cast<long long>(a.c_in / a.groups) * a.c_out * a.k * a.k; }
 
 // Which ops touch each value (reads, writes or scratch), and the slices written (writes or scratch).
 struct Touches {
@@ -63,7 +66,7 @@ struct Touches {
 // The chain that starts at op `first` (at most lim.max_links ConvOps; fewer than 2: none) and its residual links.
 struct Chain {
   int first = 0, n = 0;
-  int residual_link[ConvChainAttrs::kMaxLinks] = {-1, -1, -1, -1};
+  int residual_link[ConvChainAttrs::kMaxLinks] = {-1, -1, -1, -1, -1};
 };
 
 Chain grow(const Graph& g, const Touches& t, const ChainLimits& lim, int first) {
@@ -75,10 +78,10 @@ Chain grow(const Graph& g, const Touches& t, const ChainLimits& lim, int first) 
   long long weights = 0;
   for (int i = first; i < static_cast<int>(g.ops.size()) && static_cast<int>(links.size()) < max_links; ++i) {
     const ConvOp* c = g.ops[static_cast<std::size_t>(i)].get_if<ConvOp>();
-    if (!c || !linkable(*c, lim)) break;
-    const long long w = static_cast<long long>(c->attrs.c_in) * c->attrs.c_out;
-    if (weights + w > lim.max_weights) break;
     const int j = static_cast<int>(links.size());
+    if (!c || !linkable(*c, lim, j)) break;
+    const long long w = weights_of(c->attrs);
+    if (weights + w > lim.max_weights) break;
     int residual_link = -1;
     if (j > 0) {
       // Exactly the slice the previous link writes, which nothing else writes any of.
@@ -176,8 +179,10 @@ void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& 
     const ConvOp& c = op.links[static_cast<std::size_t>(i)];
     const ConvAttrs& a = c.attrs;
     const std::string link = "link " + std::to_string(i) + ": ";
-    if (a.k != 1 || a.stride != 1 || a.pad != 0 || a.groups != 1 || a.dilation != 1)
-      bad(link + "not a 1x1 conv with stride 1, pad 0, groups 1, dilation 1");
+    if (!chain_pointwise(a) && !(i == 0 && chain_depthwise(a)))
+      bad(link + (i == 0 ? "neither a 1x1 conv with stride 1, pad 0, groups 1, dilation 1 nor a depthwise conv at "
+                           "stride 1 keeping the map's size"
+                         : "not a 1x1 conv with stride 1, pad 0, groups 1, dilation 1"));
     if (!inside(c.in) || !inside(c.out) || c.in.c != a.c_in || c.out.c != a.c_out)
       bad(link + "its input or output is not a slice of " + std::to_string(a.c_in) + " -> " +
           std::to_string(a.c_out) + " channels inside a value");

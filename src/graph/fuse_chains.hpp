@@ -9,7 +9,8 @@
 // pass only in tests.
 //
 // fuse_conv_chains walks g.ops from the first op and makes a chain of the ConvOps links[0..n) when
-//   - they are CONSECUTIVE in g.ops and each is a 1x1 conv with stride 1, pad 0, groups 1, dilation 1;
+//   - they are CONSECUTIVE in g.ops and each is a 1x1 conv with stride 1, pad 0, groups 1, dilation 1, except that
+//     link 0 may be a depthwise k x k conv at stride 1 keeping the map's size, k <= lim.max_depthwise_k;
 //   - every link's c_in and c_out is a multiple of lim.channel_multiple and at most lim.max_channels, the sum
 //     over the links of c_in * c_out is at most lim.max_weights, and 2 <= n <= lim.max_links;
 //   - link i + 1 reads through `in` exactly the slice link i writes (the same value and channels: a whole value,
@@ -44,14 +45,16 @@ struct ChainLimits {
   int max_links = ConvChainAttrs::kMaxLinks;  // at most ConvChainAttrs::kMaxLinks
   int channel_multiple = 16;                  // every link's c_in and c_out (the fp16 kernel's MMA tiles)
   int max_channels = 512;                     // every link's c_in and c_out (what fits on chip)
-  long long max_weights = 1 << 20;            // sum over the links of c_in * c_out
+  long long max_weights = 1 << 20;            // sum over the links of their weights (c_in * c_out, or c * k * k)
+  int max_depthwise_k = 0;                    // link 0 may be a depthwise conv (graph/ops.hpp, chain_depthwise) up
+                                              // to this k x k; 0: never (the CUDA backend's kernel: 7)
 };
 
 // Fuses the chains above in place; returns how many it made (0: g is unchanged).
 int fuse_conv_chains(Graph& g, const ChainLimits& lim = {});
 
 // Checks what every backend's bind relies on (throws yolo12::ModelError naming op_name): 2..kMaxLinks links, as
-// many as attrs.links; each link a 1x1 conv with stride 1, pad 0, groups 1, dilation 1, refs inside their values
+// many as attrs.links; each link chain_pointwise (link 0 chain_depthwise too: graph/ops.hpp), refs inside their values
 // and as wide as its attributes, all at the H x W of link 0's input; link i + 1 reads exactly link i's output
 // slice; residual_link[i] < i, and where it is set, links[i].residual is exactly the output
 // of that link; the last link stored.

@@ -17,7 +17,7 @@
 //   MaxPool   out = max-pool(in, k, stride 1, pad k/2), padding never wins
 //   Copy      out = in (channel slice copy; only where a value must live in two concat buffers)
 //   Attention area attention (see AttentionAttrs), optionally also writing v back out as an image
-//   ConvChain 1x1 convs that each read the previous one's output, run as one op (see ConvChainAttrs)
+//   ConvChain convs that each read the previous one's output, run as one op (see ConvChainAttrs)
 //
 // Every op also says which values it may use as scratch (scratch()): memory the planner gives it for the op's
 // duration, whose contents are undefined afterwards (only ConvChain has any).
@@ -154,13 +154,22 @@ struct AttentionOp {
 //   links[i].out is stored (written to memory) where stored[i]: something after the op reads it. The last
 //   link's always is. The others are scratch: the planner gives them memory for the op's duration, which a
 //   backend may use to run the links one by one (the CPU backend does), and they hold nothing afterwards.
-// Each link is a 1x1 conv with stride 1, no padding, groups 1, dilation 1; all links have the same H x W.
+// Each link is a 1x1 conv with stride 1, no padding, groups 1, dilation 1 (chain_pointwise), except that link 0 may
+// be a depthwise k x k conv at stride 1 that keeps the map's size (chain_depthwise: the A2C2f attention's pe before
+// its proj, Detect's 3x3 class convs); all links have the same H x W.
 struct ConvChainAttrs {
-  static constexpr int kMaxLinks = 4;
-  int links = 0;                                    // 2..kMaxLinks
-  int residual_link[kMaxLinks] = {-1, -1, -1, -1};  // < i, or -1 (links[i].residual from memory, or none)
+  static constexpr int kMaxLinks = 5;
+  int links = 0;                                        // 2..kMaxLinks
+  int residual_link[kMaxLinks] = {-1, -1, -1, -1, -1};  // < i, or -1 (links[i].residual from memory, or none)
   bool stored[kMaxLinks] = {};
 };
+inline bool chain_pointwise(const ConvAttrs& a) {
+  return a.k == 1 && a.stride == 1 && a.pad == 0 && a.groups == 1 && a.dilation == 1;
+}
+inline bool chain_depthwise(const ConvAttrs& a) {
+  return a.groups > 1 && a.groups == a.c_in && a.groups == a.c_out && a.k % 2 == 1 && a.stride == 1 &&
+         a.pad == a.k / 2 && a.dilation == 1;
+}
 
 struct ConvChainOp {
   ConvChainAttrs attrs;

@@ -53,10 +53,12 @@ struct LinkSpec {
 struct ChainCase {
   int batch = 1, h = 1, w = 1, c_in = 0;
   int x_c0 = 0, x_extra = 0;  // x is channels [x_c0, x_c0 + c_in) of a buffer of x_c0 + c_in + x_extra
+  int dw_k = 0;               // link 0 is a depthwise dw_k x dw_k conv (its c_out == c_in)
   std::vector<LinkSpec> links;
   std::string describe() const {
     std::string s = std::to_string(batch) + "x" + std::to_string(h) + "x" + std::to_string(w) + " " +
-                    std::to_string(c_in) + " (x at " + std::to_string(x_c0) + "+" + std::to_string(x_extra) + ")";
+                    (dw_k ? "dw" + std::to_string(dw_k) + " " : "") + std::to_string(c_in) + " (x at " +
+                    std::to_string(x_c0) + "+" + std::to_string(x_extra) + ")";
     for (std::size_t i = 0; i < links.size(); ++i) {
       const LinkSpec& l = links[i];
       s += " -> " + std::to_string(l.c_out) + (l.silu ? "" : " noact") + (l.gamma ? " gamma" : "");
@@ -75,7 +77,7 @@ struct HostChain {
   long long m = 0;
   int ldx = 0;
   std::vector<float> x;                        // (m, ldx)
-  std::vector<std::vector<float>> w, bias, gamma;  // (c_out, c_in) OIHW for 1x1; (c_out)
+  std::vector<std::vector<float>> w, bias, gamma;  // (c_out, c_in) OIHW for 1x1, (c, 1, k, k) depthwise; (c_out)
   std::vector<std::vector<float>> res;         // (m, ldr) where mem_residual
   std::vector<int> ldr, ldy, y_c0;             // outputs at channels [y_c0, y_c0 + c_out) of ldy
 };
@@ -88,9 +90,11 @@ HostChain make_host(const ChainCase& c, std::mt19937& rng) {
   h.x.resize(static_cast<std::size_t>(h.m * h.ldx));
   for (float& v : h.x) v = val(1.f);
   int ci = c.c_in;
-  for (const LinkSpec& l : c.links) {
-    const float scale = 1.f / std::sqrt(static_cast<float>(ci));
-    std::vector<float> w(static_cast<std::size_t>(l.c_out) * ci), b(static_cast<std::size_t>(l.c_out)), g;
+  for (std::size_t i = 0; i < c.links.size(); ++i) {
+    const LinkSpec& l = c.links[i];
+    const int fan_in = i == 0 && c.dw_k ? c.dw_k * c.dw_k : ci;  // a depthwise link 0: (c, 1, k, k)
+    const float scale = 1.f / std::sqrt(static_cast<float>(fan_in));
+    std::vector<float> w(static_cast<std::size_t>(l.c_out) * fan_in), b(static_cast<std::size_t>(l.c_out)), g;
     for (float& v : w) v = val(2.f * scale);
     for (float& v : b) v = val(0.5f);
     if (l.gamma) {
@@ -122,10 +126,22 @@ std::vector<std::vector<double>> reference(const ChainCase& c, const HostChain& 
     for (long long r = 0; r < h.m; ++r)
       for (int n = 0; n < l.c_out; ++n) {
         double acc = 0;
-        for (int k = 0; k < ci; ++k) {
-          const double a = i == 0 ? h.x[static_cast<std::size_t>(r * h.ldx + c.x_c0 + k)]
-                                  : y[i - 1][static_cast<std::size_t>(r * ci + k)];
-          acc += a * h.w[i][static_cast<std::size_t>(n) * ci + k];
+        if (i == 0 && c.dw_k) {  // depthwise: channel n's taps, zero outside the map
+          const long long hw = 1LL * c.h * c.w, b = r / hw;
+          const int y0 = static_cast<int>(r - b * hw) / c.w, x0 = static_cast<int>(r - b * hw) % c.w, k = c.dw_k;
+          for (int ky = 0; ky < k; ++ky)
+            for (int kx = 0; kx < k; ++kx) {
+              const int yy = y0 + ky - k / 2, xx = x0 + kx - k / 2;
+              if (yy < 0 || yy >= c.h || xx < 0 || xx >= c.w) continue;
+              acc += static_cast<double>(h.x[static_cast<std::size_t>(((b * c.h + yy) * c.w + xx) * h.ldx + c.x_c0 + n)]) *
+                     h.w[0][(static_cast<std::size_t>(n) * k + ky) * k + kx];
+            }
+        } else {
+          for (int k = 0; k < ci; ++k) {
+            const double a = i == 0 ? h.x[static_cast<std::size_t>(r * h.ldx + c.x_c0 + k)]
+                                    : y[i - 1][static_cast<std::size_t>(r * ci + k)];
+            acc += a * h.w[i][static_cast<std::size_t>(n) * ci + k];
+          }
         }
         double v = acc + h.bias[i][static_cast<std::size_t>(n)];
         if (l.silu) v = v / (1.0 + std::exp(-v));
@@ -167,14 +183,14 @@ struct DeviceChain {
   std::vector<ConvParams<__half>> convs;  // the links as plain convs, for conv2d_forward
 };
 
-ConvShape link_shape(const ChainCase& c, int ci, int co) {
+ConvShape link_shape(const ChainCase& c, int ci, int co, int dw_k = 0) {
   ConvShape s;
   s.c_in = ci;
   s.c_out = co;
-  s.k = 1;
+  s.k = dw_k ? dw_k : 1;
   s.stride = 1;
-  s.pad = 0;
-  s.groups = 1;
+  s.pad = dw_k / 2;
+  s.groups = dw_k ? ci : 1;
   s.batch = c.batch;
   s.h = c.h;
   s.w_in = c.w;
@@ -188,7 +204,9 @@ void make_device(const ChainCase& c, const HostChain& h, DeviceChain& d) {
   ConvChainParams& p = d.p;
   p.links = static_cast<int>(c.links.size());
   p.batch = c.batch;
-  p.hw = c.h * c.w;
+  p.h = c.h;
+  p.w = c.w;
+  p.dw_k = c.dw_k;
   p.c[0] = c.c_in;
   p.x = d.x.as<__half>() + c.x_c0;
   p.ldx = h.ldx;
@@ -196,7 +214,8 @@ void make_device(const ChainCase& c, const HostChain& h, DeviceChain& d) {
   for (std::size_t i = 0; i < c.links.size(); ++i) {
     const LinkSpec& l = c.links[i];
     const bool stored = l.stored || i + 1 == c.links.size();
-    const ConvShape s = link_shape(c, ci, l.c_out);
+    const bool dw = i == 0 && c.dw_k;
+    const ConvShape s = link_shape(c, ci, l.c_out, dw ? c.dw_k : 0);
     std::vector<std::uint16_t> packed(conv_packed_weight_elems(s));
     conv_pack_weights<__half>(s, h.w[i].data(), reinterpret_cast<__half*>(packed.data()));
     DeviceBuffer wd(packed.size() * 2);
@@ -211,7 +230,7 @@ void make_device(const ChainCase& c, const HostChain& h, DeviceChain& d) {
     p.stored[i] = stored;
     ChainLinkParams& k = p.link[i];
     k.w = d.w.back().as<__half>();
-    k.k_pad = static_cast<int>(packed.size()) / l.c_out;
+    k.k_pad = dw ? static_cast<int>(packed.size()) / (c.dw_k * c.dw_k) : static_cast<int>(packed.size()) / l.c_out;
     k.bias = d.bias.back().as<float>();
     k.gamma = l.gamma ? d.gamma.back().as<float>() : nullptr;
     k.silu = l.silu;
@@ -374,13 +393,28 @@ TEST_CASE("conv2d_chain_f16 matches the links one by one: yolo12n's chains, ever
   head.c_in = 80;
   head.links = {link(80), link(80, -1, false, false, false)};
   ran += check_case(head, 4);
+  ChainCase pe = ablock(2, 20, 64);  // the ABlock with its pe: dw 7x7 (+ the attention output) before proj
+  pe.dw_k = 7;
+  pe.links.insert(pe.links.begin(), link(64, -1, true, false, false));
+  pe.links[1].residual_link = -1;  // proj adds the block input (memory), mlp.1 proj's output (now link 1)
+  pe.links[3].residual_link = 1;
+  ran += check_case(pe, 6);
+  ChainCase cls;  // Detect's class branch: dw 3x3 -> 1x1 -> 1x1 (no act), partial tiles
+  cls.batch = 3;
+  cls.h = 13;
+  cls.w = 11;
+  cls.c_in = 80;
+  cls.dw_k = 3;
+  cls.x_c0 = 16;
+  cls.links = {link(80), link(80), link(80, -1, false, false, false)};
+  ran += check_case(cls, 7);
   ChainCase sliced = ablock(2, 11, 64);  // x a slice of a wider buffer, gamma, a stored middle link
   sliced.x_c0 = 16;
   sliced.x_extra = 24;
   sliced.links[1].gamma = true;
   sliced.links[1].stored = true;
   ran += check_case(sliced, 5);
-  REQUIRE(ran >= 30);
+  REQUIRE(ran >= 40);
 }
 
 TEST_CASE("conv2d_chain_f16 matches the links one by one: random chains", "[chain]") {
@@ -398,8 +432,9 @@ TEST_CASE("conv2d_chain_f16 matches the links one by one: random chains", "[chai
     c.x_extra = 8 * pick(0, 2);
     const int links = pick(2, ch::kMaxLinks);
     int prev = c.c_in;
+    if (n % 3 == 0) c.dw_k = 2 * pick(1, 3) + 1;  // a depthwise link 0 (as wide as its input)
     for (int i = 0; i < links; ++i) {
-      LinkSpec l = link(kWidths[pick(0, 7)]);
+      LinkSpec l = link(i == 0 && c.dw_k ? c.c_in : kWidths[pick(0, 7)]);
       l.silu = pick(0, 3) != 0;
       l.gamma = pick(0, 3) == 0;
       l.stored = pick(0, 2) == 0;
@@ -531,7 +566,7 @@ TEST_CASE("conv chains in the whole model: the fp16 executor fuses them and stay
       int chains = 0, fused = 0;
       for (const cuda::Step& step : ex->network()) {
         chains += step.label.find("conv chain") != std::string::npos ? 1 : 0;
-        fused += step.label.find("[chain_f16") != std::string::npos ? 1 : 0;
+        fused += step.label.find("chain_f16]") != std::string::npos ? 1 : 0;  // [chain_f16] or [dw + chain_f16]
       }
       INFO("chains " << chains << ", on conv2d_chain_f16 " << fused);
       CHECK(chains >= 8);  // the A2C2f blocks' chains at least

@@ -441,13 +441,26 @@ std::vector<std::vector<float>> chain_f16(const graph::ConvChainOp& op, const Op
     const float* bias = c.tensors.at(l.bias).data();
     const float* gamma = l.gamma.empty() ? nullptr : c.tensors.at(l.gamma).data();
     std::vector<float> y(static_cast<std::size_t>(c.batch) * co * plane), acc(plane);
+    const int kk = l.attrs.k, pad = l.attrs.pad;
     for (int b = 0; b < c.batch; ++b)
       for (int o = 0; o < co; ++o) {
         std::fill(acc.begin(), acc.end(), 0.f);
-        for (int k = 0; k < ci; ++k) {
-          const float wk = w[static_cast<std::size_t>(o) * ci + k];
-          const float* xr = x(b, k);
-          for (std::size_t p = 0; p < plane; ++p) acc[p] += wk * xr[p];
+        if (l.attrs.groups > 1) {  // a depthwise link 0: channel o's taps, in row-major tap order
+          const float* xr = x(b, o);
+          for (int p = 0; p < hw; ++p)
+            for (int ky = 0; ky < kk; ++ky)
+              for (int kx = 0; kx < kk; ++kx) {
+                const int yy = p / yv.w + ky - pad, xx = p % yv.w + kx - pad;
+                if (yy < 0 || yy >= yv.h || xx < 0 || xx >= yv.w) continue;
+                acc[static_cast<std::size_t>(p)] +=
+                    w[(static_cast<std::size_t>(o) * kk + ky) * kk + kx] * xr[static_cast<std::size_t>(yy * yv.w + xx)];
+              }
+        } else {
+          for (int k = 0; k < ci; ++k) {
+            const float wk = w[static_cast<std::size_t>(o) * ci + k];
+            const float* xr = x(b, k);
+            for (std::size_t p = 0; p < plane; ++p) acc[p] += wk * xr[p];
+          }
         }
         float* yr = y.data() + (static_cast<std::size_t>(b) * co + o) * plane;
         for (std::size_t p = 0; p < plane; ++p) {
@@ -499,6 +512,7 @@ struct ChainSpec {
   int batch = 1, h = 1, w = 1, c_in = 16;
   std::vector<ChainLink> links;
   int x_c0 = 0, x_extra = 0, y_c0 = 0, y_extra = 0, r_c0 = 8, r_extra = 8;
+  int dw_k = 0;  // link 0 is a depthwise dw_k x dw_k conv (stride 1, pad dw_k / 2; links[0].c_out == c_in)
 };
 
 OpCase chain_case(const ChainSpec& s, std::uint64_t seed) {
@@ -506,7 +520,8 @@ OpCase chain_case(const ChainSpec& s, std::uint64_t seed) {
   graph::ConvChainOp op;
   op.attrs.links = static_cast<int>(s.links.size());
   std::ostringstream m;
-  m << "conv chain 1x1 " << s.c_in;
+  m << "conv chain " << (s.dw_k ? "dw" + std::to_string(s.dw_k) + "x" + std::to_string(s.dw_k) : "1x1") << " "
+    << s.c_in;
   for (const ChainLink& l : s.links) m << "->" << l.c_out;
   m << " " << s.h << "x" << s.w;
   graph::ValueRef x = cb.slice(s.x_c0, s.c_in, s.x_extra, s.h, s.w);
@@ -516,10 +531,14 @@ OpCase chain_case(const ChainSpec& s, std::uint64_t seed) {
     const bool last = i + 1 == s.links.size();
     const std::string n = std::to_string(i);
     graph::ConvOp c;
-    c.attrs = graph::ConvAttrs{x.c, l.c_out, 1, 1, 0, 1, 1, l.silu ? graph::Act::SiLU : graph::Act::None};
+    const graph::Act act = l.silu ? graph::Act::SiLU : graph::Act::None;
+    const bool dw = i == 0 && s.dw_k > 0;
+    c.attrs = dw ? graph::ConvAttrs{x.c, x.c, s.dw_k, 1, s.dw_k / 2, x.c, 1, act}
+                 : graph::ConvAttrs{x.c, l.c_out, 1, 1, 0, 1, 1, act};
     c.in = x;
-    const float ws = 1.7f / std::sqrt(static_cast<float>(x.c));
-    c.weight = cb.tensor("w" + n, static_cast<std::size_t>(l.c_out) * x.c, -ws, ws);
+    const int fan_in = dw ? s.dw_k * s.dw_k : x.c;
+    const float ws = 1.7f / std::sqrt(static_cast<float>(fan_in));
+    c.weight = cb.tensor("w" + n, static_cast<std::size_t>(c.attrs.c_out) * fan_in, -ws, ws);
     c.bias = cb.tensor("b" + n, static_cast<std::size_t>(l.c_out), -0.5f, 0.5f);
     if (l.gamma) c.gamma = cb.tensor("gamma" + n, static_cast<std::size_t>(l.c_out), -0.8f, 1.5f);
     if (l.residual == kMemoryResidual) c.residual = cb.slice(s.r_c0, l.c_out, s.r_extra, s.h, s.w);
@@ -566,6 +585,10 @@ std::vector<OpCase> chain_cases() {
     s.y_extra = y_extra;
     return s;
   };
+  auto dw = [](ChainSpec s, int k) {
+    s.dw_k = k;
+    return s;
+  };
   // L{c_out, silu, gamma, residual, stored}
   std::vector<ChainSpec> specs = {
       // The A2C2f ABlock: attn.proj (+ the block input) -> mlp.0 -> mlp.1 (+ proj's output) -> the next qkv;
@@ -592,6 +615,15 @@ std::vector<OpCase> chain_cases() {
       // later link's residual.
       spec(2, 20, 20, 128, {L{64, true, false, kNoResidual, true, true}, L{192, false}}),
       spec(1, 13, 11, 32, {L{64, true, false, kNoResidual, true, true}, L{32}, L{64, false, false, 0}}, 8, 0, 0, 8),
+      // A depthwise link 0 (dw_k below): the ABlock's pe (7x7, + the attention output) before proj (+ the block input),
+      // mlp.0, mlp.1 (+ proj's output) and the next qkv; Detect's 3x3 class convs; a 1x1 map (every tap but the
+      // centre outside); a 5x5 with gamma.
+      dw(spec(2, 20, 20, 64, {L{64, false, false, mem}, L{64, false, false, mem}, L{128},
+                              L{64, false, false, 1, true}, L{192, false}}),
+         7),
+      dw(spec(3, 13, 11, 80, {L{80}, L{80}, L{80, false}}, 16, 0, 0, 16), 3),
+      dw(spec(1, 1, 1, 32, {L{32, true, false, mem}, L{48}}), 3),
+      dw(spec(2, 5, 7, 48, {L{48, true, true}, L{16, false, false, kNoResidual}, L{48, false, false, 0}}, 8, 8), 5),
       // Every residual kind: none, memory, each earlier link (link 1 from link 0 reads its own input again).
       spec(1, 13, 11, 32, {L{32}, L{32, true, false, 0}, L{32, false, true, 1}, L{32, true, false, 0}}),
       spec(2, 5, 7, 32, {L{64}, L{32, false}, L{64, true, false, 0}, L{64, false, true, 2}}, 0, 16, 16, 0),
@@ -611,12 +643,12 @@ std::vector<OpCase> chain_cases() {
       spec(1, 7, 9, 384, {L{128}, L{384, false, false, mem}}),
       spec(1, 5, 7, 256, {L{384}, L{256, false}, L{384, true, false, 0}}, 16, 0, 0, 0),
   };
-  // Random chains up to 44 cases in all: 2..4 links of 8..128 channels (mostly multiples of 16), every fusion,
+  // Random chains up to 48 cases in all: 2..4 links of 8..128 channels (mostly multiples of 16), every fusion,
   // residual kind and offset.
   std::mt19937_64 rng(777);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const int sizes[][2] = {{5, 7}, {13, 11}, {1, 1}, {9, 16}, {17, 3}, {40, 40}};
-  while (specs.size() < 44) {
+  while (specs.size() < 48) {
     const int* hw = sizes[pick(0, 5)];
     ChainSpec s = spec(pick(1, 3), hw[0], hw[1], 16 * pick(1, 8), {});
     if (pick(0, 3) == 0) s.c_in -= 8;

@@ -5,6 +5,7 @@
 // reached (the step labels). Exits 77 (skipped) where no CUDA device is visible (tests/test_main.cpp).
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <string>
@@ -118,4 +119,49 @@ TEST_CASE("every op of the table matches its reference on the CUDA backend, fp32
 
 TEST_CASE("every op of the table matches its reference on the CUDA backend, fp16", "[ops][gpu]") {
   run_suite<__half>(ops::DType::F16);
+}
+
+// The conv chains run one of three ways per batch (conv_chain.cu): forced one at a time (YOLO12_CHAIN_RUN), each
+// must match the reference, and the label must name the way where the case allows it.
+TEST_CASE("conv chains match their reference run every way: fused, a depthwise link 0 apart, links one by one",
+          "[ops][gpu][chain]") {
+  cudaStream_t stream;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  for (const char* way : {"fused", "split", "links"}) {
+    setenv("YOLO12_CHAIN_RUN", way, 1);
+    int ran = 0, as_named = 0;
+    for (const ops::OpCase& c : ops::op_cases()) {
+      if (c.head() || c.graph.ops[0].kind() != yolo12::graph::OpKind::ConvChain) continue;
+      const ops::HostState in = ops::initial_state(c);
+      std::string label;
+      const ops::RunResult got = run_cuda<__half>(c, in, stream, &label);
+      const ops::Verdict v = ops::check(c, ops::DType::F16, in, ops::expected(c, in), got);
+      INFO("YOLO12_CHAIN_RUN=" << way << ": " << c.what << " (seed " << c.seed << ") [" << label << "]: " << v.detail);
+      CHECK(v.ok);
+      const std::string want = std::string(way) == "fused"   ? "[chain_f16]"
+                               : std::string(way) == "split" ? "[dw + chain_f16]"
+                                                             : "[links one by one]";
+      // Whether the kernel takes the case that way: channels multiples of 16 (chain_layout.hpp), every slice on
+      // 8-channel (16-byte) boundaries of a value of a multiple of 8 channels; split needs a depthwise link 0 and two
+      // links after it.
+      const auto& chain = c.graph.ops[0].get<yolo12::graph::ConvChainOp>();
+      auto aligned = [&](const yolo12::graph::ValueRef& r) {
+        return !r.valid() || (r.c0 % 8 == 0 && c.graph.values[static_cast<std::size_t>(r.value)].c % 8 == 0);
+      };
+      bool takes = aligned(chain.links[0].in);
+      for (const yolo12::graph::ConvOp& l : chain.links)
+        takes = takes && l.attrs.c_in % 16 == 0 && l.attrs.c_out % 16 == 0 && aligned(l.out) && aligned(l.residual);
+      if (std::string(way) == "split")  // and two links at least after it
+        takes = takes && yolo12::graph::chain_depthwise(chain.links[0].attrs) && chain.links.size() >= 3;
+      if (std::string(way) == "links") takes = true;
+      CHECK(takes == (label.find(want) != std::string::npos));
+      as_named += takes ? 1 : 0;
+      ++ran;
+    }
+    std::printf("conv chains, YOLO12_CHAIN_RUN=%s: %d cases, %d run that way\n", way, ran, as_named);
+    CHECK(ran >= 40);
+    CHECK(as_named >= (std::string(way) == "split" ? 3 : 25));  // split: the cases with a depthwise link 0
+  }
+  unsetenv("YOLO12_CHAIN_RUN");
+  cudaStreamDestroy(stream);
 }

@@ -1,10 +1,11 @@
 // tests/unit/test_chain_layout.cpp - conv2d_chain_f16's plan (src/backends/cuda/chain_layout.hpp) replayed on the CPU.
 //
-// 1. The layout: over many chains, tile sizes and stage counts, tiles alive in the same link step never share a byte,
-//    every offset is 16-byte aligned, the weight stages lie above every tile and within smem_bytes, and the chunks
-//    cover each link's output channels in order.
+// 1. The layout: over many chains (a third with a depthwise link 0), tile sizes and stage counts, tiles alive in the
+//    same link step never share a byte, every offset is 16-byte aligned, the weight stages lie above every tile and
+//    within smem_bytes, and the chunks cover each link's output channels in order.
 // 2. The schedule: one byte array stands for a block's shared memory, and the replay runs the kernel's loop over it
-//    in the kernel's order (the input tile and chunks t < stages - 1 copied first; per chunk t: the stored output of
+//    in the kernel's order (the input tile and chunks t < stages - 1 copied first, a depthwise link 0's output tile
+//    computed from memory; per chunk t: the stored output of
 //    the link before, then chunk t + stages - 1's copies into its stage, then every warp's tile of chunk t and its
 //    epilogue), each copy landing when it is issued. A tile or stage placed over one still in use would hand a later
 //    read the wrong numbers. Each warp's MMAs are emulated lane by lane: ldmatrix from the 32 lanes' row addresses
@@ -46,9 +47,11 @@ struct Chain {
   bool mem_residual[ch::kMaxLinks] = {};  // a residual from memory (residual_link -1)
   bool silu[ch::kMaxLinks] = {};
   bool gamma[ch::kMaxLinks] = {};
-  int batch = 1, hw = 1;
+  int batch = 1, h = 1, w = 1;
+  long long m() const { return 1LL * batch * h * w; }
   std::string describe() const {
-    std::string s = std::to_string(batch) + "x" + std::to_string(hw) + " px: " + std::to_string(shape.c[0]);
+    std::string s = std::to_string(batch) + "x" + std::to_string(h) + "x" + std::to_string(w) + ": " +
+                    (shape.dw_k ? "dw" + std::to_string(shape.dw_k) + " " : "") + std::to_string(shape.c[0]);
     for (int i = 0; i < shape.links; ++i) {
       s += " -> " + std::to_string(shape.c[i + 1]);
       if (shape.residual_link[i] >= 0) s += " +link" + std::to_string(shape.residual_link[i]);
@@ -85,8 +88,17 @@ Chain random_chain(std::mt19937& rng) {
     const int r = c.shape.residual_link[j];
     if (r >= 0 && c.shape.c[r + 1] != c.shape.c[j + 1]) c.shape.residual_link[j] = -1;
   }
+  if (pick(0, 2) == 0) {  // a depthwise link 0 (as wide as its input; no residual link can point before it)
+    c.shape.dw_k = 2 * pick(1, 3) + 1;
+    c.shape.c[1] = c.shape.c[0];
+    for (int j = 1; j < c.shape.links; ++j) {
+      const int r = c.shape.residual_link[j];
+      if (r >= 0 && c.shape.c[r + 1] != c.shape.c[j + 1]) c.shape.residual_link[j] = -1;
+    }
+  }
   c.batch = pick(1, 3);
-  c.hw = pick(1, 150);
+  c.h = pick(1, 13);
+  c.w = pick(1, 13);
   return c;
 }
 
@@ -94,7 +106,7 @@ void check_layout(const ch::ChainShape& s, const ch::ChainLayout& l) {
   const int n = s.links + 1;
   std::vector<int> off(n), bytes(n), first(n), last(n);
   off[0] = l.in_off;
-  bytes[0] = ch::tile_bytes(l.bm, s.c[0]);
+  bytes[0] = s.dw_k ? 0 : ch::tile_bytes(l.bm, s.c[0]);  // a depthwise link 0 reads memory: no input tile
   first[0] = last[0] = 0;
   for (int i = 0; i < s.links; ++i) {
     off[1 + i] = l.out_off[i];
@@ -105,8 +117,8 @@ void check_layout(const ch::ChainShape& s, const ch::ChainLayout& l) {
     for (int j = i + 1; j < s.links; ++j)
       if (s.residual_link[j] == i) REQUIRE(last[1 + i] >= j);
   }
-  int max_cin = 0;
-  for (int i = 0; i < s.links; ++i) max_cin = std::max(max_cin, s.c[i]);
+  int max_cin = 0;  // over the links with weight chunks
+  for (int i = ch::first_chunked_link(s.dw_k); i < s.links; ++i) max_cin = std::max(max_cin, s.c[i]);
   for (int t = 0; t < n; ++t) {
     REQUIRE(off[t] % 16 == 0);
     REQUIRE(off[t] + bytes[t] <= l.w_off);
@@ -123,8 +135,9 @@ void check_layout(const ch::ChainShape& s, const ch::ChainLayout& l) {
   REQUIRE(l.smem_bytes == l.w_off + l.stages * l.w_stage_bytes);
   REQUIRE(l.first_chunk[0] == 0);
   for (int i = 0; i < s.links; ++i) {
-    REQUIRE(l.first_chunk[i + 1] - l.first_chunk[i] == ch::link_chunks(s.c[i + 1]));
+    REQUIRE(l.first_chunk[i + 1] - l.first_chunk[i] == (i == 0 && s.dw_k ? 0 : ch::link_chunks(s.c[i + 1])));
     for (int t = l.first_chunk[i]; t < l.first_chunk[i + 1]; ++t) REQUIRE(ch::chunk_link(l, s.links, t) == i);
+    if (s.dw_k) REQUIRE(ch::chunk_link(l, s.links, 0) == 1);
   }
 }
 
@@ -183,17 +196,25 @@ struct Data {
 
 Data make_data(const Chain& c, std::mt19937& rng) {
   auto val = [&] { return rnd_half(std::uniform_real_distribution<float>(-1.f, 1.f)(rng)); };
-  const long long m = 1LL * c.batch * c.hw;
+  const long long m = c.m();
   Data d;
   d.ldx = c.shape.c[0] + 8 * std::uniform_int_distribution<int>(0, 2)(rng);
   d.x.resize(static_cast<std::size_t>(m * d.ldx));
   for (float& v : d.x) v = val();
   for (int i = 0; i < c.shape.links; ++i) {
     const int ci = c.shape.c[i], co = c.shape.c[i + 1];
-    d.k_pad[i] = (ci + 31) / 32 * 32;
-    d.w[i].assign(static_cast<std::size_t>(co) * d.k_pad[i], NAN);
-    for (int n = 0; n < co; ++n)
-      for (int k = 0; k < ci; ++k) d.w[i][static_cast<std::size_t>(n) * d.k_pad[i] + k] = rnd_half(val() * 0.25f);
+    if (i == 0 && c.shape.dw_k) {  // (k * k, c_pad) as conv_pack_weights packs a depthwise conv
+      const int taps = c.shape.dw_k * c.shape.dw_k;
+      d.k_pad[i] = (co + 7) / 8 * 8;
+      d.w[i].assign(static_cast<std::size_t>(taps) * d.k_pad[i], NAN);
+      for (int t = 0; t < taps; ++t)
+        for (int n = 0; n < co; ++n) d.w[i][static_cast<std::size_t>(t) * d.k_pad[i] + n] = rnd_half(val() * 0.25f);
+    } else {
+      d.k_pad[i] = (ci + 31) / 32 * 32;
+      d.w[i].assign(static_cast<std::size_t>(co) * d.k_pad[i], NAN);
+      for (int n = 0; n < co; ++n)
+        for (int k = 0; k < ci; ++k) d.w[i][static_cast<std::size_t>(n) * d.k_pad[i] + k] = rnd_half(val() * 0.25f);
+    }
     for (int n = 0; n < co; ++n) d.bias[i].push_back(val());
     if (c.gamma[i])
       for (int n = 0; n < co; ++n) d.gamma[i].push_back(val());
@@ -215,9 +236,25 @@ float epilogue(const Chain& c, const Data& d, int i, int n, float acc, float res
   return rnd_half(v + res);
 }
 
+// Link 0 as a depthwise conv, channel n of pixel r: the taps in row-major order, zero outside the map.
+float depthwise(const Chain& c, const Data& d, long long r, int n) {
+  const int k = c.shape.dw_k, pad = k / 2;
+  const long long hw = 1LL * c.h * c.w, b = r / hw;
+  const int y = static_cast<int>(r - b * hw) / c.w, x = static_cast<int>(r - b * hw) % c.w;
+  float acc = 0.f;
+  for (int ky = 0; ky < k; ++ky)
+    for (int kx = 0; kx < k; ++kx) {
+      const int yy = y + ky - pad, xx = x + kx - pad;
+      if (yy < 0 || yy >= c.h || xx < 0 || xx >= c.w) continue;
+      acc += d.x[static_cast<std::size_t>(((b * c.h + yy) * c.w + xx) * d.ldx + n)] *
+             d.w[0][static_cast<std::size_t>(ky * k + kx) * d.k_pad[0] + n];
+    }
+  return acc;
+}
+
 // The links one by one: y[i] (M, ldy[i]) for the stored links, NaN elsewhere.
 std::vector<std::vector<float>> reference(const Chain& c, const Data& d) {
-  const long long m = 1LL * c.batch * c.hw;
+  const long long m = c.m();
   std::vector<std::vector<float>> out(static_cast<std::size_t>(c.shape.links));
   std::vector<std::vector<float>> y(static_cast<std::size_t>(c.shape.links));
   for (int i = 0; i < c.shape.links; ++i) out[i].assign(static_cast<std::size_t>(m * d.ldy[i]), NAN);
@@ -227,10 +264,13 @@ std::vector<std::vector<float>> reference(const Chain& c, const Data& d) {
       y[i].assign(static_cast<std::size_t>(co), 0.f);
       for (int n = 0; n < co; ++n) {
         float acc = 0.f;
-        for (int k = 0; k < ci; ++k) {
-          const float a = i == 0 ? d.x[static_cast<std::size_t>(r * d.ldx + k)] : y[i - 1][static_cast<std::size_t>(k)];
-          acc += a * d.w[i][static_cast<std::size_t>(n) * d.k_pad[i] + k];
-        }
+        if (i == 0 && c.shape.dw_k) acc = depthwise(c, d, r, n);
+        else
+          for (int k = 0; k < ci; ++k) {
+            const float a =
+                i == 0 ? d.x[static_cast<std::size_t>(r * d.ldx + k)] : y[i - 1][static_cast<std::size_t>(k)];
+            acc += a * d.w[i][static_cast<std::size_t>(n) * d.k_pad[i] + k];
+          }
         float res = 0.f;
         if (c.shape.residual_link[i] >= 0) res = y[c.shape.residual_link[i]][static_cast<std::size_t>(n)];
         else if (c.mem_residual[i]) res = d.residual[i][static_cast<std::size_t>(r * d.ldr[i] + n)];
@@ -245,7 +285,7 @@ std::vector<std::vector<float>> reference(const Chain& c, const Data& d) {
 // The kernel's loop over every block, on one shared-memory image per block.
 std::vector<std::vector<float>> replay(const Chain& c, const Data& d, const ch::ChainLayout& l) {
   const ch::ChainShape& s = c.shape;
-  const long long m = 1LL * c.batch * c.hw;
+  const long long m = c.m();
   std::vector<std::vector<float>> out(static_cast<std::size_t>(s.links));
   for (int i = 0; i < s.links; ++i) out[i].assign(static_cast<std::size_t>(m * d.ldy[i]), NAN);
   std::vector<std::uint16_t> smem(static_cast<std::size_t>(l.smem_bytes) / 2);
@@ -263,8 +303,8 @@ std::vector<std::vector<float>> replay(const Chain& c, const Data& d, const ch::
     std::fill(smem.begin(), smem.end(), kNaNHalf);
     std::vector<std::vector<int>> written(static_cast<std::size_t>(s.links));
     for (int i = 0; i < s.links; ++i) written[i].assign(static_cast<std::size_t>(l.bm * s.c[i + 1]), 0);
-    // load_tile
-    for (int q = 0; q < ch::tile_copies(l.bm, s.c[0]); ++q) {
+    // load_tile (not for a depthwise link 0, which reads memory itself)
+    for (int q = 0; q < (s.dw_k ? 0 : ch::tile_copies(l.bm, s.c[0])); ++q) {
       const ch::TileCopy tc = ch::tile_copy(q, s.c[0]);
       for (int e = 0; e < 8; ++e)
         at(ch::tile_byte(l.in_off, s.c[0], tc.row, tc.col8) + 2 * e) =
@@ -291,7 +331,22 @@ std::vector<std::vector<float>> replay(const Chain& c, const Data& d, const ch::
       }
     };
     for (int t = 0; t < ahead && t < chunks; ++t) load_chunk(t);
-    int i = 0, j = 0;
+    if (s.dw_k)  // depthwise_link0: items of 8 channels of one row of link 0's output tile
+      for (int q = 0; q < ch::tile_copies(l.bm, s.c[0]); ++q) {
+        const ch::TileCopy tc = ch::tile_copy(q, s.c[0]);
+        for (int e = 0; e < 8; ++e) {
+          const int n = 8 * tc.col8 + e;
+          float v = 0.f;
+          if (m0 + tc.row < m) {
+            const float res =
+                c.mem_residual[0] ? d.residual[0][static_cast<std::size_t>((m0 + tc.row) * d.ldr[0] + n)] : 0.f;
+            v = epilogue(c, d, 0, n, depthwise(c, d, m0 + tc.row, n), res);
+          }
+          at(ch::tile_byte(l.out_off[0], s.c[0], tc.row, tc.col8) + 2 * e) = float_to_half(v);
+          ++written[0][static_cast<std::size_t>(tc.row * s.c[1] + n)];
+        }
+      }
+    int i = ch::first_chunked_link(s.dw_k), j = 0;
     for (int t = 0; t < chunks; ++t) {
       if (j == 0 && i > 0 && c.stored[i - 1]) store_tile(i - 1);
       if (t + ahead < chunks) load_chunk(t + ahead);
@@ -393,6 +448,15 @@ TEST_CASE("chain layout: shapes the kernel does not take are refused", "[chain]"
   bad.c[1] = 32;
   bad.residual_link[1] = 0;  // link 0's output is narrower than link 1's
   REQUIRE_FALSE(ch::chain_layout(bad, 64, 4, 3, kSmemLimit, l));
+  bad = s;
+  bad.dw_k = 3;
+  REQUIRE(ch::chain_layout(bad, 64, 4, 3, kSmemLimit, l));  // a depthwise link 0: no input tile, no chunks of its own
+  REQUIRE(l.first_chunk[1] == 0);
+  bad.c[1] = 32;  // a depthwise conv keeps its channels
+  REQUIRE_FALSE(ch::chain_layout(bad, 64, 4, 3, kSmemLimit, l));
+  bad = s;
+  bad.dw_k = 4;  // odd sizes only
+  REQUIRE_FALSE(ch::chain_layout(bad, 64, 4, 3, kSmemLimit, l));
   REQUIRE_FALSE(ch::chain_layout(s, 64, 4, 5, kSmemLimit, l));
   REQUIRE_FALSE(ch::chain_layout(s, 64, 4, 3, 1024, l));
 }
@@ -419,7 +483,7 @@ TEST_CASE("chain layout: a residual link keeps its tile alive", "[chain]") {
 
 TEST_CASE("chain replay: the kernel's schedule equals the links one by one", "[chain]") {
   std::mt19937 rng(77);
-  int replayed = 0;
+  int replayed = 0, depthwise = 0;
   for (int n = 0; n < 40; ++n) {
     Chain c = random_chain(rng);
     const Data d = make_data(c, rng);
@@ -438,6 +502,8 @@ TEST_CASE("chain replay: the kernel's schedule equals the links one by one", "[c
       REQUIRE(bad == 0);
     }
     ++replayed;
+    depthwise += c.shape.dw_k ? 1 : 0;
   }
   REQUIRE(replayed >= 30);
+  REQUIRE(depthwise >= 5);  // chains with a depthwise link 0 among them
 }

@@ -418,6 +418,19 @@ struct HandGraph {
     g.ops.push_back(Op{name, c});
     return out;
   }
+  // A depthwise k x k conv `name` of `in` (stride 1, pad k / 2 unless given) into a new whole value.
+  ValueRef dwconv(const std::string& name, const ValueRef& in, int k, const ValueRef& residual = {}, int stride = 1) {
+    const ValueRef out = whole(value(name, in.c));
+    ConvOp c;
+    c.attrs = yolo12::graph::ConvAttrs{in.c, in.c, k, stride, k / 2, in.c, 1, yolo12::graph::Act::None};
+    c.in = in;
+    c.out = out;
+    c.residual = residual;
+    c.weight = name + ".weight";
+    c.bias = name + ".bias";
+    g.ops.push_back(Op{name, c});
+    return out;
+  }
   // The fused graph's chains as "name: widths stored residual".
   std::vector<std::string> fused(int expect_chains, const ChainLimits& lim = {}) const {
     Graph f = g;
@@ -453,6 +466,22 @@ TEST_CASE("fuse_conv_chains' rules on hand-made graphs", "[graph][chains]") {
     h.conv("c", b, 32, {}, ValueRef{cat, 32, 32}, 3);  // the other half: 3x3, no link
     h.g.outputs = {h.whole(cat)};
     CHECK(h.fused(1) == Lines{"a + b: 32->32->32 stored 11 residual -1 0"});
+  }
+  SECTION("a depthwise conv links as link 0 only, at stride 1, within max_depthwise_k") {
+    HandGraph h;
+    const ValueRef in = h.conv("stem", h.whole(0), 32, {}, {}, 3);
+    const ValueRef pe = h.dwconv("pe", in, 7, in);   // link 0: the pe conv with its residual
+    const ValueRef a = h.conv("a", pe, 32, in);
+    const ValueRef d = h.dwconv("d", a, 3);          // not after link 0: ends the chain, starts the next
+    const ValueRef b = h.conv("b", d, 32);
+    const ValueRef e = h.dwconv("e", b, 9);          // 9 x 9 > max_depthwise_k 7: no link
+    const ValueRef f = h.conv("f", e, 32);
+    const ValueRef s2 = h.dwconv("s2", f, 3, {}, 2);  // stride 2: no link (the shapes do not matter here)
+    h.conv("g", s2, 32);
+    ChainLimits lim;
+    lim.max_depthwise_k = 7;
+    CHECK(h.fused(2, lim) == Lines{"pe + a: 32->32->32 stored 01 residual -1 -1", "d + b: 32->32->32 stored 01 residual -1 -1"});
+    CHECK(h.fused(0).empty());  // the default limits take no depthwise conv
   }
   SECTION("a residual that is a slice of a link's output ends the chain before its link") {
     HandGraph h;
@@ -520,6 +549,36 @@ TEST_CASE("fuse_conv_chains' rules on hand-made graphs", "[graph][chains]") {
   }
 }
 
+TEST_CASE("fuse_conv_chains with depthwise first links (the CUDA backend's limits): yolo12n's pe and Detect's 3x3s",
+          "[graph][chains]") {
+  const Graph before = yolo12::graph::build_graph(yolo12n_header(), 640, 640);
+  Graph g = before;
+  ChainLimits lim;
+  lim.max_depthwise_k = 7;
+  REQUIRE(yolo12::graph::fuse_conv_chains(g, lim) == 19);
+  CHECK(g.ops.size() == 85);
+  check_fused(before, g);
+  // The ABlock: pe (7x7, + the attention output from memory) -> proj (+ the block input) -> mlp.0 -> mlp.1 (+ proj's
+  // output) -> the next block's qkv: five links, proj's residual link now 1.
+  const std::string p = "model.6.m.0.0";
+  const ConvChainOp& ab =
+      op_named(g, p + ".attn.pe + " + ablock_chain(p, "model.6.m.0.1")).get<ConvChainOp>();
+  CHECK(chain_str(ab) == "64->64->64->128->64->192 stored 00011 residual -1 -1 -1 1 -1");
+  CHECK(yolo12::graph::chain_depthwise(ab.links[0].attrs));
+  CHECK(ab.links[0].attrs.k == 7);
+  CHECK(ab.links[0].residual.valid());
+  CHECK(ab.scratch().size() == 3);  // pe's, proj's and the hidden map
+  // Detect's class branch per level: dw 3x3 -> 1x1, then dw 3x3 -> 1x1 -> the last 1x1.
+  const ConvChainOp& c0 = op_named(g, "model.21.cv3.0.0.0 + model.21.cv3.0.0.1").get<ConvChainOp>();
+  CHECK(chain_str(c0) == "64->64->80 stored 01 residual -1 -1");
+  const ConvChainOp& c1 =
+      op_named(g, "model.21.cv3.0.1.0 + model.21.cv3.0.1.1 + model.21.cv3.0.2").get<ConvChainOp>();
+  CHECK(chain_str(c1) == "80->80->80->80 stored 001 residual -1 -1 -1");
+  int dw = 0;
+  for (const Op* op : chains(g)) dw += yolo12::graph::chain_depthwise(op->get<ConvChainOp>().links[0].attrs) ? 1 : 0;
+  CHECK(dw == 14);  // 8 ABlocks' pe, 6 Detect 3x3s
+}
+
 TEST_CASE("the CPU backend checks a chain when it binds it: ModelError naming the op", "[graph][chains][cpu]") {
   Graph g = yolo12::graph::build_graph(yolo12n_header(), 320, 320);
   REQUIRE(yolo12::graph::fuse_conv_chains(g) == 16);
@@ -538,7 +597,7 @@ TEST_CASE("the CPU backend checks a chain when it binds it: ModelError naming th
   };
   const std::vector<std::pair<void (*)(ConvChainOp&), std::string>> broken = {
       {[](ConvChainOp& c) { c.attrs.links = 3; }, "attrs say 3 links, the op holds 4"},
-      {[](ConvChainOp& c) { c.links.resize(1), c.attrs.links = 1; }, "1 links (2..4)"},
+      {[](ConvChainOp& c) { c.links.resize(1), c.attrs.links = 1; }, "1 links (2..5)"},
       {[](ConvChainOp& c) { c.links[2].in = c.links[0].in; }, "link 2 does not read exactly the output of link 1"},
       {[](ConvChainOp& c) {  // link 1 writes the first half of its value, link 2 reads the second half
          c.links[1].out.c = c.links[1].attrs.c_out = c.links[2].in.c = c.links[2].attrs.c_in = 64;
@@ -549,6 +608,7 @@ TEST_CASE("the CPU backend checks a chain when it binds it: ModelError naming th
       {[](ConvChainOp& c) { c.attrs.residual_link[2] = 1; }, "residual_link 1 but its residual is not that link's"},
       {[](ConvChainOp& c) { c.attrs.stored[3] = false; }, "the last link's output is not stored"},
       {[](ConvChainOp& c) { c.links[1].attrs.k = 3; }, "link 1: not a 1x1 conv"},
+      {[](ConvChainOp& c) { c.links[0].attrs.k = 3; }, "link 0: neither a 1x1 conv"},
   };
   for (const auto& [corrupt, message] : broken) {
     const std::string what = bind_error(corrupt);
@@ -640,6 +700,9 @@ TEST_CASE("the CPU executor gives bit-identical results on yolo12n's fused graph
   ChainLimits two;  // other cuts through the same convs
   two.max_links = 2;
   check_bit_identical("yolo12n_rand (max_links 2)", y12, x, two, 22);
+  ChainLimits dw;  // the CUDA backend's: depthwise first links too
+  dw.max_depthwise_k = 7;
+  check_bit_identical("yolo12n_rand (depthwise first links)", y12, x, dw, 19);
 }
 
 TEST_CASE("yolo12l_narrow: bit-identical on the CPU; after pad_channels the same chains with widened links",

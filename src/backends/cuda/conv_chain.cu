@@ -11,8 +11,16 @@
 // output from the next link's reads. A stored output is copied from its tile to memory with 16-byte stores once the
 // link is done (at the start of the next link's first chunk; the last link's after the loop).
 //
+// A depthwise link 0 (the A2C2f attention's pe, Detect's 3x3 class convs) has no weight chunks: before the first
+// chunk each thread computes items of 8 channels of one pixel of its output tile straight from the input in memory,
+// tap by tap (depthwise_link0), with its epilogue, while the first chunks' copies are in flight.
+//
 // The results are those of the links run one by one on the fp16 kernels up to the order of the fp32 sums: every
 // link's output is rounded to half once, as it would be in memory, before the next link or a residual reads it.
+//
+// The op's bind runs a chain one of three ways per batch (ChainRun): the whole chain on this kernel; a depthwise
+// link 0 on its own conv kernel, then the rest on this kernel; or every link on its own conv kernel (fp32 always).
+// chain_rule picks without tuning; kernel tuning times every way the batch allows and keeps the fastest.
 //
 // Status (fourteenth session): written and compiled for sm_90a without a GPU (none was lent); the layout and the
 // schedule are replayed on the CPU by tests/unit/test_chain_layout.cpp; test_conv [chain] and the op suite's
@@ -21,6 +29,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -85,6 +94,50 @@ __device__ __forceinline__ void store_tile(const unsigned char* smem, const Conv
   }
 }
 
+// Link 0 as a depthwise conv (chain_layout.hpp): the block's rows of its output, from the input in memory (taps
+// outside the map read zero), with link 0's epilogue, into its output tile; rows past M are zeros.
+__device__ __forceinline__ void depthwise_link0(unsigned char* smem, const ConvChainParams& p, long long m0,
+                                                long long m) {
+  const int c = p.c[0], k = p.dw_k, pad = k / 2, copies = chain::tile_copies(p.layout.bm, c);
+  const long long hw = static_cast<long long>(p.h) * p.w;
+  const ChainLinkParams& l0 = p.link[0];
+  for (int q = threadIdx.x; q < copies; q += blockDim.x) {
+    const chain::TileCopy tc = chain::tile_copy(q, c);
+    const long long row = m0 + tc.row;
+    uint4 packed = make_uint4(0u, 0u, 0u, 0u);
+    if (row < m) {
+      const long long b = row / hw;
+      const int rest = static_cast<int>(row - b * hw), y = rest / p.w, x = rest % p.w;
+      float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+      for (int ky = 0; ky < k; ++ky) {
+        const int yy = y + ky - pad;
+        if (yy < 0 || yy >= p.h) continue;
+        for (int kx = 0; kx < k; ++kx) {
+          const int xx = x + kx - pad;
+          if (xx < 0 || xx >= p.w) continue;
+          float xv[8], wv[8];
+          conv_detail::unpack8(conv_detail::load_nc(reinterpret_cast<const uint4*>(
+                                   p.x + ((b * p.h + yy) * p.w + xx) * p.ldx + 8 * tc.col8)),
+                               xv);
+          conv_detail::unpack8(
+              conv_detail::load_nc(reinterpret_cast<const uint4*>(l0.w + (ky * k + kx) * l0.k_pad + 8 * tc.col8)), wv);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[e] += xv[e] * wv[e];
+        }
+      }
+      float res[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+      if (l0.residual)
+        conv_detail::unpack8(*reinterpret_cast<const uint4*>(l0.residual + row * l0.ldr + 8 * tc.col8), res);
+      float v[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        v[e] = conv_detail::epilogue<__half>(acc[e], l0.bias, l0.gamma, l0.silu, 8 * tc.col8 + e) + res[e];
+      packed = conv_detail::pack8(v);
+    }
+    *reinterpret_cast<uint4*>(smem + chain::tile_byte(p.layout.out_off[0], c, tc.row, tc.col8)) = packed;
+  }
+}
+
 // BM rows per block on WARPS warps (chain::warp_tile): NI n8 blocks per warp and chunk.
 template <int BM, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32) conv2d_chain_f16_kernel(const ConvChainParams p) {
@@ -95,15 +148,16 @@ __global__ void __launch_bounds__(WARPS * 32) conv2d_chain_f16_kernel(const Conv
   const chain::ChainLayout& L = p.layout;
   const int lane = threadIdx.x % 32;
   const chain::WarpTile wt = chain::warp_tile(BM, WARPS, threadIdx.x / 32);
-  const long long m = static_cast<long long>(p.batch) * p.hw, m0 = static_cast<long long>(blockIdx.x) * BM;
+  const long long m = static_cast<long long>(p.batch) * p.h * p.w, m0 = static_cast<long long>(blockIdx.x) * BM;
   const int chunks = chain::total_chunks(L, p.links), ahead = L.stages - 1;
 
-  load_tile(smem, L.in_off, p.x, p.ldx, m0, m, BM, p.c[0]);
+  if (!p.dw_k) load_tile(smem, L.in_off, p.x, p.ldx, m0, m, BM, p.c[0]);
   for (int t = 0; t < ahead; ++t) {  // chunk 0 with the input, then one group per chunk (empty past the last)
     if (t < chunks) load_chunk(smem, p, t);
     cp_async_commit();
   }
-  int i = 0, j = 0;  // chunk t is link i's chunk j
+  if (p.dw_k) depthwise_link0(smem, p, m0, m);  // while the first chunks' copies fly
+  int i = chain::first_chunked_link(p.dw_k), j = 0;  // chunk t is link i's chunk j
   for (int t = 0; t < chunks; ++t) {
     cp_async_wait_dyn(ahead - 1);  // groups 0..t have landed (ahead groups were committed before t's successors)
     __syncthreads();               // ... for every thread; chunk t - 1's stage and tiles are read, link i - 1 written
@@ -185,7 +239,8 @@ constexpr float kChainKeepWithin = 1.03f;  // tuning keeps the chain's kernel un
 // leading dimensions, the pixels and the batch.
 std::string chain_tune_key(const ConvChainParams& p) {
   std::ostringstream s;
-  s << "chain f16 " << p.hw << "px b" << p.batch << " c" << p.c[0] << " ld" << p.ldx;
+  s << "chain f16 " << p.h << "x" << p.w << " b" << p.batch << " c" << p.c[0] << " ld" << p.ldx;
+  if (p.dw_k) s << " dw" << p.dw_k;
   for (int i = 0; i < p.links; ++i) {
     const ChainLinkParams& k = p.link[i];
     s << " | " << p.c[i + 1] << (k.silu ? " silu" : "") << (k.gamma ? " gamma" : "") << " r" << p.residual_link[i]
@@ -211,19 +266,21 @@ graph::ChainLimits chain_limits() {
   l.channel_multiple = chain::kChannelStep;
   l.max_channels = 512;
   l.max_weights = 512 * 1024;
+  l.max_depthwise_k = 7;
   return l;
 }
 
 chain::ChainShape chain_shape(const ConvChainParams& p) {
   chain::ChainShape s;
   s.links = p.links;
+  s.dw_k = p.dw_k;
   for (int i = 0; i <= p.links && i <= chain::kMaxLinks; ++i) s.c[i] = p.c[i];
   for (int i = 0; i < p.links && i < chain::kMaxLinks; ++i) s.residual_link[i] = p.residual_link[i];
   return s;
 }
 
 bool chain_plan(const ConvChainParams& p, chain::ChainLayout& layout) {
-  if (p.links < 2 || p.links > chain::kMaxLinks || p.batch < 1 || p.hw < 1) return false;
+  if (p.links < 2 || p.links > chain::kMaxLinks || p.batch < 1 || p.h < 1 || p.w < 1) return false;
   if (!p.x || !aligned16(p.x) || p.ldx % 8 != 0) return false;
   for (int i = 0; i < p.links; ++i) {
     const ChainLinkParams& k = p.link[i];
@@ -235,7 +292,7 @@ bool chain_plan(const ConvChainParams& p, chain::ChainLayout& layout) {
   const chain::ChainShape s = chain_shape(p);
   const DeviceInfo& dev = device_info();
   const int limit = static_cast<int>(dev.smem_per_block_optin);
-  const long long m = static_cast<long long>(p.batch) * p.hw;
+  const long long m = static_cast<long long>(p.batch) * p.h * p.w;
   for (const ChainConfig& c : kChainConfigs)
     if ((m + c.bm - 1) / c.bm >= 2LL * dev.sm_count && fit_layout(s, c.bm, c.warps, limit, layout)) return true;
   for (int k = static_cast<int>(sizeof(kChainConfigs) / sizeof(kChainConfigs[0])) - 1; k >= 0; --k)
@@ -247,7 +304,7 @@ void conv2d_chain_f16(const ConvChainParams& p, cudaStream_t stream) {
   for (const ChainConfig& c : kChainConfigs) {
     if (c.bm != p.layout.bm || c.warps != p.layout.warps) continue;
     YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(c.kernel), p.layout.smem_bytes));
-    const long long m = static_cast<long long>(p.batch) * p.hw;
+    const long long m = static_cast<long long>(p.batch) * p.h * p.w;
     launch_kernel(c.kernel, dim3(static_cast<unsigned>((m + c.bm - 1) / c.bm)), dim3(32 * c.warps),
                   static_cast<std::size_t>(p.layout.smem_bytes), stream, p);
     return;
@@ -258,6 +315,89 @@ void conv2d_chain_f16(const ConvChainParams& p, cudaStream_t stream) {
 
 // ---- the op --------------------------------------------------------------------------------------------------------
 
+namespace {
+
+// How a chain runs at a batch: the whole chain on conv2d_chain_f16; a depthwise link 0 on its own conv kernel (its
+// output in its memory) and the rest on conv2d_chain_f16; or every link on its own conv kernel.
+enum class ChainRun { fused, split, links };
+const char* run_name(ChainRun r) { return r == ChainRun::fused ? "fused" : r == ChainRun::split ? "split" : "links"; }
+
+// The kernel's params of links [first, L) of the chain, reading link first - 1's output from memory where first > 0
+// (its residual links to links before `first` become residuals from memory). No params (false) where the kernel
+// cannot take them at all (shape, alignment); chain_plan decides per batch.
+template <typename T>
+bool chain_params(const graph::ConvChainOp& op, const BindContext<T>& ctx, int first, ConvChainParams& p) {
+  if constexpr (!std::is_same_v<T, __half>) {
+    return false;
+  } else {
+    const graph::ConvChainAttrs& a = op.attrs;
+    const int n = a.links - first;
+    if (n < 2) return false;
+    const graph::ConvOp& l0 = op.links[static_cast<std::size_t>(first)];
+    const graph::Value& map = ctx.value(l0.out);
+    p = ConvChainParams{};
+    p.links = n;
+    p.h = map.h;
+    p.w = map.w;
+    p.dw_k = graph::chain_depthwise(l0.attrs) ? l0.attrs.k : 0;
+    p.x = ctx.ptr(l0.in);
+    p.ldx = ctx.ld(l0.in);
+    p.c[0] = l0.attrs.c_in;
+    for (int i = 0; i < n; ++i) {
+      const graph::ConvOp& l = op.links[static_cast<std::size_t>(first + i)];
+      const graph::ConvAttrs& c = l.attrs;
+      if (!(graph::chain_pointwise(c) || (i == 0 && p.dw_k)) || c.c_in != p.c[i]) return false;
+      p.c[i + 1] = c.c_out;
+      p.stored[i] = a.stored[first + i];
+      const int r = a.residual_link[first + i];
+      p.residual_link[i] = r >= first ? r - first : -1;
+      ChainLinkParams& k = p.link[i];
+      k.w = ctx.template weight<__half>(l.weight);
+      k.k_pad = i == 0 && p.dw_k ? conv_detail::round_up(c.c_out, conv_detail::kChunk)
+                                 : conv_detail::gemm_layout(conv_shape(ctx.graph, l, 1)).k_pad;
+      k.bias = ctx.template weight<float>(l.bias);
+      k.gamma = l.gamma.empty() ? nullptr : ctx.template weight<float>(l.gamma);
+      k.silu = c.silu();
+      if (p.residual_link[i] < 0) {  // from memory (a link before `first` has its output there too)
+        k.residual = ctx.ptr(l.residual);
+        k.ldr = ctx.ld(l.residual);
+      }
+      if (p.stored[i]) {
+        k.y = ctx.ptr(l.out);
+        k.ldy = ctx.ld(l.out);
+      }
+    }
+    p.batch = ctx.max_batch;  // chain_plan decides per batch (and refuses views it cannot take)
+    return true;
+  }
+}
+
+// The rule without tuning, per batch: the whole chain where conv2d_chain_f16 takes it, except that on tiles of 64+
+// rows (large grids) a depthwise link 0 runs on its own kernel (the depthwise kernels compute several outputs per
+// thread from registers; the chain kernel one from memory per tap), then the rest fused; else the links one by one.
+// Written before any measurement; tuning replaces it. YOLO12_CHAIN_RUN=fused, split or links forces that way wherever
+// the batch allows it (else the next one down), for the tests and for measuring; read at every call.
+ChainRun chain_rule(const ConvChainParams* whole, const ConvChainParams* rest, int batch) {
+  const char* env = std::getenv("YOLO12_CHAIN_RUN");
+  const std::string forced = env ? env : "";
+  if (forced == "links") return ChainRun::links;
+  chain::ChainLayout l;
+  ConvChainParams q;
+  if (whole && forced != "split") {
+    q = *whole;
+    q.batch = batch;
+    if (chain_plan(q, l) && (forced == "fused" || !(q.dw_k && l.bm >= 64))) return ChainRun::fused;
+  }
+  if (rest) {
+    q = *rest;
+    q.batch = batch;
+    if (chain_plan(q, l)) return ChainRun::split;
+  }
+  return ChainRun::links;
+}
+
+}  // namespace
+
 template <typename T>
 Step bind(const graph::ConvChainOp& op, const BindContext<T>& ctx) {
   const graph::ConvChainAttrs& a = op.attrs;
@@ -267,9 +407,6 @@ Step bind(const graph::ConvChainOp& op, const BindContext<T>& ctx) {
   std::vector<Step> links;
   for (const graph::ConvOp& l : op.links) links.push_back(bind<T>(l, ctx));
   Step step;
-  step.bytes_per_image = 0;
-  step.weight_bytes = 0;
-  step.flops_per_image = 0;
   for (const Step& s : links) {
     step.weight_bytes += s.weight_bytes;
     step.flops_per_image += s.flops_per_image;
@@ -283,97 +420,91 @@ Step bind(const graph::ConvChainOp& op, const BindContext<T>& ctx) {
     if (a.stored[i]) step.bytes_per_image += sizeof(T) * pixels * l.attrs.c_out;
     if (a.residual_link[i] < 0 && l.residual.valid()) step.bytes_per_image += sizeof(T) * pixels * l.attrs.c_out;
   }
+  const bool dw = graph::chain_depthwise(op.links[0].attrs);
   std::ostringstream label;
-  label << "conv chain 1x1 " << op.links[0].attrs.c_in;
+  label << "conv chain " << (dw ? "dw" + std::to_string(op.links[0].attrs.k) + "x" + std::to_string(op.links[0].attrs.k)
+                                : std::string("1x1"))
+        << " " << op.links[0].attrs.c_in;
   for (const graph::ConvOp& l : op.links) label << "->" << l.attrs.c_out << (l.residual.valid() ? "+res" : "");
   label << " " << v_in.h << "x" << v_in.w;
 
-  bool fused = false;
-  ConvChainParams p;
-  if constexpr (std::is_same_v<T, __half>) {
-    static_cast<graph::ConvChainAttrs&>(p) = a;
-    p.hw = v_in.h * v_in.w;
-    p.x = ctx.ptr(op.links[0].in);
-    p.ldx = ctx.ld(op.links[0].in);
-    p.c[0] = op.links[0].attrs.c_in;
-    bool shape_ok = true;
-    for (int i = 0; i < a.links; ++i) {
-      const graph::ConvOp& l = op.links[static_cast<std::size_t>(i)];
-      const graph::ConvAttrs& c = l.attrs;
-      shape_ok = shape_ok && c.k == 1 && c.stride == 1 && c.pad == 0 && c.groups == 1 && c.dilation == 1 &&
-                 c.c_in == p.c[i];
-      p.c[i + 1] = c.c_out;
-      ChainLinkParams& k = p.link[i];
-      k.w = ctx.template weight<__half>(l.weight);
-      k.k_pad = conv_detail::gemm_layout(conv_shape(ctx.graph, l, 1)).k_pad;
-      k.bias = ctx.template weight<float>(l.bias);
-      k.gamma = l.gamma.empty() ? nullptr : ctx.template weight<float>(l.gamma);
-      k.silu = c.silu();
-      if (a.residual_link[i] < 0) {
-        k.residual = ctx.ptr(l.residual);
-        k.ldr = ctx.ld(l.residual);
-      }
-      if (a.stored[i]) {
-        k.y = ctx.ptr(l.out);
-        k.ldy = ctx.ld(l.out);
-      }
-    }
-    chain::ChainLayout probe;
-    p.batch = ctx.max_batch;
-    fused = shape_ok && chain_plan(p, probe);
-    if (fused) label << " [chain_f16 bm" << probe.bm << " s" << probe.stages << "]";
-  }
-  if (!fused) label << " [links one by one]";
+  // The kernel's params for the whole chain and, after a depthwise link 0, for the rest.
+  ConvChainParams whole, rest;
+  const bool has_whole = chain_params(op, ctx, 0, whole);
+  const bool has_rest = dw && chain_params(op, ctx, 1, rest);
+  const ConvChainParams* pw = has_whole ? &whole : nullptr;
+  const ConvChainParams* pr = has_rest ? &rest : nullptr;
+  const ChainRun at_max = chain_rule(pw, pr, ctx.max_batch);
+  label << " [" << (at_max == ChainRun::fused ? "chain_f16" : at_max == ChainRun::split ? "dw + chain_f16"
+                                                                                          : "links one by one")
+        << "]";
   step.label = label.str();
-  // Per batch, whether tuning found the links one by one faster than the chain's kernel (none: the kernel wherever
-  // chain_plan takes the batch). Shared by the two closures, owned by them.
-  auto one_by_one = std::make_shared<std::map<int, bool>>();
-  step.run = [p, fused, links, one_by_one](int batch, cudaStream_t stream) {
-    const auto it = one_by_one->find(batch);
-    ConvChainParams q = p;
+
+  // Per batch, the way tuning chose (none: chain_rule's). Shared by the two closures, owned by them.
+  auto chosen = std::make_shared<std::map<int, ChainRun>>();
+  auto run_as = [whole, rest, has_whole, has_rest, links](ChainRun r, int batch, cudaStream_t stream) {
+    ConvChainParams q = r == ChainRun::fused ? whole : rest;
     q.batch = batch;
-    if (fused && (it == one_by_one->end() || !it->second) && chain_plan(q, q.layout)) {
+    if (r == ChainRun::fused && has_whole && chain_plan(q, q.layout)) {
+      conv2d_chain_f16(q, stream);
+      return;
+    }
+    if (r == ChainRun::split && has_rest && chain_plan(q, q.layout)) {
+      links[0].run(batch, stream);
       conv2d_chain_f16(q, stream);
       return;
     }
     for (const Step& s : links) s.run(batch, stream);
   };
-  // Tuning: the links' own (their kernels when run one by one), then the chain's kernel against the links one by one
-  // on the op's buffers; the faster is kept (the kernel unless the links are 3 % faster), and cached as "fused" or
-  // "links" under chain_tune_key.
-  step.tune = [p, fused, links, one_by_one](int batch, cudaStream_t stream, TuneCache* cache) {
+  step.run = [run_as, chosen, whole, rest, has_whole, has_rest](int batch, cudaStream_t stream) {
+    const auto it = chosen->find(batch);
+    run_as(it != chosen->end() ? it->second
+                               : chain_rule(has_whole ? &whole : nullptr, has_rest ? &rest : nullptr, batch),
+           batch, stream);
+  };
+  // Tuning: the links' own (their kernels when run one by one), then every way the chain can run at the batch, timed
+  // on the op's buffers; the fastest is kept (the whole chain unless another way is 3 % faster), and cached as
+  // "fused", "split" or "links" under chain_tune_key.
+  step.tune = [run_as, chosen, links, whole, rest, has_whole, has_rest](int batch, cudaStream_t stream,
+                                                                         TuneCache* cache) {
     for (const Step& s : links)
       if (s.tune) s.tune(batch, stream, cache);
     Step::Tuned out;
-    ConvChainParams q = p;
-    q.batch = batch;
-    if (!fused || !chain_plan(q, q.layout)) {
-      (*one_by_one)[batch] = true;
-      out.plan = "links one by one";
-      return out;
+    std::vector<ChainRun> ways;
+    ConvChainParams qw = whole, qr = rest;
+    qw.batch = qr.batch = batch;
+    if (has_whole && chain_plan(qw, qw.layout)) ways.push_back(ChainRun::fused);
+    if (has_rest && chain_plan(qr, qr.layout)) ways.push_back(ChainRun::split);
+    ways.push_back(ChainRun::links);
+    ChainRun pick = ways[0];
+    if (ways.size() > 1) {
+      const std::string key = chain_tune_key(has_whole ? qw : qr);
+      const std::string* hit = cache ? cache->find(key) : nullptr;
+      bool found = false;
+      if (hit)
+        for (ChainRun r : ways)
+          if (*hit == run_name(r)) {
+            pick = r;
+            found = out.cached = true;
+          }
+      if (!found) {
+        std::vector<float> ms;
+        for (ChainRun r : ways) ms.push_back(tune_time([&](cudaStream_t s) { run_as(r, batch, s); }, stream));
+        std::size_t best = 0;
+        for (std::size_t k = 1; k < ways.size(); ++k)
+          if (ms[k] * kChainKeepWithin < ms[best]) best = k;
+        pick = ways[best];
+        if (tune_log_enabled()) {
+          std::ostringstream line;
+          line << "tune " << key << ":";
+          for (std::size_t k = 0; k < ways.size(); ++k) line << (k ? "; " : " ") << "chain " << run_name(ways[k]) << " " << ms[k];
+          std::fprintf(stderr, "%s\n", line.str().c_str());
+        }
+        if (cache) cache->put(key, run_name(pick));
+      }
     }
-    const std::string key = chain_tune_key(q);
-    const std::string* hit = cache ? cache->find(key) : nullptr;
-    bool links_win = false;
-    if (hit && (*hit == "fused" || *hit == "links")) {
-      links_win = *hit == "links";
-      out.cached = true;
-    } else {
-      const float t_fused = tune_time([&q](cudaStream_t s) { conv2d_chain_f16(q, s); }, stream);
-      const float t_links = tune_time(
-          [&links, batch](cudaStream_t s) {
-            for (const Step& l : links) l.run(batch, s);
-          },
-          stream);
-      links_win = t_links * kChainKeepWithin < t_fused;
-      if (tune_log_enabled())
-        std::fprintf(stderr, "tune %s: chain_f16 bm%d s%d %g; links one by one %g\n", key.c_str(), q.layout.bm,
-                     q.layout.stages, t_fused, t_links);
-      if (cache) cache->put(key, links_win ? "links" : "fused");
-    }
-    (*one_by_one)[batch] = links_win;
-    out.plan = links_win ? "links one by one" : "chain_f16 bm" + std::to_string(q.layout.bm) + " s" +
-                                                    std::to_string(q.layout.stages);
+    (*chosen)[batch] = pick;
+    out.plan = std::string("chain ") + run_name(pick);
     return out;
   };
   return step;

@@ -1,14 +1,15 @@
-// src/backends/cuda/conv_chain.cuh - conv2d_chain_f16: a chain of 1x1 convs (graph::ConvChainOp) in one fp16 kernel
-// whose intermediate maps stay in shared memory (conv_chain.cu; its plan and indices in chain_layout.hpp).
+// src/backends/cuda/conv_chain.cuh - conv2d_chain_f16: a chain of convs (graph::ConvChainOp: 1x1 links, and a depthwise
+// link 0) in one fp16 kernel whose intermediate maps stay in shared memory (conv_chain.cu; its plan and indices in
+// chain_layout.hpp).
 //
 // Why: at batch 1 each conv of yolo12n costs about 4-6 us however small it is (launch, ramp, the tail), and its
-// A2C2f blocks run chains of four 1x1 convs (attn.proj, mlp.0, mlp.1, the next block's qkv) on 64..384 channels.
-// At batch 32 the same chains write and read their intermediates through memory: yolo12n's chain at 40x40 moves
+// A2C2f blocks run chains of five convs (attn.pe, attn.proj, mlp.0, mlp.1, the next block's qkv) on 64..384 channels.
+// At batch 32 the same chains write and read their intermediates through memory: yolo12n's 1x1 chain at 40x40 moves
 // about 97 MB as four convs and 39 MB as one. graph::fuse_conv_chains (graph/fuse_chains.hpp) makes the chains;
 // the CUDA executor runs that pass for fp16 under the conv variant conv_chain. The op's bind (conv_chain.cu) runs a
-// chain on this kernel wherever chain_plan takes it at the batch, else its links one by one on the conv kernels; with
-// kernel tuning it times both once per batch (after tuning the links' own kernels) and keeps the faster, in the tune
-// cache as "fused" or "links".
+// chain one of three ways per batch: fused on this kernel, a depthwise link 0 on its own kernel and the rest fused, or
+// the links one by one on the conv kernels (chain_rule; with kernel tuning, the fastest, cached as "fused", "split"
+// or "links").
 #pragma once
 
 #include <cuda_fp16.h>
@@ -22,7 +23,8 @@ namespace yolo12::cuda {
 
 // One link: its conv's epilogue (conv.cuh: y = act(x W + bias) * gamma + residual) and where its maps are.
 struct ChainLinkParams {
-  const __half* w = nullptr;         // (c_out, k_pad) packed by conv_pack_weights; K columns [0, c_in) used
+  const __half* w = nullptr;         // (c_out, k_pad) packed by conv_pack_weights; K columns [0, c_in) used. A
+                                     // depthwise link 0: (dw_k * dw_k, k_pad), k_pad = round_up(c, 8)
   int k_pad = 0;
   const float* bias = nullptr;       // (c_out)
   const float* gamma = nullptr;      // (c_out) or nullptr
@@ -35,7 +37,8 @@ struct ChainLinkParams {
 
 // The launch: the op's chain attributes verbatim (links, residual_link, stored), the sizes, the views and the plan.
 struct ConvChainParams : graph::ConvChainAttrs {
-  int batch = 1, hw = 0;               // M = batch * hw pixels, each a row of every map
+  int batch = 1, h = 0, w = 0;         // M = batch * h * w pixels, each a row of every map
+  int dw_k = 0;                        // link 0 is a depthwise dw_k x dw_k conv (stride 1, pad dw_k / 2); 0: a 1x1
   int c[chain::kMaxLinks + 1] = {};    // c[0] link 0's input channels, c[i + 1] link i's output channels
   const __half* x = nullptr;           // (M, ldx) view, c[0] channels used
   int ldx = 0;
@@ -50,7 +53,8 @@ chain::ChainShape chain_shape(const ConvChainParams& p);
 // Tiles: the widest of 128 rows (8 warps), 64, 32 (4 warps) that still gives two blocks per SM, else 16 rows (the most
 // blocks: batch 1); the most weight stages (2..4) that fit.
 bool chain_plan(const ConvChainParams& p, chain::ChainLayout& layout);
-// What graph::fuse_conv_chains may fuse for this kernel: chains of up to chain::kMaxLinks links over channels that are
+// What graph::fuse_conv_chains may fuse for this kernel: chains of up to chain::kMaxLinks links (link 0 may be a
+// depthwise conv up to 7 x 7) over channels that are
 // multiples of chain::kChannelStep, at most 512 channels in and out per link (a weight stage of 64 rows of 520 halves), at
 // most 512 Ki weights per chain (1 MiB of halves, which every block streams from L2 once).
 graph::ChainLimits chain_limits();

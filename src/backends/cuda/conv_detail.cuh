@@ -194,7 +194,7 @@ struct ConvVariants {
                                   // session; off until it has run on a GPU), and among the tuning candidates
   bool f16_wgmma_waves = true;    // with f16_wgmma: on grids of 4+ tiles of 128 x 64 per SM, the wgmma tile by a model of
                                   // waves (wgmma_plan_waves, conv_wgmma.cu; twelfth session, fitted to tuning with raster_n)
-  bool conv_chain = false;        // fp16 executors fuse chains of 1x1 convs (graph::fuse_conv_chains with chain_limits(),
+  bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off until it has run on a GPU: written without one)
   bool raster_n = true;           // the non-persistent fp16 GEMM kernels (mma.sync and wgmma) issue their blocks
