@@ -420,15 +420,11 @@ struct HandGraph {
   }
   // A depthwise k x k conv `name` of `in` (stride 1, pad k / 2 unless given) into a new whole value.
   ValueRef dwconv(const std::string& name, const ValueRef& in, int k, const ValueRef& residual = {}, int stride = 1) {
-    const ValueRef out = whole(value(name, in.c));
-    ConvOp c;
-    c.attrs = yolo12::graph::ConvAttrs{in.c, in.c, k, stride, k / 2, in.c, 1, yolo12::graph::Act::None};
-    c.in = in;
-    c.out = out;
-    c.residual = residual;
-    c.weight = name + ".weight";
-    c.bias = name + ".bias";
-    g.ops.push_back(Op{name, c});
+    const ValueRef out = conv(name, in, in.c, residual, {}, k);
+    yolo12::graph::ConvAttrs& a = std::get<ConvOp>(g.ops.back().op).attrs;
+    a.groups = in.c;
+    a.stride = stride;
+    a.act = yolo12::graph::Act::None;
     return out;
   }
   // The fused graph's chains as "name: widths stored residual".
