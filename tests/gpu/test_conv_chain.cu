@@ -6,8 +6,8 @@
 //     kernel rounds it (rel L2 and every element within a bound),
 //   - match the same links run one by one by conv2d_forward (the fp16 conv kernels; outputs of scratch links in
 //     memory), within the same bounds,
-//   - leave every element outside the stored slices NaN (no row past M, no channel outside the view, nothing of a
-//     scratch link).
+//   - leave every element outside the stored slices NaN (no channel outside the view, nothing of a scratch link, and
+//     none of the kGuardRows rows after each output's M rows).
 // Also chain_plan's choices and refusals, and the whole model under the variant conv_chain: the fp16 executor fuses
 // yolo12n's and yolo12l_narrow's chains and its raw head stays within the fp16 parity bound, with kernel tuning too. The op suite's ConvChain cases (tests/ops) run it through the executor's
 // bind; test_chain_layout (tests/unit) replays its schedule on the CPU.
@@ -41,6 +41,7 @@ namespace ch = yolo12::cuda::chain;
 namespace {
 
 constexpr std::uint16_t kNaNHalf = 0x7e00;
+constexpr int kGuardRows = 130;  // NaN rows after every output view's M rows: a store past row M lands in them
 
 struct LinkSpec {
   int c_out = 0;
@@ -224,7 +225,7 @@ void make_device(const ChainCase& c, const HostChain& h, DeviceChain& d) {
     d.bias.push_back(upload_floats(h.bias[i]));
     d.gamma.push_back(upload_floats(h.gamma[i]));
     d.res.push_back(upload_halves(h.res[i]));
-    d.y.push_back(upload_halves(std::vector<float>(static_cast<std::size_t>(h.m * h.ldy[i]), NAN)));
+    d.y.push_back(upload_halves(std::vector<float>(static_cast<std::size_t>((h.m + kGuardRows) * h.ldy[i]), NAN)));
     p.c[i + 1] = l.c_out;
     p.residual_link[i] = l.residual_link;
     p.stored[i] = stored;
@@ -269,12 +270,13 @@ Error2 compare(const ChainCase& c, const HostChain& h, const DeviceChain& d,
   for (std::size_t i = 0; i < c.links.size(); ++i) {
     const LinkSpec& l = c.links[i];
     const bool stored = l.stored || i + 1 == c.links.size();
-    const std::vector<float> got = download_halves(d.y[i], static_cast<std::size_t>(h.m * h.ldy[i]));
-    for (long long r = 0; r < h.m; ++r)
+    const std::vector<float> got =
+        download_halves(d.y[i], static_cast<std::size_t>((h.m + kGuardRows) * h.ldy[i]));
+    for (long long r = 0; r < h.m + kGuardRows; ++r)
       for (int ch_ = 0; ch_ < h.ldy[i]; ++ch_) {
         const float g = got[static_cast<std::size_t>(r * h.ldy[i] + ch_)];
         const int n = ch_ - h.y_c0[i];
-        if (!stored || n < 0 || n >= l.c_out) {
+        if (!stored || n < 0 || n >= l.c_out || r >= h.m) {
           e.bad_guards += std::isnan(g) ? 0 : 1;
           continue;
         }
@@ -310,7 +312,7 @@ std::vector<std::vector<double>> run_links(const ChainCase& c, const HostChain& 
 
 void reset_outputs(const HostChain& h, DeviceChain& d) {
   for (std::size_t i = 0; i < d.y.size(); ++i) {
-    std::vector<std::uint16_t> nan(static_cast<std::size_t>(h.m * h.ldy[i]), kNaNHalf);
+    std::vector<std::uint16_t> nan(static_cast<std::size_t>((h.m + kGuardRows) * h.ldy[i]), kNaNHalf);
     YOLO12_CUDA_CHECK(cudaMemcpy(d.y[i].get(), nan.data(), nan.size() * 2, cudaMemcpyHostToDevice));
   }
 }
@@ -550,7 +552,6 @@ TEST_CASE("conv chains in the whole model: the fp16 executor fuses them and stay
     std::printf("[chain] %-28s fp16 vs Ultralytics: links one by one %.2e, chains %.2e (bound %.2e)\n", name.c_str(),
                 e_plain, e_chain, bound16);
     CHECK(e_chain < bound16);
-    CHECK(plain != chained);  // the chains did run (another order of fp32 sums)
 
     // The executor's steps: chains made and run on conv2d_chain_f16 (the label says which).
     ChainVariant on(true);

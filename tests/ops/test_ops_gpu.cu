@@ -160,7 +160,7 @@ TEST_CASE("conv chains match their reference run every way: fused, a depthwise l
     }
     std::printf("conv chains, YOLO12_CHAIN_RUN=%s: %d cases, %d run that way\n", way, ran, as_named);
     CHECK(ran >= 40);
-    CHECK(as_named >= (std::string(way) == "split" ? 3 : 25));  // split: the cases with a depthwise link 0
+    CHECK(as_named >= (std::string(way) == "split" ? 1 : 25));  // split: the cases with a depthwise link 0
   }
   unsetenv("YOLO12_CHAIN_RUN");
   cudaStreamDestroy(stream);

@@ -144,6 +144,7 @@ __global__ void __launch_bounds__(WARPS * 32) conv2d_chain_f16_kernel(const Conv
   pdl_begin();  // launch.cuh: before any activation is touched
   constexpr int kWM = BM / 16, kWN = WARPS / kWM, kWarpCols = chain::kChunkN / kWN, kNI = kWarpCols / 8;
   static_assert(kWM * kWN == WARPS && kNI % 2 == 0, "warps cover the tile in n16 pairs");
+  static_assert(chain::kMaxStages - 2 <= 3, "cp_async_wait_dyn takes pending counts up to 3");
   extern __shared__ __align__(128) unsigned char smem[];
   const chain::ChainLayout& L = p.layout;
   const int lane = threadIdx.x % 32;
@@ -252,9 +253,15 @@ std::string chain_tune_key(const ConvChainParams& p) {
 bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 
 // The most weight stages that fit with bm rows on `warps` warps.
-bool fit_layout(const chain::ChainShape& s, int bm, int warps, int smem_limit, chain::ChainLayout& l) {
-  for (int stages = chain::kMaxStages; stages >= chain::kMinStages; --stages)
-    if (chain::chain_layout(s, bm, warps, stages, smem_limit, l)) return true;
+// The most weight stages that fit with bm rows on `warps` warps; with two_per_sm, only those with which two blocks
+// share an SM (on a large grid a second resident block hides a block's barriers and epilogues; fewer stages for it).
+bool fit_layout(const chain::ChainShape& s, int bm, int warps, int smem_limit, bool two_per_sm, chain::ChainLayout& l) {
+  const DeviceInfo& dev = device_info();
+  for (int stages = chain::kMaxStages; stages >= chain::kMinStages; --stages) {
+    if (!chain::chain_layout(s, bm, warps, stages, smem_limit, l)) continue;
+    if (!two_per_sm || 2 * (static_cast<std::size_t>(l.smem_bytes) + dev.smem_reserved_per_block) <= dev.smem_per_sm)
+      return true;
+  }
   return false;
 }
 
@@ -284,7 +291,7 @@ bool chain_plan(const ConvChainParams& p, chain::ChainLayout& layout) {
   if (!p.x || !aligned16(p.x) || p.ldx % 8 != 0) return false;
   for (int i = 0; i < p.links; ++i) {
     const ChainLinkParams& k = p.link[i];
-    if (!k.w || !aligned16(k.w) || k.k_pad % 8 != 0 || k.k_pad < p.c[i] || !k.bias) return false;
+    if (!k.w || !aligned16(k.w) || k.k_pad % 8 != 0 || k.k_pad < p.c[i]) return false;
     if (k.residual && (p.residual_link[i] >= 0 || !aligned16(k.residual) || k.ldr % 8 != 0)) return false;
     if (k.y && (!aligned16(k.y) || k.ldy % 8 != 0)) return false;
   }
@@ -293,10 +300,13 @@ bool chain_plan(const ConvChainParams& p, chain::ChainLayout& layout) {
   const DeviceInfo& dev = device_info();
   const int limit = static_cast<int>(dev.smem_per_block_optin);
   const long long m = static_cast<long long>(p.batch) * p.h * p.w;
-  for (const ChainConfig& c : kChainConfigs)
-    if ((m + c.bm - 1) / c.bm >= 2LL * dev.sm_count && fit_layout(s, c.bm, c.warps, limit, layout)) return true;
+  // Large grids: the widest tile with two blocks per SM in the grid, the most stages with which two are resident
+  // per SM, else the most that fit; small grids (batch 1): 16 rows, the most blocks.
+  for (const bool two : {true, false})
+    for (const ChainConfig& c : kChainConfigs)
+      if ((m + c.bm - 1) / c.bm >= 2LL * dev.sm_count && fit_layout(s, c.bm, c.warps, limit, two, layout)) return true;
   for (int k = static_cast<int>(sizeof(kChainConfigs) / sizeof(kChainConfigs[0])) - 1; k >= 0; --k)
-    if (fit_layout(s, kChainConfigs[k].bm, kChainConfigs[k].warps, limit, layout)) return true;
+    if (fit_layout(s, kChainConfigs[k].bm, kChainConfigs[k].warps, limit, false, layout)) return true;
   return false;
 }
 

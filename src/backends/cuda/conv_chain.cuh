@@ -50,8 +50,9 @@ struct ConvChainParams : graph::ConvChainAttrs {
 chain::ChainShape chain_shape(const ConvChainParams& p);
 // Whether conv2d_chain_f16 runs p at its batch, and with which tiles (p.layout): every view 16-byte aligned with
 // leading dimensions a multiple of 8 channels, the shape one chain_layout takes, shared memory enough on this device.
-// Tiles: the widest of 128 rows (8 warps), 64, 32 (4 warps) that still gives two blocks per SM, else 16 rows (the most
-// blocks: batch 1); the most weight stages (2..4) that fit.
+// Tiles: the widest of 128 rows (8 warps), 64, 32 (4 warps) that still gives two blocks per SM, with the most weight
+// stages (2..4) with which two blocks are resident per SM (else the most that fit); else 16 rows (the most blocks:
+// batch 1) with the most stages that fit. Written before any measurement.
 bool chain_plan(const ConvChainParams& p, chain::ChainLayout& layout);
 // What graph::fuse_conv_chains may fuse for this kernel: chains of up to chain::kMaxLinks links (link 0 may be a
 // depthwise conv up to 7 x 7) over channels that are
