@@ -16,19 +16,22 @@ tune conv f16 c96-96 k3 s1 p1 g1 d1 a1 80x80-80x80 b32 ld96,96,0 al1111: implici
 tune conv f16 c64-64 k1 s1 p0 g1 d1 a1 80x80-80x80 b32 ld64,64,0 al1111: implicit_gemm_f16 128x64x64 w8 0.050; implicit_gemm_f16 64x64x64 w4 0.040
 tune conv f16 c96-96 k3 s1 p1 g1 d1 a1 20x20-20x20 b1 ld96,96,0 al1111: implicit_gemm_f16 split-K 2 0.010
 tune broken line: plan notanumber
+tune chain f16 40x40 b1 c64 ld192 dw7 | 64 r-1 mem64 | 64 r-1 mem192 | 128 silu r-1 | 64 silu r1 y192 | 192 r-1 y192: chain fused 0.008; chain split 0.011; chain links 0.025
 """
 
 
 class TuneLogReport(unittest.TestCase):
     def test_parse_skips_other_lines(self):
         rows = tune_log_report.parse(LOG.splitlines())
-        self.assertEqual(len(rows), 4)
-        self.assertEqual([r[1] for r in rows], [32, 32, 32, 1])
+        self.assertEqual(len(rows), 5)
+        self.assertEqual([r[1] for r in rows], [32, 32, 32, 1, 1])
+        self.assertEqual(rows[4][2], [("chain fused", 0.008), ("chain split", 0.011), ("chain links", 0.025)])
         self.assertEqual(rows[0][2][1], ("halo_wgmma 256x96 s3", 0.090))
         self.assertEqual(rows[2][2][0], ("implicit_gemm_f16 128x64x64 w8", 0.050))
 
     def test_sums_and_deltas(self):
-        text = tune_log_report.report(tune_log_report.parse(LOG.splitlines()), "halo_wgmma", 10)
+        rows = [r for r in tune_log_report.parse(LOG.splitlines()) if r[0].startswith("conv")]
+        text = tune_log_report.report(rows, "halo_wgmma", 10)
         # batch 32: select 0.160 + 0.150 + 0.050; fastest 0.090 + 0.150 + 0.040;
         # without halo_wgmma 0.160 + 0.150 + 0.040.
         self.assertIn("batch 32: 3 convs; sum of conv_select's plans 0.360 ms, of the fastest 0.280 ms, "
@@ -47,6 +50,13 @@ class TuneLogReport(unittest.TestCase):
             out = subprocess.run([sys.executable, script, path, "--top", "1"], capture_output=True, text=True)
             self.assertEqual(out.returncode, 0, out.stderr)
             self.assertIn("... 1 more", out.stdout)
+            out = subprocess.run([sys.executable, script, path, "--keys", "chain", "--kernel", "chain fused"],
+                                 capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("batch 1: 1 convs; sum of conv_select's plans 0.008 ms, of the fastest 0.008 ms, of the "
+                          "fastest without chain fused 0.011 ms; chain fused ran on 1 convs", out.stdout)
+            self.assertIn("-0.0030 ms", out.stdout)
+            self.assertNotIn("batch 32", out.stdout)
             empty = os.path.join(d, "empty.log")
             open(empty, "w").close()
             out = subprocess.run([sys.executable, script, empty], capture_output=True, text=True)

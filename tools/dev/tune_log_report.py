@@ -9,6 +9,10 @@ fastest candidate, of the fastest candidate other than --kernel's (the kernel be
 name starts with it), and of the fastest of --kernel's own, and then the convs on which --kernel gains or loses
 most against the best of the others, with both plans. Times are per launch, in ms. Reads nothing else; the
 tuned profile logs of tools/gpu_check.sh perf (profile_*tuned*.log) hold these lines.
+
+The conv chains' tuning (conv_chain.cu) writes lines of the same form, `tune chain f16 ...: chain fused <ms>; chain
+split <ms>; chain links <ms>`: `--keys chain --kernel "chain fused"` reports the chains alone, the fused kernel
+against the other ways; `--keys conv` the convs alone.
 """
 import argparse
 import collections
@@ -83,9 +87,10 @@ def main(argv):
     ap.add_argument("log")
     ap.add_argument("--kernel", default="halo_wgmma", help="the plans being evaluated: names starting with this")
     ap.add_argument("--top", type=int, default=30, help="convs listed per batch size")
+    ap.add_argument("--keys", default="", help="only the lines whose key starts with this (conv, chain)")
     args = ap.parse_args(argv)
     with open(args.log, encoding="utf-8", errors="replace") as f:
-        rows = parse(f)
+        rows = [r for r in parse(f) if r[0].startswith(args.keys)]
     if not rows:
         print(f"{args.log}: no 'tune ...' lines (was YOLO12_CONV_TUNE_LOG=1 set?)", file=sys.stderr)
         return 1
