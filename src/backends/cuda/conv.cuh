@@ -149,10 +149,11 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
 template <typename T>
 ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream);
 
-// The tuning protocol of conv_tune for any launch: one warm-up launch, then the best of 3 runs of 5 launches between
-// events (YOLO12_CONV_TUNE_QUICK=1: one run of one launch), in ms per launch. Synchronises the stream. The conv chains'
-// tuning (conv_chain.cu: fused against the links one by one) uses it.
-float tune_time(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream);
+// The tuning protocol for any launch: one warm-up launch, then the best of 3 runs of 5 launches between events
+// (YOLO12_CONV_TUNE_QUICK=1: one run of one launch), in ms per launch; no more runs once the best is above
+// give_up_above (> 0). Synchronises the stream. conv_tune times each candidate with it (giving up at 1.5x the fastest
+// so far), the conv chains' tuning (conv_chain.cu) each way to run a chain.
+float tune_time(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream, float give_up_above = 0.f);
 // Whether YOLO12_CONV_TUNE_LOG=1 (tuning writes every candidate's time to stderr).
 bool tune_log_enabled();
 

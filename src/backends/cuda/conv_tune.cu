@@ -133,22 +133,11 @@ template <typename T>
 ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream) {
   const std::vector<ConvPlan> plans = conv_candidates(p);
   if (plans.size() == 1) return plans[0];
-  EventPair ev;
-  const int runs = tune_quick() ? 1 : kRuns, launches = tune_quick() ? 1 : kLaunchesPerRun;
-  std::vector<float> best(plans.size(), 0.f);
+  std::vector<float> best(plans.size(), 0.f);  // ms per launch
   float fastest_so_far = 0.f;
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    conv2d_forward(p, plans[i], stream);  // warm-up: instruction cache, shared-memory opt-in, L2
-    for (int r = 0; r < runs; ++r) {
-      YOLO12_CUDA_CHECK(cudaEventRecord(ev.start, stream));
-      for (int l = 0; l < launches; ++l) conv2d_forward(p, plans[i], stream);
-      YOLO12_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
-      YOLO12_CUDA_CHECK(cudaEventSynchronize(ev.stop));
-      float ms = 0.f;
-      YOLO12_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-      best[i] = r == 0 ? ms : std::min(best[i], ms);
-      if (i > 0 && best[i] > kGiveUpAbove * fastest_so_far) break;  // clearly slower: no more runs
-    }
+    best[i] = tune_time([&](cudaStream_t s) { conv2d_forward(p, plans[i], s); }, stream,
+                        i > 0 ? kGiveUpAbove * fastest_so_far : 0.f);
     fastest_so_far = i == 0 ? best[0] : std::min(fastest_so_far, best[i]);
   }
   const std::size_t fastest = static_cast<std::size_t>(std::min_element(best.begin(), best.end()) - best.begin());
@@ -156,7 +145,7 @@ ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream) {
     std::ostringstream line;
     line << "tune " << conv_tune_key(p) << ":";
     for (std::size_t i = 0; i < plans.size(); ++i)
-      line << (i ? "; " : " ") << conv_plan_detail(plans[i]) << " " << best[i] / launches;
+      line << (i ? "; " : " ") << conv_plan_detail(plans[i]) << " " << best[i];
     std::fprintf(stderr, "%s\n", line.str().c_str());
   }
   return best[0] <= kKeepDefaultWithin * best[fastest] ? plans[0] : plans[fastest];
@@ -164,10 +153,10 @@ ConvPlan conv_tune(const ConvParams<T>& p, cudaStream_t stream) {
 template ConvPlan conv_tune<float>(const ConvParams<float>&, cudaStream_t);
 template ConvPlan conv_tune<__half>(const ConvParams<__half>&, cudaStream_t);
 
-float tune_time(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream) {
+float tune_time(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream, float give_up_above) {
   EventPair ev;
   const int runs = tune_quick() ? 1 : kRuns, launches = tune_quick() ? 1 : kLaunchesPerRun;
-  launch(stream);  // warm-up
+  launch(stream);  // warm-up: instruction cache, shared-memory opt-in, L2
   float best = 0.f;
   for (int r = 0; r < runs; ++r) {
     YOLO12_CUDA_CHECK(cudaEventRecord(ev.start, stream));
@@ -176,9 +165,10 @@ float tune_time(const std::function<void(cudaStream_t)>& launch, cudaStream_t st
     YOLO12_CUDA_CHECK(cudaEventSynchronize(ev.stop));
     float ms = 0.f;
     YOLO12_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-    best = r == 0 ? ms : std::min(best, ms);
+    best = r == 0 ? ms / launches : std::min(best, ms / launches);
+    if (give_up_above > 0.f && best > give_up_above) break;  // clearly slower: no more runs
   }
-  return best / launches;
+  return best;
 }
 
 bool tune_log_enabled() { return tune_log(); }
