@@ -94,11 +94,63 @@ __device__ __forceinline__ void store_tile(const unsigned char* smem, const Conv
   }
 }
 
+// The taps of a depthwise link 0 for one item (8 channels from 8 * col8 of pixel (b, y, x)), added to acc in
+// row-major order, zero outside the map. K a compile-time size: each row's K input and K weight words are loaded
+// before any is used, so they are in flight together (a loop over a run-time size issued them one tap at a time:
+// about 7 us of a 7x7 link at batch 1, fifteenth session). K 0: any size, the plain loop.
+template <int K>
+__device__ __forceinline__ void depthwise_taps(float (&acc)[8], const ConvChainParams& p, long long b, int y, int x,
+                                               int col8) {
+  const ChainLinkParams& l0 = p.link[0];
+  const __half* w = l0.w + 8 * col8;
+  const __half* in = p.x + 8 * col8;
+  if constexpr (K == 0) {
+    const int k = p.dw_k, pad = k / 2;
+    for (int ky = 0; ky < k; ++ky) {
+      const int yy = y + ky - pad;
+      if (yy < 0 || yy >= p.h) continue;
+      for (int kx = 0; kx < k; ++kx) {
+        const int xx = x + kx - pad;
+        if (xx < 0 || xx >= p.w) continue;
+        float xv[8], wv[8];
+        conv_detail::unpack8(conv_detail::load_nc(reinterpret_cast<const uint4*>(in + ((b * p.h + yy) * p.w + xx) * p.ldx)), xv);
+        conv_detail::unpack8(conv_detail::load_nc(reinterpret_cast<const uint4*>(w + (ky * k + kx) * l0.k_pad)), wv);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] += xv[e] * wv[e];
+      }
+    }
+  } else {
+    constexpr int kPad = K / 2;
+#pragma unroll
+    for (int ky = 0; ky < K; ++ky) {
+      const int yy = y + ky - kPad;
+      const bool row_in = yy >= 0 && yy < p.h;
+      uint4 xr[K], wr[K];
+#pragma unroll
+      for (int kx = 0; kx < K; ++kx) {
+        const int xx = x + kx - kPad;
+        xr[kx] = row_in && xx >= 0 && xx < p.w
+                     ? conv_detail::load_nc(reinterpret_cast<const uint4*>(in + ((b * p.h + yy) * p.w + xx) * p.ldx))
+                     : make_uint4(0u, 0u, 0u, 0u);
+        wr[kx] = conv_detail::load_nc(reinterpret_cast<const uint4*>(w + (ky * K + kx) * l0.k_pad));
+      }
+#pragma unroll
+      for (int kx = 0; kx < K; ++kx) {
+        float xv[8], wv[8];
+        conv_detail::unpack8(xr[kx], xv);
+        conv_detail::unpack8(wr[kx], wv);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] += xv[e] * wv[e];
+      }
+    }
+  }
+}
+
 // Link 0 as a depthwise conv (chain_layout.hpp): the block's rows of its output, from the input in memory (taps
 // outside the map read zero), with link 0's epilogue, into its output tile; rows past M are zeros.
 __device__ __forceinline__ void depthwise_link0(unsigned char* smem, const ConvChainParams& p, long long m0,
                                                 long long m) {
-  const int c = p.c[0], k = p.dw_k, pad = k / 2, copies = chain::tile_copies(p.layout.bm, c);
+  const int c = p.c[0], copies = chain::tile_copies(p.layout.bm, c);
   const long long hw = static_cast<long long>(p.h) * p.w;
   const ChainLinkParams& l0 = p.link[0];
   for (int q = threadIdx.x; q < copies; q += blockDim.x) {
@@ -109,21 +161,11 @@ __device__ __forceinline__ void depthwise_link0(unsigned char* smem, const ConvC
       const long long b = row / hw;
       const int rest = static_cast<int>(row - b * hw), y = rest / p.w, x = rest % p.w;
       float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-      for (int ky = 0; ky < k; ++ky) {
-        const int yy = y + ky - pad;
-        if (yy < 0 || yy >= p.h) continue;
-        for (int kx = 0; kx < k; ++kx) {
-          const int xx = x + kx - pad;
-          if (xx < 0 || xx >= p.w) continue;
-          float xv[8], wv[8];
-          conv_detail::unpack8(conv_detail::load_nc(reinterpret_cast<const uint4*>(
-                                   p.x + ((b * p.h + yy) * p.w + xx) * p.ldx + 8 * tc.col8)),
-                               xv);
-          conv_detail::unpack8(
-              conv_detail::load_nc(reinterpret_cast<const uint4*>(l0.w + (ky * k + kx) * l0.k_pad + 8 * tc.col8)), wv);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) acc[e] += xv[e] * wv[e];
-        }
+      switch (p.dw_k) {
+        case 3: depthwise_taps<3>(acc, p, b, y, x, tc.col8); break;
+        case 5: depthwise_taps<5>(acc, p, b, y, x, tc.col8); break;
+        case 7: depthwise_taps<7>(acc, p, b, y, x, tc.col8); break;
+        default: depthwise_taps<0>(acc, p, b, y, x, tc.col8); break;
       }
       float res[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
       if (l0.residual)

@@ -184,14 +184,16 @@ struct ConvVariants {
                                   // executors of those weights follow them (DeviceWeights::padded_channels)
   bool f16_tiles4 = true;         // with f16_tiles2: 1x1-like short K (<= 4 tiles) over channels 128 divides on 4+ waves
                                   // of 128x128: that tile on 8 warps instead of 128x64 (twelfth session, raster_n)
-  bool f16_halo_wgmma = false;    // fp16 3x3 convs at stride 1 with 48+ output channels over grids of 2+ blocks per SM:
-                                  // conv2d_halo_wgmma (wgmma from input tiles with their halo, sm_90a; thirteenth
-                                  // session; halo_wgmma_rule, conv_halo_wgmma.cu), asked before conv2d_halo_f16; also
-                                  // its plans among the tuning candidates. Off until it has run on a GPU (written
-                                  // without one).
-  bool f16_halo_wgmma_s2 = false; // the same at stride 2 (the halo split by column parity; thirteenth session, off)
+  bool f16_halo_wgmma = true;     // fp16 3x3 convs at stride 1 with short K (c_in <= 96) and 48 or 96 output channels
+                                  // on maps of 80x80+: conv2d_halo_wgmma (wgmma from input tiles with their halo,
+                                  // sm_90a; thirteenth session, its rule fitted to tuning in the fifteenth;
+                                  // halo_wgmma_rule, conv_halo_wgmma.cu), asked before conv2d_halo_f16; also its plans
+                                  // among the tuning candidates
+  bool f16_halo_wgmma_s2 = false; // the same at stride 2 (the halo split by column parity; thirteenth session; off:
+                                  // slower than the implicit GEMMs on every stride-2 shape measured, fifteenth)
   bool f16_stem_mma = false;      // the fp16 stem (3x3/2 from 3 channels) on mma.sync: conv2d_stem_mma (thirteenth
-                                  // session; off until it has run on a GPU), and among the tuning candidates
+                                  // session), and among the tuning candidates; off: slower than conv2d_stem_f16 at
+                                  // both batches measured (yolo12x batch 32: 1.28 vs 0.82 ms, fifteenth session)
   bool f16_wgmma_waves = true;    // with f16_wgmma: on grids of 4+ tiles of 128 x 64 per SM, the wgmma tile by a model of
                                   // waves (wgmma_plan_waves, conv_wgmma.cu; twelfth session, fitted to tuning with raster_n)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),

@@ -267,12 +267,24 @@ std::vector<ConvPlan> halo_wgmma_candidates(const ConvShape& s) {
   return out;
 }
 
-// The rule (variants f16_halo_wgmma for stride 1, f16_halo_wgmma_s2 for stride 2; a first one, written before
-// the kernel was measured): 3x3 convs of 48+ output channels over grids of at least two blocks per SM. The
-// width: the widest instantiated one up to 128 that pads N by at most an eighth (192 for 192 channels); two
-// patches per warpgroup where that still gives four blocks per SM, else one; three stages.
+// The rule (variant f16_halo_wgmma for stride 1, f16_halo_wgmma_s2 for stride 2).
+//  - Stride 1: fitted to the kernel-tuning logs of yolo12x and yolo12l at batch 1 and 32 (fifteenth session,
+//    docs/kernels-conv.md). The kernel won only where K is short and the map large: c_in <= 96, 48 or 96 output
+//    channels (the 48- and 96-wide tiles; 64 channels tied or lost), maps of 80x80 and more: yolo12x's 3x3 48->48
+//    at 160x160 (0.202 vs 0.223 ms at batch 32) and 96->96 at 80x80 (0.135 vs 0.145 ms). From 128 input channels
+//    up the per-tap weights dominate and the implicit GEMMs won by 20-50 %. On grids of 4+ blocks of 256 pixels per
+//    SM: the whole width, two patches per warpgroup; else (batch 1) 48-wide tiles of one patch (more blocks).
+//    Three stages throughout.
+//  - Stride 2: the first rule, written before the kernel was measured (its variant stays off: it lost on every
+//    stride-2 shape measured): 48+ output channels, the widest instantiated tile up to 128 that pads N by at most
+//    an eighth (192 for 192 channels), grids of at least two blocks per SM.
 ConvPlan halo_wgmma_rule(const ConvShape& s, const DeviceInfo& dev) {
   if (!halo_wgmma_takes(s) || s.c_out < 48) return ConvPlan{};
+  if (s.stride == 1) {
+    if (s.c_in > 96 || (s.c_out != 48 && s.c_out != 96) || 1LL * s.ho * s.wo < 80 * 80) return ConvPlan{};
+    if (hw_blocks(s, s.c_out, 2) >= 4LL * dev.sm_count) return hw_plan(s.c_out, 2, 1, 3);
+    return hw_plan(48, 1, 1, 3);
+  }
   int bn = 0;
   for (const int w : {48, 64, 96, 128})
     if (hw_pads_at_most(w, s.c_out, 8)) bn = w;
