@@ -22,9 +22,10 @@
 // link 0 on its own conv kernel, then the rest on this kernel; or every link on its own conv kernel (fp32 always).
 // chain_rule picks without tuning; kernel tuning times every way the batch allows and keeps the fastest.
 //
-// Status (fourteenth session): written and compiled for sm_90a without a GPU (none was lent); the layout and the
-// schedule are replayed on the CPU by tests/unit/test_chain_layout.cpp; test_conv [chain] and the op suite's
-// ConvChain cases run it on a GPU. The pass that makes chains runs only under the conv variant conv_chain (off).
+// Status (fifteenth session): it passes its GPU tests (test_conv_chain, the op suite's ConvChain cases under every
+// way), but it is slower than the links one by one on most of yolo12n's chains: Nsight Compute shows it issue-bound
+// with few warps (docs/kernels-conv.md, "The fifteenth session"). The layout and the schedule are replayed on the CPU
+// by tests/unit/test_chain_layout.cpp. The pass that makes chains runs only under the conv variant conv_chain (off).
 #include "conv_chain.cuh"
 
 #include <cstdint>

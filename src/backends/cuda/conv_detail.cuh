@@ -198,7 +198,7 @@ struct ConvVariants {
                                   // waves (wgmma_plan_waves, conv_wgmma.cu; twelfth session, fitted to tuning with raster_n)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
-                                  // session; off until it has run on a GPU: written without one)
+                                  // session; off: slower than its links one by one on most chains, fifteenth)
   bool raster_n = true;           // the non-persistent fp16 GEMM kernels (mma.sync and wgmma) issue their blocks
                                   // column tile fastest (conv_gemm.cuh: gemm_grid), so that all column tiles of a
                                   // row tile run at once and read its A rows from DRAM once; off: row tile

@@ -20,7 +20,7 @@ void launch_conv2d_stem_f16(const ConvParams<__half>& p, cudaStream_t stream);
 
 // conv2d_stem_mma (conv_stem_mma.cu): the stem on the tensor cores. supports: groups 1, c_in 3, k 3, stride 2,
 // dilation 1, any pad, 1 <= c_out <= 128; any views and alignment (element loads; half2 stores where they
-// allow). conv_select takes it under variant f16_stem_mma (off: not yet run on a GPU). max_grid > 0 caps the
+// allow). conv_select takes it under variant f16_stem_mma (off: slower than conv2d_stem_f16). max_grid > 0 caps the
 // persistent grid (the tests).
 bool stem_mma_supports(const ConvShape& s);
 void launch_conv2d_stem_mma(const ConvParams<__half>& p, cudaStream_t stream, int max_grid = 0);

@@ -17,9 +17,9 @@
 // gamma, residual, one rounding, channel pairs stored as half2 where the views allow (else one by one).
 //
 // Requirements (stem_mma_supports): fp16, groups 1, c_in 3, k 3, stride 2, dilation 1, any pad, c_out <= 128.
-// Status (thirteenth session): written and compiled for sm_90a, not yet run on a GPU (no device was lent); the
-// layout is replayed on the CPU by tests/unit/test_stem_mma_layout.cpp, test_conv [stem_mma] runs it against the
-// reference on a GPU. Variant f16_stem_mma, off until it has.
+// Status (fifteenth session): passes test_conv [stem_mma] on the H200 (clean under memcheck and racecheck); the
+// layout is also replayed on the CPU by tests/unit/test_stem_mma_layout.cpp. Variant f16_stem_mma is off: slower
+// than conv2d_stem_f16 (yolo12x's stem at batch 32: 1.28 vs 0.82 ms).
 #include <cstdint>
 
 #include "common.cuh"
