@@ -320,7 +320,7 @@ void reset_outputs(const HostChain& h, DeviceChain& d) {
 struct Config {
   int bm, warps;
 };
-constexpr Config kConfigs[] = {{128, 8}, {64, 4}, {32, 4}, {16, 4}};
+constexpr Config kConfigs[] = {{128, 8}, {64, 4}, {32, 4}, {16, 4}, {16, 8}};  // conv_chain.cu's kChainConfigs
 
 // Runs the case with every tile and stage count that fits; returns how many ran.
 int check_case(const ChainCase& c, std::uint64_t seed) {
@@ -462,7 +462,8 @@ TEST_CASE("chain_plan: tiles by grid size, refusals for views the kernel cannot 
   make_device(c, h, d);
   ch::ChainLayout l;
   REQUIRE(chain_plan(d.p, l));
-  CHECK(l.bm == 16);  // batch 1 at 40x40: 100 blocks of 16 rows, the most
+  CHECK(l.bm == 16);  // batch 1 at 40x40: 100 blocks of 16 rows, the most, on 8 warps
+  CHECK(l.warps == 8);
   ConvChainParams big = d.p;
   big.batch = 32;
   REQUIRE(chain_plan(big, l));

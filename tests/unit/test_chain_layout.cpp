@@ -9,7 +9,8 @@
 //    the link before, then chunk t + stages - 1's copies into its stage, then every warp's tile of chunk t and its
 //    epilogue), each copy landing when it is issued. A tile or stage placed over one still in use would hand a later
 //    read the wrong numbers. Each warp's MMAs are emulated lane by lane: ldmatrix from the 32 lanes' row addresses
-//    (mma_layout.hpp, the kernel's), mma.sync m16n8k16 rebuilt from all lanes' fragments, and the epilogue at the
+//    (mma_layout.hpp, the kernel's; .x2 for the one n8 block of 16 rows on 8 warps), mma.sync m16n8k16 rebuilt from
+//    all lanes' fragments, and the epilogue at the
 //    accumulator positions the kernel uses (chain_layout.hpp: acc_row, acc_col). The stored outputs must equal, bit
 //    for bit, the links computed one by one (fp32 sums in the same order, every link's output rounded to half), with
 //    every output element written once per block, no row past M stored and no channel outside the view written.
@@ -39,7 +40,8 @@ constexpr std::uint16_t kNaNHalf = 0x7e00;
 struct Config {
   int bm, warps;
 };
-constexpr Config kConfigs[] = {{128, 8}, {64, 4}, {32, 4}, {16, 4}};
+constexpr Config kConfigs[] = {{128, 8}, {64, 4}, {32, 4}, {16, 4}, {16, 8}};  // conv_chain.cu's kChainConfigs
+constexpr int kConfigCount = static_cast<int>(sizeof(kConfigs) / sizeof(kConfigs[0]));
 
 struct Chain {
   ch::ChainShape shape;
@@ -153,6 +155,17 @@ template <typename At>
 void ldmatrix_x4(At& at, const int (&off)[32], Frag& f) {
   for (int t = 0; t < 32; ++t)
     for (int j = 0; j < 4; ++j) {
+      const int row = off[8 * j + t / 4] * 2 + 4 * (t % 4);
+      f.lo[t][j] = half_to_float(at(row));
+      f.hi[t][j] = half_to_float(at(row + 2));
+    }
+}
+
+// ldmatrix.x2: matrices 0 and 1 only, their row addresses from lanes 0..15 (registers 0 and 1, as in .x4).
+template <typename At>
+void ldmatrix_x2(At& at, const int (&off)[32], Frag& f) {
+  for (int t = 0; t < 32; ++t)
+    for (int j = 0; j < 2; ++j) {
       const int row = off[8 * j + t / 4] * 2 + 4 * (t % 4);
       f.lo[t][j] = half_to_float(at(row));
       f.hi[t][j] = half_to_float(at(row + 2));
@@ -364,6 +377,14 @@ std::vector<std::vector<float>> replay(const Chain& c, const Data& d, const ch::
           int off[32];
           for (int t = 0; t < 32; ++t) off[t] = a_off / 2 + cd::a_frag_lane_offset(rh, wt.row0, k0, t);
           ldmatrix_x4(at, off, a);
+          if (ni == 1) {  // 16 rows on 8 warps: one n8 block, load_b_frag (ldmatrix.x2)
+            if (wt.col0 >= cols) continue;
+            Frag b;
+            for (int t = 0; t < 32; ++t) off[t] = b_off / 2 + cd::b_single_lane_offset(rh, wt.col0, k0, t);
+            ldmatrix_x2(at, off, b);
+            mma(acc[0], a, b, 0);
+            continue;
+          }
           for (int q = 0; q < ni; q += 2) {
             if (wt.col0 + 8 * q >= cols) continue;
             Frag b;  // registers 0, 1: n8 block q; 2, 3: block q + 1
@@ -484,11 +505,11 @@ TEST_CASE("chain layout: a residual link keeps its tile alive", "[chain]") {
 TEST_CASE("chain replay: the kernel's schedule equals the links one by one", "[chain]") {
   std::mt19937 rng(77);
   int replayed = 0, depthwise = 0;
-  for (int n = 0; n < 40; ++n) {
+  for (int n = 0; n < 50; ++n) {
     Chain c = random_chain(rng);
     const Data d = make_data(c, rng);
     const std::vector<std::vector<float>> want = reference(c, d);
-    const Config& cfg = kConfigs[n % 4];
+    const Config& cfg = kConfigs[n % kConfigCount];
     const int stages = ch::kMinStages + n % (ch::kMaxStages - ch::kMinStages + 1);
     ch::ChainLayout l;
     if (!ch::chain_layout(c.shape, cfg.bm, cfg.warps, stages, kSmemLimit, l)) continue;
@@ -504,6 +525,25 @@ TEST_CASE("chain replay: the kernel's schedule equals the links one by one", "[c
     ++replayed;
     depthwise += c.shape.dw_k ? 1 : 0;
   }
-  REQUIRE(replayed >= 30);
+  REQUIRE(replayed >= 38);
   REQUIRE(depthwise >= 5);  // chains with a depthwise link 0 among them
+}
+
+TEST_CASE("chain copies: CopyCursor steps through tile_copy's copies of each thread", "[chain]") {
+  int checked = 0;
+  for (int c = ch::kChannelStep; c <= 512; c += ch::kChannelStep)
+    for (const int threads : {128, 256})
+      for (const int rows : {1, 7, 16, 64, 128})
+        for (int first = 0; first < threads; first += 5) {
+          int q = first;
+          for (ch::CopyCursor k(first, threads, c); k.row < rows; k.next(), q += threads) {
+            const ch::TileCopy want = ch::tile_copy(q, c);
+            REQUIRE(k.row == want.row);
+            REQUIRE(k.col8 == want.col8);
+          }
+          REQUIRE(q >= ch::tile_copies(rows, c));  // it stopped at the first copy past the tile
+          REQUIRE(q - threads < ch::tile_copies(rows, c));
+          ++checked;
+        }
+  REQUIRE(checked > 10000);
 }

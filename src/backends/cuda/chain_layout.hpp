@@ -158,6 +158,22 @@ struct TileCopy {
 YOLO12_HOST_DEVICE inline int tile_copies(int rows, int c) { return rows * (c / 8); }
 YOLO12_HOST_DEVICE inline TileCopy tile_copy(int q, int c) { return TileCopy{q / (c / 8), q % (c / 8)}; }
 YOLO12_HOST_DEVICE inline int tile_byte(int off, int c, int row, int col8) { return off + row * row_halves(c) * 2 + 16 * col8; }
+// The copies q = first, first + step, ... of a tile of c channels, as tile_copy gives them, by stepping (row, col8)
+// instead of dividing by c / 8 per copy (the kernel's threads: first = threadIdx.x, step = blockDim.x):
+//   for (CopyCursor k(first, step, c); k.row < rows; k.next()) ...
+struct CopyCursor {
+  int row, col8, per_row, row_step, col_step;
+  YOLO12_HOST_DEVICE CopyCursor(int first, int step, int c)
+      : row(first / (c / 8)), col8(first % (c / 8)), per_row(c / 8), row_step(step / (c / 8)), col_step(step % (c / 8)) {}
+  YOLO12_HOST_DEVICE void next() {
+    row += row_step;
+    col8 += col_step;
+    if (col8 >= per_row) {
+      col8 -= per_row;
+      ++row;
+    }
+  }
+};
 // A weight chunk: link i's chunk j is the stage tile of its output channels [j kChunkN, j kChunkN + chunk_rows) (rows)
 // x c_in (K columns), from the packed rows j kChunkN + row.
 YOLO12_HOST_DEVICE inline int chunk_rows(int c_out, int j) {

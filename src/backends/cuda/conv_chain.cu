@@ -54,15 +54,14 @@ using conv_detail::cp_async_16;
 using conv_detail::cp_async_commit;
 using conv_detail::cp_async_wait_dyn;
 using conv_detail::load_a_frag;
+using conv_detail::load_b_frag;
 using conv_detail::load_b_frag_pair;
 using conv_detail::mma_16816;
 
 // Copies a tile of bm rows x c channels from memory ((M, ld) view, rows from m0) into shared memory, zeros past M.
 __device__ __forceinline__ void load_tile(unsigned char* smem, int off, const __half* src, int ld, long long m0,
                                           long long m, int bm, int c) {
-  const int copies = chain::tile_copies(bm, c);
-  for (int q = threadIdx.x; q < copies; q += blockDim.x) {
-    const chain::TileCopy tc = chain::tile_copy(q, c);
+  for (chain::CopyCursor tc(threadIdx.x, blockDim.x, c); tc.row < bm; tc.next()) {
     const bool in = m0 + tc.row < m;
     const __half* from = in ? src + (m0 + tc.row) * ld + 8 * tc.col8 : src;
     cp_async_16(smem + chain::tile_byte(off, c, tc.row, tc.col8), from, in ? 16 : 0);
@@ -73,10 +72,9 @@ __device__ __forceinline__ void load_tile(unsigned char* smem, int off, const __
 __device__ __forceinline__ void load_chunk(unsigned char* smem, const ConvChainParams& p, int t) {
   const chain::ChainLayout& L = p.layout;
   const int i = chain::chunk_link(L, p.links, t), j = t - L.first_chunk[i], c_in = p.c[i];
-  const int copies = chain::tile_copies(chain::chunk_rows(p.c[i + 1], j), c_in), off = chain::stage_offset(L, t);
+  const int rows = chain::chunk_rows(p.c[i + 1], j), off = chain::stage_offset(L, t);
   const __half* w = p.link[i].w + static_cast<long long>(j) * chain::kChunkN * p.link[i].k_pad;
-  for (int q = threadIdx.x; q < copies; q += blockDim.x) {
-    const chain::TileCopy tc = chain::tile_copy(q, c_in);
+  for (chain::CopyCursor tc(threadIdx.x, blockDim.x, c_in); tc.row < rows; tc.next()) {
     cp_async_16(smem + chain::tile_byte(off, c_in, tc.row, tc.col8),
                 w + static_cast<long long>(tc.row) * p.link[i].k_pad + 8 * tc.col8, 16);
   }
@@ -85,11 +83,9 @@ __device__ __forceinline__ void load_chunk(unsigned char* smem, const ConvChainP
 // Stores link i's output tile (bm rows x c[i + 1]) into its view, rows below M only, 16 bytes at a time.
 __device__ __forceinline__ void store_tile(const unsigned char* smem, const ConvChainParams& p, int i, long long m0,
                                            long long m) {
-  const int c = p.c[i + 1], copies = chain::tile_copies(p.layout.bm, c);
+  const int c = p.c[i + 1];
   const ChainLinkParams& k = p.link[i];
-  for (int q = threadIdx.x; q < copies; q += blockDim.x) {
-    const chain::TileCopy tc = chain::tile_copy(q, c);
-    if (m0 + tc.row >= m) continue;
+  for (chain::CopyCursor tc(threadIdx.x, blockDim.x, c); tc.row < p.layout.bm && m0 + tc.row < m; tc.next()) {
     const uint4 v = *reinterpret_cast<const uint4*>(smem + chain::tile_byte(p.layout.out_off[i], c, tc.row, tc.col8));
     *reinterpret_cast<uint4*>(k.y + (m0 + tc.row) * k.ldy + 8 * tc.col8) = v;
   }
@@ -151,11 +147,10 @@ __device__ __forceinline__ void depthwise_taps(float (&acc)[8], const ConvChainP
 // outside the map read zero), with link 0's epilogue, into its output tile; rows past M are zeros.
 __device__ __forceinline__ void depthwise_link0(unsigned char* smem, const ConvChainParams& p, long long m0,
                                                 long long m) {
-  const int c = p.c[0], copies = chain::tile_copies(p.layout.bm, c);
+  const int c = p.c[0];
   const long long hw = static_cast<long long>(p.h) * p.w;
   const ChainLinkParams& l0 = p.link[0];
-  for (int q = threadIdx.x; q < copies; q += blockDim.x) {
-    const chain::TileCopy tc = chain::tile_copy(q, c);
+  for (chain::CopyCursor tc(threadIdx.x, blockDim.x, c); tc.row < p.layout.bm; tc.next()) {
     const long long row = m0 + tc.row;
     uint4 packed = make_uint4(0u, 0u, 0u, 0u);
     if (row < m) {
@@ -186,7 +181,7 @@ template <int BM, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32) conv2d_chain_f16_kernel(const ConvChainParams p) {
   pdl_begin();  // launch.cuh: before any activation is touched
   constexpr int kWM = BM / 16, kWN = WARPS / kWM, kWarpCols = chain::kChunkN / kWN, kNI = kWarpCols / 8;
-  static_assert(kWM * kWN == WARPS && kNI % 2 == 0, "warps cover the tile in n16 pairs");
+  static_assert(kWM * kWN == WARPS && (kNI % 2 == 0 || kNI == 1), "warps cover the tile in n16 pairs or one n8 block");
   static_assert(chain::kMaxStages - 2 <= 3, "cp_async_wait_dyn takes pending counts up to 3");
   extern __shared__ __align__(128) unsigned char smem[];
   const chain::ChainLayout& L = p.layout;
@@ -217,16 +212,22 @@ __global__ void __launch_bounds__(WARPS * 32) conv2d_chain_f16_kernel(const Conv
     float acc[kNI][4];
 #pragma unroll
     for (int q = 0; q < kNI; ++q) acc[q][0] = acc[q][1] = acc[q][2] = acc[q][3] = 0.f;
-    for (int k0 = 0; k0 < c_in; k0 += 16) {
+    for (int k0 = 0; k0 < c_in && wt.col0 < cols; k0 += 16) {
       std::uint32_t af[4];
       load_a_frag(af, a_tile, rh, wt.row0, k0, lane);
+      if constexpr (kNI == 1) {  // 16 rows on 8 warps: one n8 block per warp
+        std::uint32_t bf[2];
+        load_b_frag(bf, b_tile, rh, wt.col0, k0, lane);
+        mma_16816(acc[0], af, bf[0], bf[1]);
+      } else {
 #pragma unroll
-      for (int q = 0; q < kNI; q += 2) {
-        if (wt.col0 + 8 * q >= cols) continue;
-        std::uint32_t b_lo[2], b_hi[2];
-        load_b_frag_pair(b_lo, b_hi, b_tile, rh, wt.col0 + 8 * q, k0, lane);
-        mma_16816(acc[q], af, b_lo[0], b_lo[1]);
-        mma_16816(acc[q + 1], af, b_hi[0], b_hi[1]);
+        for (int q = 0; q < kNI; q += 2) {
+          if (wt.col0 + 8 * q >= cols) continue;
+          std::uint32_t b_lo[2], b_hi[2];
+          load_b_frag_pair(b_lo, b_hi, b_tile, rh, wt.col0 + 8 * q, k0, lane);
+          mma_16816(acc[q], af, b_lo[0], b_lo[1]);
+          mma_16816(acc[q + 1], af, b_hi[0], b_hi[1]);
+        }
       }
     }
 
@@ -240,11 +241,16 @@ __global__ void __launch_bounds__(WARPS * 32) conv2d_chain_f16_kernel(const Conv
     for (int q = 0; q < kNI; ++q) {
       if (wt.col0 + 8 * q >= cols) continue;
       const int n = n_base + chain::acc_col(wt, q, lane, 0);
+      // bias and gamma of the lane's two channels, loaded once for both row halves
+      const float b0 = k.bias ? conv_detail::load_nc(k.bias + n) : 0.f;
+      const float b1 = k.bias ? conv_detail::load_nc(k.bias + n + 1) : 0.f;
+      const float g0 = k.gamma ? conv_detail::load_nc(k.gamma + n) : 1.f;
+      const float g1 = k.gamma ? conv_detail::load_nc(k.gamma + n + 1) : 1.f;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = chain::acc_row(wt, lane, 2 * h);
-        float v0 = conv_detail::epilogue<__half>(acc[q][2 * h], k.bias, k.gamma, k.silu, n);
-        float v1 = conv_detail::epilogue<__half>(acc[q][2 * h + 1], k.bias, k.gamma, k.silu, n + 1);
+        float v0 = conv_detail::epilogue_of<__half>(acc[q][2 * h], b0, k.silu, k.gamma != nullptr, g0);
+        float v1 = conv_detail::epilogue_of<__half>(acc[q][2 * h + 1], b1, k.silu, k.gamma != nullptr, g1);
         if (res_tile) {
           const __half2 rv = *reinterpret_cast<const __half2*>(res_tile + r * oh + n);
           v0 += __low2float(rv);
@@ -270,11 +276,15 @@ struct ChainConfig {
   int bm, warps;
   void (*kernel)(ConvChainParams);
 };
+// Large grids take the first of these that still gives two blocks per SM; small grids (batch 1) the last that fits:
+// 16 rows on 8 warps, one n8 block of each chunk per warp (fifteenth session: on 4 warps the kernel was issue-bound,
+// one warp per scheduler, each warp issuing every copy, tap and epilogue of its quarter of the block).
 const ChainConfig kChainConfigs[] = {
     {128, 8, conv2d_chain_f16_kernel<128, 8>},
     {64, 4, conv2d_chain_f16_kernel<64, 4>},
     {32, 4, conv2d_chain_f16_kernel<32, 4>},
     {16, 4, conv2d_chain_f16_kernel<16, 4>},
+    {16, 8, conv2d_chain_f16_kernel<16, 8>},
 };
 
 constexpr float kChainKeepWithin = 1.03f;  // tuning keeps the chain's kernel unless the links are 3 % faster
@@ -344,7 +354,7 @@ bool chain_plan(const ConvChainParams& p, chain::ChainLayout& layout) {
   const int limit = static_cast<int>(dev.smem_per_block_optin);
   const long long m = static_cast<long long>(p.batch) * p.h * p.w;
   // Large grids: the widest tile with two blocks per SM in the grid, the most stages with which two are resident
-  // per SM, else the most that fit; small grids (batch 1): 16 rows, the most blocks.
+  // per SM, else the most that fit; small grids (batch 1): 16 rows on 8 warps, the most blocks and warps.
   for (const bool two : {true, false})
     for (const ChainConfig& c : kChainConfigs)
       if ((m + c.bm - 1) / c.bm >= 2LL * dev.sm_count && fit_layout(s, c.bm, c.warps, limit, two, layout)) return true;

@@ -99,6 +99,15 @@ __host__ __device__ __forceinline__ float epilogue(float acc, const float* bias,
   if (gamma) v *= load_nc(gamma + c);
   return v;
 }
+// epilogue() with the channel's bias (0 where none) and gamma (used where has_gamma) already loaded, for kernels that
+// load them once for several rows (conv2d_chain_f16): the same arithmetic in the same order.
+template <typename T>
+__host__ __device__ __forceinline__ float epilogue_of(float acc, float bias, bool silu, bool has_gamma, float gamma) {
+  float v = acc + bias;
+  if (silu) v = silu_of<T>(v);
+  if (has_gamma) v *= gamma;
+  return v;
+}
 
 // 8 halves (one 16-byte word) as floats, and back (round to nearest even), with integer operations rather
 // than through a pointer of another type (which a host compiler may assume does not alias).
