@@ -24,7 +24,9 @@
 //
 // Status (fifteenth session): it passes its GPU tests (test_conv_chain, the op suite's ConvChain cases under every
 // way), but it is slower than the links one by one on most of yolo12n's chains: Nsight Compute shows it issue-bound
-// with few warps (docs/kernels-conv.md, "The fifteenth session"). The layout and the schedule are replayed on the CPU
+// with few warps (docs/kernels-conv.md, "The fifteenth session"). Written after those measurements and not yet run on
+// a GPU: the 16-row tile on 8 warps, the copy cursor and the epilogue's loads once per column pair. The layout and the
+// schedule are replayed on the CPU
 // by tests/unit/test_chain_layout.cpp. The pass that makes chains runs only under the conv variant conv_chain (off).
 #include "conv_chain.cuh"
 
