@@ -26,8 +26,8 @@
 // way), but it is slower than the links one by one on most of yolo12n's chains: Nsight Compute shows it issue-bound
 // with few warps (docs/kernels-conv.md, "The fifteenth session"). Written after those measurements and not yet run on
 // a GPU: the 16-row tile on 8 warps, the copy cursor and the epilogue's loads once per column pair. The layout and the
-// schedule are replayed on the CPU
-// by tests/unit/test_chain_layout.cpp. The pass that makes chains runs only under the conv variant conv_chain (off).
+// schedule are replayed on the CPU by tests/unit/test_chain_layout.cpp. The pass that makes chains runs only under
+// the conv variant conv_chain (off).
 #include "conv_chain.cuh"
 
 #include <cstdint>
