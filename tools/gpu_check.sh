@@ -465,8 +465,10 @@ if [ "$mode" = perf ]; then
     for tag in ${PERF_SAN_TAGS:-narrow dwtiled}; do  # one process per kernel, so a slow one cannot leave the other unchecked
       san_test=test_conv  # "test:tag" for a tag of another GPU test (test_conv_chain:chain)
       case "$tag" in *:*) san_test=${tag%%:*}; tag=${tag#*:} ;; esac
-      san_job memcheck "$san_test" "${san_test}_$tag" "[$tag]~[host]"
-      san_job racecheck "$san_test" "${san_test}_$tag" "[$tag]~[host]"
+      # Kernel tuning inside a sanitizer runs each candidate once (YOLO12_CONV_TUNE_QUICK), as in the whole-model
+      # jobs: test_conv_chain's whole-model case tunes, and under racecheck it died while tuning (fifteenth session).
+      san_job memcheck "$san_test" "${san_test}_$tag" "[$tag]~[host]" env YOLO12_CONV_TUNE_QUICK=1
+      san_job racecheck "$san_test" "${san_test}_$tag" "[$tag]~[host]" env YOLO12_CONV_TUNE_QUICK=1
     done
     san_job memcheck test_roofline test_roofline '[roofline]~[host]~measure_roofline*'
     if [ -x "$build/tests/test_ops_gpu" ]; then  # the shared op suite (PERF_ALL_TESTS=1 builds it)
