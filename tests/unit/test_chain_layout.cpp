@@ -149,23 +149,13 @@ struct Frag {
   float lo[32][4] = {}, hi[32][4] = {};
 };
 
-// ldmatrix.x4 as mma.cuh describes it: lanes 8j..8j+7 give the row addresses (in halves) of matrix j, and lane t
-// receives in register j the halves (t / 4, 2 (t % 4)) and (t / 4, 2 (t % 4) + 1) of matrix j.
+// ldmatrix.x4 (matrices = 4) and .x2 (2) as mma.cuh describes them: lanes 8j..8j+7 give the row addresses (in
+// halves) of matrix j, and lane t receives in register j the halves (t / 4, 2 (t % 4)) and (t / 4, 2 (t % 4) + 1) of
+// matrix j.
 template <typename At>
-void ldmatrix_x4(At& at, const int (&off)[32], Frag& f) {
+void ldmatrix(At& at, const int (&off)[32], Frag& f, int matrices) {
   for (int t = 0; t < 32; ++t)
-    for (int j = 0; j < 4; ++j) {
-      const int row = off[8 * j + t / 4] * 2 + 4 * (t % 4);
-      f.lo[t][j] = half_to_float(at(row));
-      f.hi[t][j] = half_to_float(at(row + 2));
-    }
-}
-
-// ldmatrix.x2: matrices 0 and 1 only, their row addresses from lanes 0..15 (registers 0 and 1, as in .x4).
-template <typename At>
-void ldmatrix_x2(At& at, const int (&off)[32], Frag& f) {
-  for (int t = 0; t < 32; ++t)
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < matrices; ++j) {
       const int row = off[8 * j + t / 4] * 2 + 4 * (t % 4);
       f.lo[t][j] = half_to_float(at(row));
       f.hi[t][j] = half_to_float(at(row + 2));
@@ -376,12 +366,12 @@ std::vector<std::vector<float>> replay(const Chain& c, const Data& d, const ch::
           Frag a;
           int off[32];
           for (int t = 0; t < 32; ++t) off[t] = a_off / 2 + cd::a_frag_lane_offset(rh, wt.row0, k0, t);
-          ldmatrix_x4(at, off, a);
+          ldmatrix(at, off, a, 4);
           if (ni == 1) {  // 16 rows on 8 warps: one n8 block, load_b_frag (ldmatrix.x2)
             if (wt.col0 >= cols) continue;
             Frag b;
             for (int t = 0; t < 32; ++t) off[t] = b_off / 2 + cd::b_single_lane_offset(rh, wt.col0, k0, t);
-            ldmatrix_x2(at, off, b);
+            ldmatrix(at, off, b, 2);
             mma(acc[0], a, b, 0);
             continue;
           }
@@ -389,7 +379,7 @@ std::vector<std::vector<float>> replay(const Chain& c, const Data& d, const ch::
             if (wt.col0 + 8 * q >= cols) continue;
             Frag b;  // registers 0, 1: n8 block q; 2, 3: block q + 1
             for (int t = 0; t < 32; ++t) off[t] = b_off / 2 + cd::b_pair_lane_offset(rh, wt.col0 + 8 * q, k0, t);
-            ldmatrix_x4(at, off, b);
+            ldmatrix(at, off, b, 4);
             mma(acc[static_cast<std::size_t>(q)], a, b, 0);
             mma(acc[static_cast<std::size_t>(q + 1)], a, b, 2);
           }
