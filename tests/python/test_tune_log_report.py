@@ -41,6 +41,18 @@ class TuneLogReport(unittest.TestCase):
         self.assertLess(text.index("-0.0700"), text.index("+0.0200"))
         self.assertIn("batch 1: 1 convs", text)
 
+    def test_by_shape(self):
+        rows = [r for r in tune_log_report.parse(LOG.splitlines()) if r[0].startswith("conv")]
+        self.assertEqual(tune_log_report.shape_of(rows[0][0]), "conv f16 c96-96 k3 s1 p1 g1 d1 a1 80x80-80x80 b32")
+        text = tune_log_report.report_by_shape(rows, "halo_wgmma")
+        # The two 96->96 convs at 80x80: halo_wgmma 0.090 + 0.170 against 0.160 + 0.150; the 1x1 and the batch-1
+        # conv have no halo_wgmma plan and are left out.
+        self.assertIn("batch 32: halo_wgmma against the best other plan, per shape", text)
+        self.assertIn("-0.0500 ms  conv f16 c96-96 k3 s1 p1 g1 d1 a1 80x80-80x80 b32 (n=2): halo_wgmma 0.2600 "
+                      "(halo_wgmma 256x96 s3) vs 0.3100 (implicit_gemm_wgmma 128x96x64 s3)", text)
+        self.assertNotIn("c64-64", text)
+        self.assertNotIn("batch 1", text)
+
     def test_command_line(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "profile.log")

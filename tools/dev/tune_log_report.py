@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What kernel tuning measured, per conv and in total, from the lines YOLO12_CONV_TUNE_LOG=1 writes.
 
-    python3 tools/dev/tune_log_report.py LOG [--kernel halo_wgmma] [--top 30]
+    python3 tools/dev/tune_log_report.py LOG [--kernel halo_wgmma] [--top 30] [--keys conv] [--by-shape]
 
 Each line `tune <key>: <plan> <ms>; <plan> <ms>; ...` (conv_tune.cu) is one conv at one batch size; its first
 plan is conv_select's. For every batch size the report gives the sum over convs of conv_select's time, of the
@@ -9,6 +9,10 @@ fastest candidate, of the fastest candidate other than --kernel's (the kernel be
 name starts with it), and of the fastest of --kernel's own, and then the convs on which --kernel gains or loses
 most against the best of the others, with both plans. Times are per launch, in ms. Reads nothing else; the
 tuned profile logs of tools/gpu_check.sh perf (profile_*tuned*.log) hold these lines.
+
+`--by-shape` lists, instead of single convs, each conv shape (the key without its views' leading dimensions and
+alignments) with how many convs of it there are and the summed best of --kernel's plans against the summed best of the
+others: the table a selection rule is fitted to (docs/kernels-conv.md, "The fifteenth session").
 
 The conv chains' tuning (conv_chain.cu) writes lines of the same form, `tune chain f16 ...: chain fused <ms>; chain
 split <ms>; chain links <ms>`: `--keys chain --kernel "chain fused"` reports the chains alone, the fused kernel
@@ -82,19 +86,50 @@ def report(rows, kernel, top):
     return "\n".join(text)
 
 
+VIEWS = re.compile(r" ld\S+( al\S+)?")
+
+
+def shape_of(key):
+    """The conv's shape: its key without the views' leading dimensions and alignments."""
+    return VIEWS.sub("", key)
+
+
+def report_by_shape(rows, kernel):
+    """Per batch size, per shape with a plan of --kernel and one of another kernel: count, sums, the best plans."""
+    mine = lambda name: name.startswith(kernel)
+    groups = collections.OrderedDict()
+    for key, batch, plans in rows:
+        own, other = best(plans, mine), best(plans, lambda n: not mine(n))
+        if own and other:
+            groups.setdefault((batch, shape_of(key)), []).append((own, other))
+    text = []
+    for batch in sorted({b for b, _ in groups}):
+        text.append(f"batch {batch}: {kernel} against the best other plan, per shape (n convs, summed ms)")
+        lines = []
+        for (b, shape), pairs in groups.items():
+            if b != batch:
+                continue
+            own_sum, other_sum = sum(o[1] for o, _ in pairs), sum(t[1] for _, t in pairs)
+            lines.append((own_sum - other_sum, f"  {own_sum - other_sum:+.4f} ms  {shape} (n={len(pairs)}): {kernel} "
+                          f"{own_sum:.4f} ({pairs[0][0][0]}) vs {other_sum:.4f} ({pairs[0][1][0]})"))
+        text += [line for _, line in sorted(lines)]
+    return "\n".join(text)
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("log")
     ap.add_argument("--kernel", default="halo_wgmma", help="the plans being evaluated: names starting with this")
     ap.add_argument("--top", type=int, default=30, help="convs listed per batch size")
     ap.add_argument("--keys", default="", help="only the lines whose key starts with this (conv, chain)")
+    ap.add_argument("--by-shape", action="store_true", help="per conv shape, not per conv")
     args = ap.parse_args(argv)
     with open(args.log, encoding="utf-8", errors="replace") as f:
         rows = [r for r in parse(f) if r[0].startswith(args.keys)]
     if not rows:
         print(f"{args.log}: no 'tune ...' lines (was YOLO12_CONV_TUNE_LOG=1 set?)", file=sys.stderr)
         return 1
-    print(report(rows, args.kernel, args.top))
+    print(report_by_shape(rows, args.kernel) if args.by_shape else report(rows, args.kernel, args.top))
     return 0
 
 
