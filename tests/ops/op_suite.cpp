@@ -16,20 +16,26 @@ const char* dtype_name(DType t) { return t == DType::F32 ? "fp32" : "fp16"; }
 
 float round_half(float v) { return half_to_float(float_to_half(v)); }
 
-std::vector<graph::ValueRef> OpCase::writes() const {
+namespace {
+
+// The valid refs of what refs_of(op) lists for the case's op (none for a head case).
+template <typename F>
+std::vector<graph::ValueRef> valid_refs(const OpCase& c, F refs_of) {
   std::vector<graph::ValueRef> out;
-  if (head()) return out;
-  for (const graph::ValueRef& r : graph::visit_op(graph.ops[0], [](const auto& op) { return op.writes(); }))
+  if (c.head()) return out;
+  for (const graph::ValueRef& r : graph::visit_op(c.graph.ops[0], refs_of))
     if (r.valid()) out.push_back(r);
   return out;
 }
 
+}  // namespace
+
+std::vector<graph::ValueRef> OpCase::writes() const {
+  return valid_refs(*this, [](const auto& op) { return op.writes(); });
+}
+
 std::vector<graph::ValueRef> OpCase::scratch() const {
-  std::vector<graph::ValueRef> out;
-  if (head()) return out;
-  for (const graph::ValueRef& r : graph::visit_op(graph.ops[0], [](const auto& op) { return op.scratch(); }))
-    if (r.valid()) out.push_back(r);
-  return out;
+  return valid_refs(*this, [](const auto& op) { return op.scratch(); });
 }
 
 std::vector<int> cases_per_op(int* head_cases) {

@@ -41,15 +41,7 @@ using yolo12::graph::ValueRef;
 
 namespace {
 
-json yolo12n_header() {
-  json h;
-  h["format"] = "yolo12-model";
-  h["nc"] = 80;
-  h["reg_max"] = 16;
-  h["strides"] = {8, 16, 32};
-  h["layers"] = json::parse(t::kYolo12n);
-  return h;
-}
+json yolo12n_header() { return t::model_header(t::kYolo12n); }
 
 std::string ref_str(const ValueRef& r) {
   return std::to_string(r.value) + "[" + std::to_string(r.c0) + "+" + std::to_string(r.c) + "]";

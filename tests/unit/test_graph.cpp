@@ -26,6 +26,7 @@ using yolo12::test::tiny_header;
 #include "yolo12/errors.hpp"
 
 using nlohmann::json;
+using yolo12::test::model_header;
 using yolo12::graph::AttentionOp;
 using yolo12::graph::ConvOp;
 using yolo12::graph::Graph;
@@ -36,16 +37,6 @@ using yolo12::graph::ParamSpec;
 using yolo12::graph::ValueRef;
 
 namespace {
-
-json header_with(const char* layers_json) {
-  json h;
-  h["format"] = "yolo12-model";
-  h["nc"] = 80;
-  h["reg_max"] = 16;
-  h["strides"] = {8, 16, 32};
-  h["layers"] = json::parse(layers_json);
-  return h;
-}
 
 // YOLO11n (yolo11.yaml, scale n): adds SPPF and C2PSA.
 const char* kYolo11n = R"([
@@ -205,7 +196,7 @@ std::vector<std::string> build_errors(const json& h) {
 }  // namespace
 
 TEST_CASE("YOLO12n: required tensors match Ultralytics' counts and shapes derived here", "[graph]") {
-  const json h = header_with(kYolo12n);
+  const json h = model_header(kYolo12n);
   const auto params = yolo12::graph::required_params(h);
   // Ultralytics yolo12n after BN folding, DFL excluded: 238 tensors, 2,590,808 numbers.
   REQUIRE(params.size() == 238);
@@ -277,7 +268,7 @@ TEST_CASE("YOLO12 turbo, YOLO11n and YOLOv8n: required tensors match Ultralytics
   {
     // Turbo attention: qk (2c) + v (c) instead of qkv (3c), pe 5x5 instead of 7x7. The 8 ABlocks of
     // yolo12n have c_ = 64 (4 blocks) and 128 (4 blocks): 16 more tensors, 24 fewer pe weights per channel.
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     for (auto& L : h["layers"])
       if (L["type"] == "A2C2f") L["attn"] = "qk_v", L["pe_k"] = 5;
     const auto params = yolo12::graph::required_params(h);
@@ -290,7 +281,7 @@ TEST_CASE("YOLO12 turbo, YOLO11n and YOLOv8n: required tensors match Ultralytics
     REQUIRE(m.count("model.8.m.1.0.attn.qkv.conv.weight") == 0);
   }
   {
-    const auto params = yolo12::graph::required_params(header_with(kYolo11n));
+    const auto params = yolo12::graph::required_params(model_header(kYolo11n));
     REQUIRE(params.size() == 174);
     REQUIRE(total_elements(params) == 2616232);
     const auto m = param_map(params);
@@ -301,7 +292,7 @@ TEST_CASE("YOLO12 turbo, YOLO11n and YOLOv8n: required tensors match Ultralytics
     REQUIRE(m.at("model.9.cv2.conv.weight") == std::vector<long long>{256, 512, 1, 1});
   }
   {
-    const auto params = yolo12::graph::required_params(header_with(kYolov8n));
+    const auto params = yolo12::graph::required_params(model_header(kYolov8n));
     REQUIRE(params.size() == 126);
     REQUIRE(total_elements(params) == 3151888);
     const auto m = param_map(params);
@@ -313,7 +304,7 @@ TEST_CASE("YOLO12 turbo, YOLO11n and YOLOv8n: required tensors match Ultralytics
 TEST_CASE("YOLO12n / YOLO11n / YOLOv8n graphs: dataflow, free concats, shapes", "[graph]") {
   for (auto [h, w] : {std::pair<int, int>{640, 640}, {384, 640}, {32, 96}}) {
     INFO("input " << h << "x" << w);
-    const Graph g = yolo12::graph::build_graph(header_with(kYolo12n), h, w);
+    const Graph g = yolo12::graph::build_graph(model_header(kYolo12n), h, w);
     check_dataflow(g);
     REQUIRE(g.values[Graph::kInputValue].c == 3);
     REQUIRE(g.values[Graph::kInputValue].h == h);
@@ -349,14 +340,14 @@ TEST_CASE("YOLO12n / YOLO11n / YOLOv8n graphs: dataflow, free concats, shapes", 
     REQUIRE(g.values[ups.out.value].c == 384);
   }
   {
-    const Graph g = yolo12::graph::build_graph(header_with(kYolo11n), 640, 640);
+    const Graph g = yolo12::graph::build_graph(model_header(kYolo11n), 640, 640);
     // C2PSA: the last PSABlock writes its output back over b = cat[128, 256) (b is dead by then).
     check_dataflow(g, {{"model.10.cat", 128}});
     REQUIRE(count_ops(g, "model.9.")[OpKind::MaxPool] == 3);
     REQUIRE(count_ops(g, "model.10.")[OpKind::Attention] == 1);
   }
   {
-    const Graph g = yolo12::graph::build_graph(header_with(kYolov8n), 320, 256);
+    const Graph g = yolo12::graph::build_graph(model_header(kYolov8n), 320, 256);
     check_dataflow(g);
     REQUIRE(count_ops(g, "model.22.")[OpKind::Conv] == 18);  // legacy: 3 + 3 per level
   }
@@ -470,7 +461,7 @@ TEST_CASE("op counts per layer type", "[graph]") {
 }
 
 TEST_CASE("a layer used twice by concats is copied once; its first use is free", "[graph]") {
-  json h = header_with(kYolov8n);
+  json h = model_header(kYolov8n);
   // Layer 4 (64 channels at P3) appears twice in the Concat of layer 14: it lives in the first slice
   // and one Copy op fills the second.
   h["layers"][14]["from"] = {13, 4, 4};
@@ -492,57 +483,57 @@ TEST_CASE("bad headers throw ModelError naming the layer", "[graph]") {
     }
   };
   {
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     h["layers"][7]["type"] = "FancyBlock";
     throws_with(h, {"layer 7", "FancyBlock", "unknown"});
     REQUIRE_THROWS_AS(yolo12::graph::required_params(h), yolo12::ModelError);
   }
   {
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     h["layers"][6].erase("area");
     throws_with(h, {"layer 6", "A2C2f", "area"});
   }
   {
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     h["layers"][8]["attn"] = "qkvz";
     throws_with(h, {"layer 8", "qkvz"});
   }
   {
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     h["layers"][3]["c1"] = 65;  // layer 2 gives 64 channels
     throws_with(h, {"layer 3", "c1"});
   }
   {
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     h["layers"][21]["ch"] = {64, 128, 255};
     throws_with(h, {"layer 21", "Detect", "ch"});
   }
   {
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     h["layers"][10]["from"] = {9, 22};
     throws_with(h, {"layer 10", "from"});
   }
   {
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     h["layers"][5]["g"] = 3;  // 128 channels are not divisible by 3 groups
     throws_with(h, {"layer 5", "groups"});
   }
   {
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     h["layers"][6]["e"] = 0.3;  // int(128 * 0.3) = 38 is not a multiple of 32
     throws_with(h, {"layer 6", "multiple of 32"});
   }
   {
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     h["layers"].erase(21);
     throws_with(h, {"Detect"});
   }
   // Input size not a multiple of 32.
-  throws_with(header_with(kYolo12n), {"multiple"}, 640, 600);
+  throws_with(model_header(kYolo12n), {"multiple"}, 640, 600);
   {
     // A Detect on the input image (the only layer, so from -1 is allowed): refused by name. The
     // builder before the module table read a layer output at index -1 here (out of bounds).
-    json h = header_with(R"([{"index":0,"type":"Detect","from":[-1],"nc":80,"reg_max":16,"ch":[3],"legacy":true,"c2":8,"c3":8}])");
+    json h = model_header(R"([{"index":0,"type":"Detect","from":[-1],"nc":80,"reg_max":16,"ch":[3],"legacy":true,"c2":8,"c3":8}])");
     h["strides"] = {1};
     throws_with(h, {"layer 0", "Detect", "reads the input image"}, 64, 64);
     REQUIRE_THROWS_AS(yolo12::graph::required_params(h), yolo12::ModelError);
@@ -569,7 +560,7 @@ TEST_CASE("out-of-range, non-integral and non-finite fields throw ModelError nam
     }
   };
   auto with = [](int layer, const char* key, const json& value) {
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     h["layers"][layer][key] = value;
     return h;
   };
@@ -632,10 +623,10 @@ TEST_CASE("the module table: every type it lists builds on a fixture model", "[g
     json header;
     std::map<std::string, int> rewritten;  // for check_dataflow
   };
-  std::vector<Fixture> fixtures = {{header_with(kYolo12n), {}}, {header_with(kYolo11n), {{"model.10.cat", 128}}},
-                                   {header_with(kYolov8n), {}}};
+  std::vector<Fixture> fixtures = {{model_header(kYolo12n), {}}, {model_header(kYolo11n), {{"model.10.cat", 128}}},
+                                   {model_header(kYolov8n), {}}};
   {
-    json h = header_with(kYolo12n);
+    json h = model_header(kYolo12n);
     for (auto& L : h["layers"])
       if (L["type"] == "A2C2f" && L["a2"] == true) L["attn"] = "qk_v", L["pe_k"] = 5, L["residual"] = true;
     fixtures.push_back({h, {}});
@@ -695,7 +686,7 @@ TEST_CASE("an unknown layer type's error lists every type of the module table", 
   for (const Module& m : table) listed += (listed.empty() ? "" : ", ") + std::string(m.type);
   REQUIRE(yolo12::graph::module_types() == listed);
 
-  json h = header_with(kYolo12n);
+  json h = model_header(kYolo12n);
   h["layers"][7]["type"] = "FancyBlock";
   for (const std::string& msg : build_errors(h)) {
     INFO(msg);
@@ -710,7 +701,7 @@ TEST_CASE("an unknown layer type's error lists every type of the module table", 
     if (m.head) heads += (heads.empty() ? "" : " or ") + std::string(m.type);
   REQUIRE(!heads.empty());
   REQUIRE(yolo12::graph::module_types(/*heads_only=*/true, " or ") == heads);
-  h = header_with(kYolo12n);
+  h = model_header(kYolo12n);
   h["layers"].erase(21);
   try {
     yolo12::graph::build_graph(h, 640, 640);
@@ -795,7 +786,7 @@ int critical_path(const yolo12::graph::Schedule& s) {
 TEST_CASE("multi-stream schedule: every pair of ops that touch a common byte stays ordered", "[graph][schedule]") {
   for (const char* layers : {kYolo12n, kYolo11n, kYolov8n}) {
     for (auto [h, w] : {std::pair<int, int>{640, 640}, {256, 320}}) {
-      const Graph g = yolo12::graph::build_graph(header_with(layers), h, w);
+      const Graph g = yolo12::graph::build_graph(model_header(layers), h, w);
       const int n = static_cast<int>(g.ops.size());
       const std::vector<yolo12::graph::Lifetime> life = yolo12::graph::value_lifetimes(g);
       for (std::size_t elem : {2u, 4u}) {
@@ -877,7 +868,7 @@ TEST_CASE("multi-stream schedule: every pair of ops that touch a common byte sta
 TEST_CASE("multi-stream schedule: reused arena memory orders ops that share no value", "[graph][schedule]") {
   // Scheduled as if every value had bytes of its own, the real plan's reuse leaves conflicting pairs
   // unordered: the memory part of the dependencies is needed, and the test above would see it missing.
-  const Graph g = yolo12::graph::build_graph(header_with(kYolo12n), 640, 640);
+  const Graph g = yolo12::graph::build_graph(model_header(kYolo12n), 640, 640);
   const std::vector<std::size_t> size = value_bytes(g, 1, 2);
   const yolo12::graph::ArenaLayout real = yolo12::graph::plan_concurrent(g, size, 1).layout;
   const yolo12::graph::Schedule s = yolo12::graph::schedule_ops(g, own_bytes(size), 4);

@@ -1,7 +1,21 @@
-// tests/unit/yolo12n_layers.hpp - the layers of YOLO12n for the graph tests (test_graph, test_fuse_chains).
+// tests/unit/yolo12n_layers.hpp - the layers of YOLO12n, and the model header around a layer list, for the graph
+// tests (test_graph, test_fuse_chains).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 namespace yolo12::test {
+
+// A model header as exporter/export.py writes it (80 classes, strides 8/16/32) around the layers in layers_json.
+inline nlohmann::json model_header(const char* layers_json) {
+  nlohmann::json h;
+  h["format"] = "yolo12-model";
+  h["nc"] = 80;
+  h["reg_max"] = 16;
+  h["strides"] = {8, 16, 32};
+  h["layers"] = nlohmann::json::parse(layers_json);
+  return h;
+}
 
 // The layers exporter/export.py writes for Ultralytics yolo12n (yolo12.yaml, scale n).
 inline const char* const kYolo12n = R"([
