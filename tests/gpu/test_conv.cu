@@ -542,7 +542,9 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel, bool with_refe
     yolo12::cuda::conv2d_forward<T>(p, plan, nullptr);
   } else if (kernel == Kernel::Plan) {
     if constexpr (kHalf) {
-      if (plan_max_grid > 0 && plan_run.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma)
+      if (plan_max_grid > 0 && plan_run.algorithm == yolo12::cuda::ConvAlgorithm::gemm_tma)
+        yolo12::cuda::conv_detail::launch_conv2d_gemm_tma(p, plan_run, nullptr, plan_max_grid);
+      else if (plan_max_grid > 0 && plan_run.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma)
         yolo12::cuda::conv_detail::launch_conv2d_implicit_gemm_wgmma(p, plan_run, nullptr, plan_max_grid);
       else if (plan_max_grid > 0 && plan_run.algorithm == yolo12::cuda::ConvAlgorithm::halo_f16)
         yolo12::cuda::conv_detail::launch_conv2d_halo_f16(p, plan_run, nullptr, plan_max_grid);
@@ -1308,14 +1310,18 @@ TEST_CASE("kernel tuning offers dwconv_rows_f16 at 8, 16 and 32 channels per blo
   CHECK(static_cast<int>(ConvAlgorithm::dwconv_rows_f16) == static_cast<int>(ConvAlgorithm::halo_f16) + 1);
   CHECK(static_cast<int>(ConvAlgorithm::halo_wgmma) == static_cast<int>(ConvAlgorithm::dwconv_rows_f16) + 1);
   CHECK(static_cast<int>(ConvAlgorithm::stem_mma) == static_cast<int>(ConvAlgorithm::halo_wgmma) + 1);
-  CHECK(yc::kLastConvAlgorithm == ConvAlgorithm::stem_mma);
+  CHECK(static_cast<int>(ConvAlgorithm::gemm_tma) == static_cast<int>(ConvAlgorithm::stem_mma) + 1);
+  CHECK(yc::kLastConvAlgorithm == ConvAlgorithm::gemm_tma);
   yc::ConvPlan q;
   CHECK(yc::conv_plan_decode("11 256 96 16 1 3 8", q));
   CHECK(q.algorithm == ConvAlgorithm::halo_wgmma);
   CHECK(q.bm == 256);
   CHECK(yc::conv_plan_decode("12 0 0 0 1 0 0", q));
   CHECK(q.algorithm == ConvAlgorithm::stem_mma);
-  CHECK_FALSE(yc::conv_plan_decode("13 0 0 0 1 0 0", q));
+  CHECK(yc::conv_plan_decode("13 256 128 64 1 4 9", q));
+  CHECK(q.algorithm == ConvAlgorithm::gemm_tma);
+  CHECK(yc::conv_plan_detail(q) == "gemm_tma 256x128 s4");
+  CHECK_FALSE(yc::conv_plan_decode("14 0 0 0 1 0 0", q));
   CHECK(yc::conv_plan_decode("10 0 32 0 1 0 0", q));
   CHECK(q.algorithm == ConvAlgorithm::dwconv_rows_f16);
   CHECK(q.bn == 32);
@@ -1930,6 +1936,92 @@ TEST_CASE("conv2d_halo_wgmma matches the reference: every tile and stage count, 
   CHECK(cd::parse_conv_variants("f16_halo_wgmma").f16_halo_wgmma);
   CHECK(cd::parse_conv_variants("f16_halo_wgmma_s2").f16_halo_wgmma_s2);
   CHECK_FALSE(cd::parse_conv_variants("f16_halo_wgmma_s2").f16_halo_wgmma);
+  cd::conv_variants() = saved;
+}
+
+// conv2d_gemm_tma (conv_gemm_tma.cu): every tile it has, on 1x1 convs against the double reference: M not a
+// multiple of the tile (TMA zero-fills the rows past M), one K tile and K past the stages (16 tiles), K = 96 (the
+// second K tile half outside both operands), N tiles that pad, n_g 70 (no 16-byte stores), every fusion, channel
+// slices of x, y and the residual, and the persistent grid uncapped and capped at 1, 3 and 7 blocks (a block walks
+// many tiles: the stage ring wraps across output tiles).
+TEST_CASE("conv2d_gemm_tma matches the reference: every tile, M, N and K edges, slices, grid caps", "[conv][gpu][gemm_tma]") {
+  namespace cd = yolo12::cuda::conv_detail;
+  if (!cd::wgmma_available()) {
+    WARN("SKIPPED: the device does not run sm_90a code: conv2d_gemm_tma is not used here");
+    return;
+  }
+  std::vector<Case> cases;
+  cases.push_back(with_options(make_case(1, 15, 20, 64, 64, 1, 1, 1), false, false, true));    // 300 rows, 1 K tile
+  cases.push_back(with_options(make_case(2, 10, 13, 96, 256, 1, 1, 1), true, true, true));     // K = 96
+  cases.push_back(with_options(make_case(1, 8, 9, 1024, 128, 1, 1, 1), false, true, true));    // 16 K tiles
+  cases.push_back(with_options(make_case(1, 16, 16, 64, 72, 1, 1, 1), false, true, true));     // padded N tile
+  cases.push_back(with_options(make_case(1, 16, 17, 40, 70, 1, 1, 1), true, false, true));     // n_g 70, c_in 40
+  cases.push_back(with_options(make_case(2, 40, 64, 128, 384, 1, 1, 1), true, true, true));    // 40 x 3 tiles of 128
+  // Channel slices: x, y and the residual inside wider buffers at 16-byte aligned offsets.
+  cases.push_back(with_options(make_case(1, 20, 20, 256, 192, 1, 1, 1), true, true, false, 8, 16, 8, 8, 16, 8));
+  std::uint64_t seed = 17000;
+  std::set<std::string> seen;
+  for (const Case& c : cases) {
+    const std::vector<yolo12::cuda::ConvPlan> plans = cd::gemm_tma_candidates(c.s);
+    INFO("gemm_tma " << describe(c));
+    REQUIRE(!plans.empty());
+    for (const yolo12::cuda::ConvPlan& plan : plans)
+      for (const int max_grid : {0, 1, 3, 7}) {
+        REQUIRE(plan.algorithm == ConvAlgorithm::gemm_tma);
+        plan_run = plan;
+        plan_max_grid = max_grid;
+        INFO("plan " << yolo12::cuda::conv_plan_detail(plan) << " grid cap " << max_grid);
+        seen.insert(yolo12::cuda::conv_plan_detail(plan));
+        check_case<__half>(c, seed++, Kernel::Plan);
+      }
+  }
+  plan_max_grid = 0;
+  for (const char* name : {"gemm_tma 128x64 s8", "gemm_tma 128x128 s6", "gemm_tma 128x192 s5", "gemm_tma 128x256 s4",
+                           "gemm_tma 256x64 s5", "gemm_tma 256x96 s4", "gemm_tma 256x128 s4"}) {
+    INFO(name);
+    CHECK(seen.count(name) == 1);
+  }
+  // An x view TMA cannot read (8 bytes off 16-byte alignment): the launcher runs the mma.sync kernel instead.
+  {
+    const Case c = with_options(make_case(1, 16, 16, 64, 64, 1, 1, 1), false, false, true, 4, 4);
+    plan_run = cd::gemm_tma_candidates(c.s).front();
+    check_case<__half>(c, seed++, Kernel::Plan);
+  }
+  // What it does not take: 3x3, stride 2, padding, groups, c_in not a multiple of 8.
+  for (const Case& c : {make_case(1, 16, 16, 64, 64, 3, 1, 1), make_case(1, 16, 16, 64, 64, 1, 2, 1),
+                        make_case(1, 16, 16, 64, 128, 1, 1, 2), make_case(1, 16, 16, 12, 64, 1, 1, 1)}) {
+    INFO(describe(c));
+    CHECK_FALSE(cd::gemm_tma_takes(c.s));
+    CHECK(cd::gemm_tma_candidates(c.s).empty());
+  }
+  {
+    ConvShape s = make_case(1, 16, 16, 64, 64, 1, 1, 1).s;
+    s.pad = 1;
+    finish_shape(s);
+    CHECK_FALSE(cd::gemm_tma_takes(s));
+  }
+  // The first rule: 1x1 convs of 64+ channels over 4+ tiles of 128 x 128 per SM, on 256-row tiles.
+  const yolo12::cuda::DeviceInfo& dev = yolo12::cuda::device_info();
+  const auto rule = [&](int batch, int hw, int c_in, int c_out) {
+    return yolo12::cuda::conv_plan_detail(cd::gemm_tma_rule(yolo_shape(batch, hw, c_in, c_out, 1, 1), dev));
+  };
+  CHECK(rule(32, 160, 384, 384) == "gemm_tma 256x128 s4");
+  CHECK(rule(32, 80, 192, 96) == "gemm_tma 256x96 s4");
+  CHECK(rule(32, 80, 128, 64) == "gemm_tma 256x64 s5");
+  CHECK(rule(1, 80, 384, 384).rfind("gemm_tma", 0) != 0);
+  CHECK(rule(32, 80, 64, 32).rfind("gemm_tma", 0) != 0);
+  // conv_select takes it, and tuning times its plans, only under its variant (off by default).
+  const cd::ConvVariants saved = cd::conv_variants();
+  CHECK_FALSE(cd::ConvVariants().f16_gemm_tma);
+  for (const bool on : {false, true}) {
+    const ConvShape s = yolo_shape(32, 160, 384, 384, 1, 1);
+    cd::conv_variants() = cd::ConvVariants();
+    cd::conv_variants().f16_gemm_tma = on;
+    INFO("its variant " << on);
+    CHECK((plan_of(s, true).algorithm == ConvAlgorithm::gemm_tma) == on);
+    CHECK(dense_candidates_of(s, ConvAlgorithm::gemm_tma) == (on ? static_cast<int>(cd::gemm_tma_candidates(s).size()) : 0));
+  }
+  CHECK(cd::parse_conv_variants("+f16_gemm_tma").f16_gemm_tma);
   cd::conv_variants() = saved;
 }
 

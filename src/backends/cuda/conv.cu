@@ -11,6 +11,8 @@
 //   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu); in fp16 with
 //                                               16-byte views at stride 1 dwconv_rows_f16 (variant
 //                                               dw_rows_f16), else dwconv_tiled_f16 (variant dw_tiled_f16)
+//   fp16, 1x1 s1 g1, gemm_tma_rule()         -> conv2d_gemm_tma          (conv_gemm_tma.cu, sm_90a): wgmma with TMA
+//                                               loads, persistent (variant f16_gemm_tma, off)
 //   fp16, 3x3 s1/s2, halo_wgmma_rule()       -> conv2d_halo_wgmma        (conv_halo_wgmma.cu, sm_90a): 48+ output
 //                                               channels on wgmma from input tiles with their halo (variants
 //                                               f16_halo_wgmma, f16_halo_wgmma_s2; off by default)
@@ -136,7 +138,8 @@ constexpr VariantName kVariantNames[] = {
     {"pad_channels", &ConvVariants::pad_channels}, {"raster_n", &ConvVariants::raster_n},
     {"f16_wgmma_waves", &ConvVariants::f16_wgmma_waves}, {"f16_tiles4", &ConvVariants::f16_tiles4},
     {"f16_halo_wgmma", &ConvVariants::f16_halo_wgmma}, {"f16_halo_wgmma_s2", &ConvVariants::f16_halo_wgmma_s2},
-    {"f16_stem_mma", &ConvVariants::f16_stem_mma}, {"conv_chain", &ConvVariants::conv_chain},
+    {"f16_stem_mma", &ConvVariants::f16_stem_mma}, {"f16_gemm_tma", &ConvVariants::f16_gemm_tma},
+    {"conv_chain", &ConvVariants::conv_chain},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");
@@ -247,6 +250,11 @@ ConvPlan conv_select(const ConvParams<T>& p) {
   }
   const bool small_cin = conv_detail::conv2d_direct_small_cin_supports(p);
   if constexpr (kHalf) {
+    // gemm_tma (under its variant) where it runs p
+    if (conv_detail::conv_variants().f16_gemm_tma && conv_detail::gemm_tma_runs(p)) {
+      const ConvPlan tma = conv_detail::gemm_tma_rule(p, device_info());
+      if (tma.algorithm == ConvAlgorithm::gemm_tma) return tma;
+    }
     // halo_wgmma (under its variants) where it runs p, then halo_f16, then narrow_f16 (the small-c_in convs too,
     // under their own variant) or implicit_gemm_f16
     if (conv_detail::halo_wgmma_enabled(p, conv_detail::conv_variants()) && conv_detail::halo_wgmma_runs(p)) {
@@ -291,6 +299,7 @@ std::string conv_plan_name(const ConvPlan& plan) {
     case ConvAlgorithm::dwconv_rows_f16: return "depthwise rows_f16";
     case ConvAlgorithm::halo_wgmma: return "halo_wgmma";
     case ConvAlgorithm::stem_mma: return "stem_mma";
+    case ConvAlgorithm::gemm_tma: return "gemm_tma";
   }
   return "?";
 }
@@ -309,7 +318,7 @@ std::string conv_plan_detail(const ConvPlan& plan) {
     name += " k" + std::to_string(plan.bk) + " s" + std::to_string(plan.stages) + " w" + std::to_string(plan.warps);
   } else if (plan.algorithm == ConvAlgorithm::dwconv_rows_f16) {
     name += " c" + std::to_string(plan.bn);
-  } else if (plan.algorithm == ConvAlgorithm::halo_wgmma) {
+  } else if (plan.algorithm == ConvAlgorithm::halo_wgmma || plan.algorithm == ConvAlgorithm::gemm_tma) {
     name += " " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + " s" + std::to_string(plan.stages);
   }
   return name;
@@ -335,6 +344,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
     case ConvAlgorithm::narrow_f16:
     case ConvAlgorithm::halo_f16:
     case ConvAlgorithm::halo_wgmma:
+    case ConvAlgorithm::gemm_tma:
     case ConvAlgorithm::implicit_gemm_f16:
     case ConvAlgorithm::implicit_gemm_wgmma:
     case ConvAlgorithm::implicit_gemm_f32:
@@ -346,6 +356,7 @@ void conv2d_forward(const ConvParams<T>& p, const ConvPlan& plan, cudaStream_t s
         else if (plan.algorithm == ConvAlgorithm::narrow_f16) conv_detail::launch_conv2d_narrow_f16(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::halo_f16) conv_detail::launch_conv2d_halo_f16(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::halo_wgmma) conv_detail::launch_conv2d_halo_wgmma(p, plan, stream);
+        else if (plan.algorithm == ConvAlgorithm::gemm_tma) conv_detail::launch_conv2d_gemm_tma(p, plan, stream);
         else if (plan.algorithm == ConvAlgorithm::implicit_gemm_wgmma) conv_detail::launch_conv2d_implicit_gemm_wgmma(p, plan, stream);
         else conv_detail::launch_conv2d_implicit_gemm_f16(p, plan, stream);
       } else {

@@ -89,10 +89,12 @@ enum class ConvAlgorithm {
                       // conv_halo_wgmma.cu (variants f16_halo_wgmma, f16_halo_wgmma_s2)
   stem_mma,           // the stem in fp16 on mma.sync (3x3/2 from 3 channels, c_out <= 128), conv_stem_mma.cu
                       // (variant f16_stem_mma)
+  gemm_tma,           // fp16 1x1 (stride 1, groups 1) on wgmma (sm_90a) with TMA loads, persistent and
+                      // warp-specialised: conv_gemm_tma.cu (variant f16_gemm_tma)
 };
 // The last ConvAlgorithm (conv_plan_decode's range). New algorithms go after it, so that the numbers
 // already written into tune caches (conv_plan_encode) keep their meaning.
-constexpr ConvAlgorithm kLastConvAlgorithm = ConvAlgorithm::stem_mma;
+constexpr ConvAlgorithm kLastConvAlgorithm = ConvAlgorithm::gemm_tma;
 // The fp16 GEMM kernels' configuration (conv_detail::f16_plan), zero for the other algorithms:
 //   implicit_gemm_f16: block tile bm x bn on `warps` warps, K tile bk, split = blocks of one cluster
 //                      sharing an output tile (each summing 1/split of K); stages and smem_bytes unused.
@@ -108,6 +110,8 @@ constexpr ConvAlgorithm kLastConvAlgorithm = ConvAlgorithm::stem_mma;
 //   dwconv_rows_f16:   bn = channels per block (8, 16 or 32: one warp per 8 channels), the rest 0.
 //   halo_wgmma:        bm = output pixels per tile (128: 16 x 8, or 256: 16 x 16), bn = N tile (48, 64, 96, 128,
 //                      192), bk = input channels per pipeline stage (16), stages (3 or 4), warps 8, smem_bytes.
+//   gemm_tma:          block tile bm (128 or 256) x bn (64, 96, 128, 192, 256), bk = 64, stages = shared-memory
+//                      stages (4 to 8), warps 9 (two computing warpgroups and a loading warp).
 struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::direct_naive;
   int bm = 0, bn = 0, bk = 0;
@@ -132,7 +136,8 @@ std::string conv_plan_detail(const ConvPlan& plan);
 // Kernel tuning (conv_tune.cu). Every plan conv2d_forward can run these params with: conv_select's first,
 // then, in fp16, the implicit GEMM's other tiles and splits (conv_detail::implicit_gemm_candidates),
 // the wgmma kernel's tiles where it runs p (conv_detail::wgmma_candidates), conv2d_halo_f16's plan and (variant
-// f16_halo_wgmma / _s2) conv2d_halo_wgmma's plans where they run p, conv2d_narrow_f16 where it takes the shape, and the
+// f16_halo_wgmma / _s2) conv2d_halo_wgmma's plans where they run p, (variant f16_gemm_tma) conv2d_gemm_tma's plans
+// where it runs p, conv2d_narrow_f16 where it takes the shape, and the
 // stem kernels for c_in <= 4;
 // for depthwise convs dwconv_direct, dwconv_tiled_f16 and dwconv_rows_f16 at each of its channel counts per block. fp32 has the one plan.
 // Each plan computes the same conv; each is deterministic, but split-K plans sum K in another order, so

@@ -205,6 +205,10 @@ struct ConvVariants {
                                   // both batches measured (yolo12x batch 32: 1.28 vs 0.82 ms, fifteenth session)
   bool f16_wgmma_waves = true;    // with f16_wgmma: on grids of 4+ tiles of 128 x 64 per SM, the wgmma tile by a model of
                                   // waves (wgmma_plan_waves, conv_wgmma.cu; twelfth session, fitted to tuning with raster_n)
+  bool f16_gemm_tma = false;      // fp16 1x1 convs (groups 1) over grids of 4+ tiles of 128 x 128 per SM: conv2d_gemm_tma
+                                  // (wgmma with TMA loads, persistent, warp-specialised; sixteenth session,
+                                  // gemm_tma_rule, conv_gemm_tma.cu), asked first; also its plans among the tuning
+                                  // candidates
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)
@@ -292,6 +296,17 @@ bool halo_wgmma_runs(const ConvParams<__half>& p);
 std::vector<ConvPlan> halo_wgmma_candidates(const ConvShape& s);
 ConvPlan halo_wgmma_rule(const ConvShape& s, const DeviceInfo& dev);
 void launch_conv2d_halo_wgmma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream);
+// conv2d_gemm_tma (conv_gemm_tma.cu). takes: a 1x1 conv at stride 1 without padding, groups 1, c_in a multiple of 8,
+// wgmma_available and the driver's tensor-map encoder. runs: takes, and x, w 16-byte aligned with ldx a multiple of 8.
+// candidates: its tiles for s (every instantiated one whose column tiles suit c_out and that fits), for tuning.
+// rule: the plan conv_select takes (variant f16_gemm_tma), or a plan of another algorithm where it does not take s.
+// launch: runs p with the plan's tile (where TMA cannot read p's views, a mma.sync plan instead); max_grid > 0 caps
+// the persistent grid (the tests).
+bool gemm_tma_takes(const ConvShape& s);
+bool gemm_tma_runs(const ConvParams<__half>& p);
+std::vector<ConvPlan> gemm_tma_candidates(const ConvShape& s);
+ConvPlan gemm_tma_rule(const ConvShape& s, const DeviceInfo& dev);
+void launch_conv2d_gemm_tma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream, int max_grid = 0);
 // dwconv_rows_f16 (conv_depthwise.cu). supports: depthwise, k 3/5/7, stride 1, dilation 1, c % 8 == 0 and
 // 16-byte aligned views (what conv_tune may time it on). takes: supports and variant dw_rows_f16 (conv_select
 // then takes it for every grid size). plan: its plan for s on a device with these facts (channels per block:

@@ -241,6 +241,35 @@ __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& 
     if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
   store_chunk8(a, m, c, n, v);
 }
+// The warp epilogue of the persistent wgmma kernels (conv2d_implicit_gemm_wgmma_ws, conv2d_gemm_tma): one warp's
+// 16 output rows [rw, rw + 16) x columns [n0, n0 + BN) of group g from its accumulators (the wgmma layout,
+// wgmma.cuh), 32 columns at a time through the warp's private slice epi (16, kWgEpiRow) floats, then
+// store_staged8 per 8-channel chunk. No block barrier: each warp finishes its rows on its own.
+constexpr int kWgEpiCols = 32;                  // columns a warp stages at a time
+constexpr int kWgEpiRow = kWgEpiCols + 8;       // floats (a half-warp's float2 writes hit distinct banks)
+constexpr int kWgEpiWarp = 16 * kWgEpiRow * 4;  // bytes of one warp's slice
+template <int BN>
+__device__ __forceinline__ void wgmma_warp_epilogue(const ImplicitGemmParams<__half>& a, const float (&acc)[BN / 2],
+                                                    float* epi, int rw, int n0, int g, int lane) {
+  static_assert(BN % kWgEpiCols == 0, "whole epilogue slices");
+#pragma unroll
+  for (int cc = 0; cc < BN / kWgEpiCols; ++cc) {
+#pragma unroll
+    for (int jj = 0; jj < kWgEpiCols / 8; ++jj) {
+      const int j = cc * (kWgEpiCols / 8) + jj, col = jj * 8 + (lane % 4) * 2, r = lane / 4;
+      *reinterpret_cast<float2*>(epi + r * kWgEpiRow + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<float2*>(epi + (r + 8) * kWgEpiRow + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int h = 0; h < 16 * (kWgEpiCols / 8) / 32; ++h) {
+      const int idx = lane + 32 * h, r = idx / (kWgEpiCols / 8), q = idx % (kWgEpiCols / 8);
+      const int m = rw + r, n = n0 + cc * kWgEpiCols + q * 8;
+      if (m < a.m && n < a.n_g) store_staged8(a, epi + r * kWgEpiRow + q * 8, m, n, g);
+    }
+    __syncwarp();
+  }
+}
 #endif
 
 }  // namespace yolo12::cuda::conv_detail

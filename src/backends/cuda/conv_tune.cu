@@ -104,6 +104,8 @@ std::vector<ConvPlan> conv_candidates(const ConvParams<T>& p) {
     }
     if (conv_detail::halo_wgmma_enabled(p, conv_detail::conv_variants()) && conv_detail::halo_wgmma_runs(p))
       for (const ConvPlan& plan : conv_detail::halo_wgmma_candidates(p)) add_plan(out, plan);
+    if (conv_detail::conv_variants().f16_gemm_tma && conv_detail::gemm_tma_runs(p))
+      for (const ConvPlan& plan : conv_detail::gemm_tma_candidates(p)) add_plan(out, plan);
     for (const int warps : {4, 8}) {
       const ConvPlan narrow = conv_detail::narrow_plan(p, device_info(), warps);
       if (narrow.algorithm == ConvAlgorithm::narrow_f16) add_plan(out, narrow);

@@ -249,14 +249,11 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
 // Epilogue: each computing warp stages its own 16 rows, 32 columns at a time, in a private shared-memory
 // slice (no block barrier), then writes 8-channel chunks through store_staged8 (conv_gemm.cuh), as above.
 constexpr int kWsThreads = kWgmmaWsWarps * 32;         // 384
-constexpr int kWsEpiCols = 32;                           // columns a computing warp stages at a time
-constexpr int kWsEpiRow = kWsEpiCols + 8;                // floats (as kCRow: a half-warp's float2 writes hit distinct banks)
-constexpr int kWsEpiWarp = 16 * kWsEpiRow * 4;           // bytes of one warp's slice
-constexpr int kWsEpi = 8 * kWsEpiWarp;                   // the eight computing warps'
+constexpr int kWsEpi = 8 * kWgEpiWarp;                   // the eight computing warps' epilogue slices (conv_gemm.cuh)
 
 // The shared memory of a warp-specialised BN x STAGES configuration, from the 1024-byte aligned base:
 //   [0, kPipe): STAGES stages of A (128 x 128 B) then STAGES stages of B (BN x 128 B), all swizzled;
-//   [kPipe, kPipe + kWsEpi): the computing warps' epilogue slices (16, kWsEpiRow) floats each;
+//   [kPipe, kPipe + kWsEpi): the computing warps' epilogue slices (16, kWgEpiRow) floats each;
 //   [kBars, kBars + 16 STAGES + 16): full[STAGES], empty[STAGES], then turn[2] (ping-pong) mbarriers;
 //   the K-column table (k x k convs) at kMain.
 template <int BN, int STAGES>
@@ -268,48 +265,6 @@ struct WsGeom {
 };
 
 #if defined(YOLO12_HAS_WGMMA)
-// One computing warp's 16 output rows [rw, rw + 16) x columns [n0, n0 + BN) of group g from its accumulators
-// (the wgmma layout, wgmma.cuh), 32 columns at a time through its private slice epi (16, kWsEpiRow) floats.
-template <int BN>
-__device__ __forceinline__ void ws_warp_epilogue(const ImplicitGemmParams<__half>& a, const float (&acc)[BN / 2], float* epi,
-                                                 int rw, int n0, int g, int lane) {
-#pragma unroll
-  for (int cc = 0; cc < BN / kWsEpiCols; ++cc) {
-#pragma unroll
-    for (int jj = 0; jj < kWsEpiCols / 8; ++jj) {
-      const int j = cc * (kWsEpiCols / 8) + jj, col = jj * 8 + (lane % 4) * 2, r = lane / 4;
-      *reinterpret_cast<float2*>(epi + r * kWsEpiRow + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
-      *reinterpret_cast<float2*>(epi + (r + 8) * kWsEpiRow + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-    }
-    __syncwarp();
-#pragma unroll
-    for (int h = 0; h < 16 * (kWsEpiCols / 8) / 32; ++h) {
-      const int idx = lane + 32 * h, r = idx / (kWsEpiCols / 8), q = idx % (kWsEpiCols / 8);
-      const int m = rw + r, n = n0 + cc * kWsEpiCols + q * 8;
-      if (m < a.m && n < a.n_g) store_staged8(a, epi + r * kWsEpiRow + q * 8, m, n, g);
-    }
-    __syncwarp();
-  }
-}
-
-// The stage ring's position: K tile number q of the block is stage q % STAGES, filled for the (q / STAGES)-th
-// time; waiting on its full barrier takes that count's parity, on its empty barrier the one before.
-template <int STAGES>
-struct StageRing {
-  int stage = 0;
-  std::uint32_t phase = 0;
-  __device__ __forceinline__ void seek(long long q) {
-    stage = static_cast<int>(q % STAGES);
-    phase = static_cast<std::uint32_t>((q / STAGES) & 1);
-  }
-  __device__ __forceinline__ void next() {
-    if (++stage == STAGES) {
-      stage = 0;
-      phase ^= 1;
-    }
-  }
-};
-
 // A computing warpgroup's MMAs of one output tile: its k_tiles stages from ring's position on, each
 // released to the loaders (one arrival per warp on empty) once the MMAs that read it are done. Cooperative
 // (kPing false): rows [0, 64) of the stage at a_addr into lo (hi unused). Ping-pong: all 128 rows, into lo
@@ -353,7 +308,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(c
   pdl_begin();
   using G = WsGeom<BN, STAGES>;
   constexpr int kWsLoaders = 128;  // warpgroup 0
-  static_assert(BN % kWsEpiCols == 0 && BN % 16 == 0, "whole epilogue slices, B rows split over 16-row passes");
+  static_assert(BN % kWgEpiCols == 0 && BN % 16 == 0, "whole epilogue slices, B rows split over 16-row passes");
   static_assert(!kPing || BN <= 128, "a ping-pong warpgroup holds BN fp32 accumulators per thread");
   constexpr int kAPasses = kWgBM * 8 / kWsLoaders;  // 8
   constexpr int kBPasses = BN * 8 / kWsLoaders;     // BN / 16
@@ -409,7 +364,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(c
   // ---- warpgroups 1 and 2: the MMAs and the epilogue
   const int wgi = tid / 128 - 1;  // cooperative: rows [64 wgi, 64 wgi + 64) of each tile; ping-pong: tiles j % 2 == wgi
   const int warp = (tid % 128) / 32, lane = tid % 32;
-  float* epi = reinterpret_cast<float*>(base + G::kPipe + (wgi * 4 + warp) * kWsEpiWarp);  // (16, kWsEpiRow)
+  float* epi = reinterpret_cast<float*>(base + G::kPipe + (wgi * 4 + warp) * kWgEpiWarp);  // (16, kWgEpiRow)
   const std::uint32_t b_addr = smem_addr(Bs);
   StageRing<STAGES> ring;
   if constexpr (kPing) {
@@ -426,8 +381,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(c
       ring.seek(j * k_tiles);
       ws_tile_mma<BN, STAGES, true>(lo, hi, ring, k_tiles, full0, empty0, smem_addr(As), b_addr, lane,
                                     lane == 0 ? turn0 + 8 * (1 - wgi) : 0u);
-      ws_warp_epilogue<BN>(a, lo, epi, m0 + warp * 16, n0, g, lane);
-      ws_warp_epilogue<BN>(a, hi, epi, m0 + 64 + warp * 16, n0, g, lane);
+      wgmma_warp_epilogue<BN>(a, lo, epi, m0 + warp * 16, n0, g, lane);
+      wgmma_warp_epilogue<BN>(a, hi, epi, m0 + 64 + warp * 16, n0, g, lane);
     }
   } else {
     float acc[BN / 2];
@@ -436,7 +391,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) conv2d_implicit_gemm_wgmma_ws(c
       const int nt = t % n_tiles, rest = t / n_tiles, mt = rest % m_tiles, g = rest / m_tiles;
       const int m0 = mt * kWgBM, n0 = nt * BN;
       ws_tile_mma<BN, STAGES, false>(acc, acc, ring, k_tiles, full0, empty0, a_addr, b_addr, lane, 0u);
-      ws_warp_epilogue<BN>(a, acc, epi, m0 + wgi * 64 + warp * 16, n0, g, lane);
+      wgmma_warp_epilogue<BN>(a, acc, epi, m0 + wgi * 64 + warp * 16, n0, g, lane);
     }
   }
 #else

@@ -235,6 +235,45 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
     if (clock64() - start > (1LL << 36)) __trap();
 }
 
+// The stage ring of a persistent pipeline: K tile number q of the block is stage q % STAGES, filled for the
+// (q / STAGES)-th time; waiting on its full barrier takes that count's parity, on its empty barrier the one
+// before. (conv2d_implicit_gemm_wgmma_ws, conv2d_gemm_tma.)
+template <int STAGES>
+struct StageRing {
+  int stage = 0;
+  std::uint32_t phase = 0;
+  __device__ __forceinline__ void seek(long long q) {
+    stage = static_cast<int>(q % STAGES);
+    phase = static_cast<std::uint32_t>((q / STAGES) & 1);
+  }
+  __device__ __forceinline__ void next() {
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+// The tensor memory accelerator (TMA; conv2d_gemm_tma): one thread copies a whole 2-D box of a global tensor,
+// described by a CUtensorMap made on the host (cuTensorMapEncodeTiled), into shared memory, in the tensor
+// map's swizzle, and signals an mbarrier with the bytes it wrote (complete_tx). The waiter's barrier expects
+// those bytes: mbar_arrive_expect_tx makes the one arrival and adds the bytes the phase must also see.
+// Elements of the box outside the tensor are written as zeros and count as written. tmap: the generic address
+// of a __grid_constant__ kernel parameter.
+__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint32_t bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_map(const void* tmap) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(tmap)) : "memory");
+}
+// Box at (c0 along the inner dimension, c1 along the outer) into shared memory at dst, completing on bar.
+__device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const void* tmap, int c0, int c1, std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<std::uint64_t>(tmap)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
 // The K loop of a kernel whose threads all both load and compute (two warpgroups), over `steps` pipeline steps
 // in `stages` shared-memory stages (3 or 4; a compile-time constant where the caller's is): load(step, stage)
 // issues this thread's cp.async copies of a step into a stage, mma(step, stage) this warpgroup's wgmmas of a
