@@ -457,6 +457,21 @@ if [ "$mode" = perf ]; then
       --warmup 0 > "$out/ncu_yolo12n_b32.txt" 2>&1
     note "ncu: rc=$? ($(grep -c 'GPU Speed Of Light' "$out/ncu_yolo12n_b32.txt") kernels, $((SECONDS - started)) s so far)"
   fi
+  # PERF_NCU_REGEX (e.g. gemm_tma): the same counters for the first PERF_NCU_COUNT (default 3) kernels whose names match
+  # it, at batch 32 on each scale of PERF_NCU_SCALES (default n; the peer's weights), with YOLO12_CONV_VARIANTS set to
+  # PERF_NCU_VARIANTS where given, into ncu_<scale>_b32.txt.
+  if [ -n "${PERF_NCU_REGEX:-}" ] && command -v ncu > /dev/null; then
+    for sc in ${PERF_NCU_SCALES:-n}; do
+      y12=$models/yolo12${sc}_peer.y12
+      [ -f "$y12" ] || { note "ncu yolo12$sc: skipped (no $(basename "$y12"))"; continue; }
+      env ${PERF_NCU_VARIANTS:+YOLO12_CONV_VARIANTS=$PERF_NCU_VARIANTS} YOLO12_CUDA_STREAMS=1 timeout "${PERF_NCU_TIMEOUT:-120}" \
+        ncu --clock-control none -k "regex:$PERF_NCU_REGEX" --launch-count "${PERF_NCU_COUNT:-3}" --section SpeedOfLight \
+        --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats \
+        --section SchedulerStats "$build/yolo12-bench" "$y12" --batch 32 --precision fp16 --iters 2 --warmup 0 \
+        > "$out/ncu_${sc}_b32.txt" 2>&1
+      note "ncu yolo12$sc ($PERF_NCU_REGEX): rc=$? ($(grep -c 'GPU Speed Of Light' "$out/ncu_${sc}_b32.txt") kernels, $((SECONDS - started)) s so far)"
+    done
+  fi
   left=$(time_left)
   if [ "$left" -lt 30 ]; then
     note "compute-sanitizer: skipped (only ${left} s of PERF_BUDGET left)"

@@ -192,6 +192,7 @@ yolo12::cuda::ConvPlan make_plan(yolo12::cuda::ConvAlgorithm algorithm, int bm, 
   return p;
 }
 int plan_max_grid = 0;            // > 0: Kernel::Plan launches the wgmma / halo kernels directly with this grid cap
+bool plan_tma_itself = false;     // out: a gemm_tma plan ran on conv2d_gemm_tma itself, not the launcher's fallback
 
 struct NarrowRun {
   yolo12::cuda::ConvPlan plan;
@@ -542,6 +543,8 @@ Result run_case(const Case& c, std::uint64_t seed, Kernel kernel, bool with_refe
     yolo12::cuda::conv2d_forward<T>(p, plan, nullptr);
   } else if (kernel == Kernel::Plan) {
     if constexpr (kHalf) {
+      plan_tma_itself = plan_run.algorithm == yolo12::cuda::ConvAlgorithm::gemm_tma &&
+                        yolo12::cuda::conv_detail::gemm_tma_launches(p, plan_run);
       if (plan_max_grid > 0 && plan_run.algorithm == yolo12::cuda::ConvAlgorithm::gemm_tma)
         yolo12::cuda::conv_detail::launch_conv2d_gemm_tma(p, plan_run, nullptr, plan_max_grid);
       else if (plan_max_grid > 0 && plan_run.algorithm == yolo12::cuda::ConvAlgorithm::implicit_gemm_wgmma)
@@ -1943,7 +1946,8 @@ TEST_CASE("conv2d_halo_wgmma matches the reference: every tile and stage count, 
 // multiple of the tile (TMA zero-fills the rows past M), one K tile and K past the stages (16 tiles), K = 96 (the
 // second K tile half outside both operands), N tiles that pad, n_g 70 (no 16-byte stores), every fusion, channel
 // slices of x, y and the residual, and the persistent grid uncapped and capped at 1, 3 and 7 blocks (a block walks
-// many tiles: the stage ring wraps across output tiles).
+// many tiles: the stage ring wraps across output tiles; ping-pong: the two warpgroups alternate over an odd and an
+// even number of tiles).
 TEST_CASE("conv2d_gemm_tma matches the reference: every tile, M, N and K edges, slices, grid caps", "[conv][gpu][gemm_tma]") {
   namespace cd = yolo12::cuda::conv_detail;
   if (!cd::wgmma_available()) {
@@ -1973,11 +1977,14 @@ TEST_CASE("conv2d_gemm_tma matches the reference: every tile, M, N and K edges, 
         INFO("plan " << yolo12::cuda::conv_plan_detail(plan) << " grid cap " << max_grid);
         seen.insert(yolo12::cuda::conv_plan_detail(plan));
         check_case<__half>(c, seed++, Kernel::Plan);
+        CHECK(plan_tma_itself);  // the kernel itself ran, not the fallback
       }
   }
   plan_max_grid = 0;
   for (const char* name : {"gemm_tma 128x64 s8", "gemm_tma 128x128 s6", "gemm_tma 128x192 s5", "gemm_tma 128x256 s4",
-                           "gemm_tma 256x64 s5", "gemm_tma 256x96 s4", "gemm_tma 256x128 s4"}) {
+                           "gemm_tma 256x64 s5", "gemm_tma 256x96 s4", "gemm_tma 256x128 s4",
+                           "gemm_tma 128x64 s8 pingpong", "gemm_tma 128x96 s6 pingpong",
+                           "gemm_tma 128x128 s6 pingpong"}) {
     INFO(name);
     CHECK(seen.count(name) == 1);
   }
@@ -1986,6 +1993,7 @@ TEST_CASE("conv2d_gemm_tma matches the reference: every tile, M, N and K edges, 
     const Case c = with_options(make_case(1, 16, 16, 64, 64, 1, 1, 1), false, false, true, 4, 4);
     plan_run = cd::gemm_tma_candidates(c.s).front();
     check_case<__half>(c, seed++, Kernel::Plan);
+    CHECK_FALSE(plan_tma_itself);
   }
   // What it does not take: 3x3, stride 2, padding, groups, c_in not a multiple of 8.
   for (const Case& c : {make_case(1, 16, 16, 64, 64, 3, 1, 1), make_case(1, 16, 16, 64, 64, 1, 2, 1),

@@ -319,7 +319,8 @@ std::string conv_plan_detail(const ConvPlan& plan) {
   } else if (plan.algorithm == ConvAlgorithm::dwconv_rows_f16) {
     name += " c" + std::to_string(plan.bn);
   } else if (plan.algorithm == ConvAlgorithm::halo_wgmma || plan.algorithm == ConvAlgorithm::gemm_tma) {
-    name += " " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + " s" + std::to_string(plan.stages);
+    name += " " + std::to_string(plan.bm) + "x" + std::to_string(plan.bn) + " s" + std::to_string(plan.stages) +
+            (plan.pingpong ? " pingpong" : "");
   }
   return name;
 }

@@ -111,7 +111,8 @@ constexpr ConvAlgorithm kLastConvAlgorithm = ConvAlgorithm::gemm_tma;
 //   halo_wgmma:        bm = output pixels per tile (128: 16 x 8, or 256: 16 x 16), bn = N tile (48, 64, 96, 128,
 //                      192), bk = input channels per pipeline stage (16), stages (3 or 4), warps 8, smem_bytes.
 //   gemm_tma:          block tile bm (128 or 256) x bn (64, 96, 128, 192, 256), bk = 64, stages = shared-memory
-//                      stages (4 to 8), warps 9 (two computing warpgroups and a loading warp).
+//                      stages (4 to 8), warps 9 (two computing warpgroups and a loading warp); pingpong: each
+//                      computing warpgroup on its own output tiles (128 x 64, 96 or 128).
 struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::direct_naive;
   int bm = 0, bn = 0, bk = 0;

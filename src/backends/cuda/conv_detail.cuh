@@ -307,6 +307,9 @@ bool gemm_tma_runs(const ConvParams<__half>& p);
 std::vector<ConvPlan> gemm_tma_candidates(const ConvShape& s);
 ConvPlan gemm_tma_rule(const ConvShape& s, const DeviceInfo& dev);
 void launch_conv2d_gemm_tma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream, int max_grid = 0);
+// Whether launch_conv2d_gemm_tma runs p with conv2d_gemm_tma itself (runs, and the driver encodes both tensor maps),
+// not the fallback.
+bool gemm_tma_launches(const ConvParams<__half>& p, const ConvPlan& plan);
 // dwconv_rows_f16 (conv_depthwise.cu). supports: depthwise, k 3/5/7, stride 1, dilation 1, c % 8 == 0 and
 // 16-byte aligned views (what conv_tune may time it on). takes: supports and variant dw_rows_f16 (conv_select
 // then takes it for every grid size). plan: its plan for s on a device with these facts (channels per block:

@@ -12,18 +12,23 @@
 // whatever lies outside X or W (the M and K tails), and tiles of 256 rows halve the B traffic per output.
 //
 // The block: 288 threads. Warps 0-7 are two computing warpgroups; warp 8 is the loader (one thread of it).
-// Block tile BM x BN (BM 128 or 256: each computing warpgroup takes BM / 2 rows, one or two m64 wgmmas per K
-// step sharing the B operand), K tile 64 (one 128-byte swizzled row per tile row). Persistent: the block walks
-// tiles t = blockIdx.x, + gridDim.x, ..., the column tile fastest, so that the blocks running at once share
-// their A rows in L2.
+// Block tile BM x BN, K tile 64 (one 128-byte swizzled row per tile row). Persistent: the block walks tiles
+// t = blockIdx.x, + gridDim.x, ..., the column tile fastest, so that the blocks running at once share their A
+// rows in L2. Two schedules:
+//   cooperative (kPing false): both computing warpgroups on every tile, BM / 2 rows each (BM 128 or 256: one or
+//     two m64 wgmmas per K step sharing the B operand);
+//   ping-pong (kPing true): warpgroup w on the block's tiles j with j % 2 == w, all BM (128) rows, so that one
+//     warpgroup's epilogue runs while the other's MMAs do. The stages are split into two rings of STAGES / 2,
+//     ring w feeding warpgroup w: the loader fills them tile by tile in the block's order, and each warpgroup
+//     walks its own ring in order, so no waiter is ever two fills away from its stage.
 // Pipeline: STAGES shared-memory stages of (A: BM x 128 B, B: BN x 128 B), each with two mbarriers:
 //   full[s]:  one arrival (the loader's arrive.expect_tx with the stage's bytes) plus the bytes the two tensor
 //             copies complete; the computing threads wait on it;
-//   empty[s]: one arrival per computing warp (8), made once the wgmmas that read the stage are done; the loader
-//             waits on it before refilling the stage.
+//   empty[s]: one arrival per computing warp that reads the stage (8 cooperative, 4 ping-pong), made once the
+//             wgmmas that read it are done; the loader waits on it before refilling the stage.
 // The loader runs up to STAGES K tiles ahead, across output tiles, so the next tile's operands arrive while
-// the computing warps run their epilogue. The K tile number q of the block (counted across its output tiles)
-// is stage q % STAGES (StageRing, wgmma.cuh).
+// the computing warps run their epilogue. The K tile number q of a ring (counted across its output tiles) is
+// its stage q % (its stages) (StageRing, wgmma.cuh).
 // Epilogue: each computing warp writes its 16 rows of each m64 block through wgmma_warp_epilogue (conv_gemm.cuh:
 // its private shared-memory slice, bias, SiLU, gamma, residual, one rounding, 16-byte stores), as the
 // warp-specialised conv2d_implicit_gemm_wgmma_ws does.
@@ -69,24 +74,27 @@ struct GemmTmaParams {
 //   [kPipe, kBars): the eight computing warps' epilogue slices (16, kWgEpiRow) floats each;
 //   [kBars, kBars + 16 STAGES): full[STAGES], then empty[STAGES] mbarriers.
 // kBytes adds the slack that aligns the base.
-template <int BM, int BN, int STAGES>
+template <int BM, int BN, int STAGES, bool kPing>
 struct TmaGeom {
   static constexpr int kAStage = BM * kTmaRowBytes;
   static constexpr int kBStage = BN * kTmaRowBytes;
   static constexpr int kPipe = STAGES * (kAStage + kBStage);
   static constexpr int kBars = kPipe + 8 * kWgEpiWarp;
   static constexpr int kBytes = kBars + 16 * STAGES + kTmaAlign;
-  static constexpr int kRowsWg = BM / 2;   // rows of each computing warpgroup
-  static constexpr int kMW = kRowsWg / 64;  // its m64 blocks
+  static constexpr int kRowsWg = kPing ? BM : BM / 2;  // rows of a computing warpgroup per tile
+  static constexpr int kMW = kRowsWg / 64;              // its m64 blocks
+  static constexpr int kRing = kPing ? STAGES / 2 : STAGES;  // stages per ring (two rings ping-pong)
+  static constexpr int kReaders = kPing ? 4 : 8;             // warps that read (and release) each stage
   static_assert(kAStage % kTmaAlign == 0 && kBStage % kTmaAlign == 0, "stages start on swizzle atoms");
-  static_assert((BM == 128 || BM == 256) && kMW * 64 == kRowsWg,
+  static_assert((BM == 128 || BM == 256) && kMW * 64 == kRowsWg && kMW <= 2,
                 "one or two m64 blocks per computing warpgroup; TMA boxes hold 256 rows at most");
+  static_assert(!kPing || (BM == 128 && STAGES % 2 == 0), "ping-pong: 128-row tiles, two rings of equal size");
 };
 
-template <int BM, int BN, int STAGES>
+template <int BM, int BN, int STAGES, bool kPing>
 __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_constant__ GemmTmaParams p) {
 #if defined(YOLO12_HAS_WGMMA)
-  using G = TmaGeom<BM, BN, STAGES>;
+  using G = TmaGeom<BM, BN, STAGES, kPing>;
   const ImplicitGemmParams<__half>& a = p.a;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* base = smem_raw + ((kTmaAlign - (smem_addr(smem_raw) & (kTmaAlign - 1))) & (kTmaAlign - 1));
@@ -94,6 +102,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_c
   const std::uint32_t bs0 = as0 + STAGES * G::kAStage;            // (STAGES, BN, 128 B) swizzled
   const std::uint32_t full0 = smem_addr(base + G::kBars);         // full[s] at full0 + 8 s
   const std::uint32_t empty0 = full0 + 8 * STAGES;                // empty[s] at empty0 + 8 s
+  // Ring r is stages [r kRing, (r + 1) kRing).
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int k_tiles = (a.k_pad + kTmaBK - 1) / kTmaBK;
   const int n_tiles = (a.n_g + BN - 1) / BN;
@@ -101,7 +110,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_c
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full0 + 8 * s, 1);
-      mbar_init(empty0 + 8 * s, 8);
+      mbar_init(empty0 + 8 * s, G::kReaders);
     }
     // The barriers' initialisation is visible to the copy engine before any copy signals them.
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -113,15 +122,19 @@ __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_c
     if (lane == 0) {
       tma_prefetch_map(&p.ta);
       tma_prefetch_map(&p.tb);
-      StageRing<STAGES> ring;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      StageRing<G::kRing> rings[2];
+      int j = 0;  // the block's tile number: ring j % 2 when ping-pong
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++j) {
         const int mt = t / n_tiles, nt = t - mt * n_tiles;
+        const int r = kPing ? (j & 1) : 0;
+        StageRing<G::kRing>& ring = rings[r];
         for (int kt = 0; kt < k_tiles; ++kt) {
-          mbar_wait(empty0 + 8 * ring.stage, ring.phase ^ 1);  // the computing warps are done with its last use
-          const std::uint32_t full = full0 + 8 * ring.stage;
+          const int s = r * G::kRing + ring.stage;
+          mbar_wait(empty0 + 8 * s, ring.phase ^ 1);  // the computing warps are done with its last use
+          const std::uint32_t full = full0 + 8 * s;
           mbar_arrive_expect_tx(full, G::kAStage + G::kBStage);
-          tma_load_2d(as0 + ring.stage * G::kAStage, &p.ta, kt * kTmaBK, mt * BM, full);
-          tma_load_2d(bs0 + ring.stage * G::kBStage, &p.tb, kt * kTmaBK, nt * BN, full);
+          tma_load_2d(as0 + s * G::kAStage, &p.ta, kt * kTmaBK, mt * BM, full);
+          tma_load_2d(bs0 + s * G::kBStage, &p.tb, kt * kTmaBK, nt * BN, full);
           ring.next();
         }
       }
@@ -129,12 +142,15 @@ __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_c
     return;
   }
 
-  // ---- warpgroups 0 and 1: rows [kRowsWg wgi, kRowsWg (wgi + 1)) of each tile, all BN columns
+  // ---- warpgroups 0 and 1: cooperative, rows [kRowsWg wgi, kRowsWg (wgi + 1)) of each tile; ping-pong, all rows
+  // of every other tile. All BN columns.
   const int wgi = warp / 4, wl = warp % 4;
   float* epi = reinterpret_cast<float*>(base + G::kPipe + warp * kWgEpiWarp);  // (16, kWgEpiRow)
   float acc[G::kMW][BN / 2];
-  StageRing<STAGES> ring;
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+  StageRing<G::kRing> ring;
+  const int ring0 = kPing ? wgi * G::kRing : 0;  // this warpgroup's ring
+  const int step = kPing ? 2 : 1;
+  for (int t = blockIdx.x + (kPing ? wgi : 0) * gridDim.x; t < tiles; t += step * gridDim.x) {
     const int mt = t / n_tiles, nt = t - mt * n_tiles;
 #pragma unroll
     for (int mb = 0; mb < G::kMW; ++mb)
@@ -142,9 +158,10 @@ __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_c
       for (int i = 0; i < BN / 2; ++i) acc[mb][i] = 0.f;
     int prev = -1;  // the stage of the K tile before
     for (int kt = 0; kt < k_tiles; ++kt) {
-      mbar_wait(full0 + 8 * ring.stage, ring.phase);  // both copies of this stage have landed
-      const std::uint32_t a_st = as0 + ring.stage * G::kAStage + wgi * G::kRowsWg * kTmaRowBytes;
-      const std::uint32_t b_st = bs0 + ring.stage * G::kBStage;
+      const int s = ring0 + ring.stage;
+      mbar_wait(full0 + 8 * s, ring.phase);  // both copies of this stage have landed
+      const std::uint32_t a_st = as0 + s * G::kAStage + (kPing ? 0 : wgi * G::kRowsWg * kTmaRowBytes);
+      const std::uint32_t b_st = bs0 + s * G::kBStage;
 #pragma unroll
       for (int mb = 0; mb < G::kMW; ++mb) wgmma_fence_accumulators(acc[mb]);
       wgmma_fence();
@@ -160,14 +177,14 @@ __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_c
 #pragma unroll
       for (int mb = 0; mb < G::kMW; ++mb) wgmma_fence_accumulators(acc[mb]);
       if (prev >= 0 && lane == 0) mbar_arrive(empty0 + 8 * prev);
-      prev = ring.stage;
+      prev = s;
       ring.next();
     }
     wgmma_wait<0>();
 #pragma unroll
     for (int mb = 0; mb < G::kMW; ++mb) wgmma_fence_accumulators(acc[mb]);
     if (lane == 0) mbar_arrive(empty0 + 8 * prev);
-    const int row0 = mt * BM + wgi * G::kRowsWg + wl * 16;
+    const int row0 = mt * BM + (kPing ? 0 : wgi * G::kRowsWg) + wl * 16;
 #pragma unroll
     for (int mb = 0; mb < G::kMW; ++mb) wgmma_warp_epilogue<BN>(a, acc[mb], epi, row0 + mb * 64, nt * BN, 0, lane);
   }
@@ -176,32 +193,47 @@ __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_c
 #endif
 }
 
-// The instantiated configurations {BM, BN, STAGES}: as many stages as fit beside the epilogue slices (227 KB),
-// at most 8. Two m64 blocks per warpgroup (BM 256) up to 128 columns; 192 and 256 columns on 128 rows (a
-// thread holds BM / 2 * BN / 128 fp32 accumulators: at most 128).
+// The instantiated configurations {BM, BN, STAGES, ping-pong}: as many stages as fit beside the epilogue slices
+// (227 KB), at most 8. Cooperative: two m64 blocks per warpgroup (BM 256) up to 128 columns, 192 and 256 columns
+// on 128 rows; ping-pong: 128 rows up to 128 columns. A thread holds kRowsWg * BN / 128 fp32 accumulators: at
+// most 128.
 struct TmaTile {
   int bm, bn, stages;
+  bool ping = false;
 };
-constexpr TmaTile kTmaTiles[] = {{128, 64, 8},  {128, 128, 6}, {128, 192, 5}, {128, 256, 4},
-                                 {256, 64, 5},  {256, 96, 4},  {256, 128, 4}};
+constexpr TmaTile kTmaTiles[] = {{128, 64, 8},       {128, 128, 6},      {128, 192, 5},      {128, 256, 4},
+                                 {256, 64, 5},       {256, 96, 4},       {256, 128, 4},      {128, 64, 8, true},
+                                 {128, 96, 6, true}, {128, 128, 6, true}};
 
-// f(bm, bn, stages) as compile-time constants for the instantiated tile t (an unknown one: the last).
+// f(bm, bn, stages, ping) as compile-time constants for the instantiated tile t (an unknown one: the last
+// cooperative one).
 template <typename F>
 decltype(auto) with_tma_tile(const TmaTile& t, F&& f) {
   using std::integral_constant;
+  using No = std::false_type;
+  using Yes = std::true_type;
+  if (t.ping) {
+    switch (t.bn) {
+      case 64: return f(integral_constant<int, 128>{}, integral_constant<int, 64>{}, integral_constant<int, 8>{}, Yes{});
+      case 96: return f(integral_constant<int, 128>{}, integral_constant<int, 96>{}, integral_constant<int, 6>{}, Yes{});
+      default: return f(integral_constant<int, 128>{}, integral_constant<int, 128>{}, integral_constant<int, 6>{}, Yes{});
+    }
+  }
   switch (t.bm * 1000 + t.bn) {
-    case 128064: return f(integral_constant<int, 128>{}, integral_constant<int, 64>{}, integral_constant<int, 8>{});
-    case 128128: return f(integral_constant<int, 128>{}, integral_constant<int, 128>{}, integral_constant<int, 6>{});
-    case 128192: return f(integral_constant<int, 128>{}, integral_constant<int, 192>{}, integral_constant<int, 5>{});
-    case 128256: return f(integral_constant<int, 128>{}, integral_constant<int, 256>{}, integral_constant<int, 4>{});
-    case 256064: return f(integral_constant<int, 256>{}, integral_constant<int, 64>{}, integral_constant<int, 5>{});
-    case 256096: return f(integral_constant<int, 256>{}, integral_constant<int, 96>{}, integral_constant<int, 4>{});
-    default: return f(integral_constant<int, 256>{}, integral_constant<int, 128>{}, integral_constant<int, 4>{});
+    case 128064: return f(integral_constant<int, 128>{}, integral_constant<int, 64>{}, integral_constant<int, 8>{}, No{});
+    case 128128: return f(integral_constant<int, 128>{}, integral_constant<int, 128>{}, integral_constant<int, 6>{}, No{});
+    case 128192: return f(integral_constant<int, 128>{}, integral_constant<int, 192>{}, integral_constant<int, 5>{}, No{});
+    case 128256: return f(integral_constant<int, 128>{}, integral_constant<int, 256>{}, integral_constant<int, 4>{}, No{});
+    case 256064: return f(integral_constant<int, 256>{}, integral_constant<int, 64>{}, integral_constant<int, 5>{}, No{});
+    case 256096: return f(integral_constant<int, 256>{}, integral_constant<int, 96>{}, integral_constant<int, 4>{}, No{});
+    default: return f(integral_constant<int, 256>{}, integral_constant<int, 128>{}, integral_constant<int, 4>{}, No{});
   }
 }
 
 int tma_smem(const TmaTile& t) {
-  return with_tma_tile(t, [](auto bm, auto bn, auto stages) { return TmaGeom<bm(), bn(), stages()>::kBytes; });
+  return with_tma_tile(t, [](auto bm, auto bn, auto stages, auto ping) {
+    return TmaGeom<bm(), bn(), stages(), ping()>::kBytes;
+  });
 }
 
 ConvPlan tma_tile_plan(const TmaTile& t) {
@@ -213,6 +245,7 @@ ConvPlan tma_tile_plan(const TmaTile& t) {
   plan.stages = t.stages;
   plan.warps = kTmaWarps;
   plan.split = 1;
+  plan.pingpong = t.ping;
   return plan;
 }
 
@@ -282,23 +315,35 @@ ConvPlan gemm_tma_rule(const ConvShape& s, const DeviceInfo& dev) {
     const long long cols = (l.n_g + bn - 1) / bn;
     if (bn != 64 && cols * bn * 8 > 9LL * l.n_g) continue;
     for (const TmaTile& t : kTmaTiles)
-      if (t.bm == 256 && t.bn == bn && static_cast<std::size_t>(tma_smem(t)) <= dev.smem_per_block_optin)
+      if (t.bm == 256 && t.bn == bn && !t.ping && static_cast<std::size_t>(tma_smem(t)) <= dev.smem_per_block_optin)
         return tma_tile_plan(t);
   }
   return none;
 }
 
-void launch_conv2d_gemm_tma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream, int max_grid) {
-  GemmTmaParams params;
+namespace {
+// The kernel's parameters for p and plan: false where it does not run p or the driver refuses a tensor map.
+bool gemm_tma_params(const ConvParams<__half>& p, const ConvPlan& plan, GemmTmaParams& params) {
   params.a = make_params(p);
   const ImplicitGemmParams<__half>& a = params.a;
-  const TmaTile tile{plan.bm, plan.bn, plan.stages};
-  bool ok = gemm_tma_runs(p);
-  ok = ok && make_tensor_map(&params.ta, a.x, static_cast<std::uint64_t>(a.cin_g), static_cast<std::uint64_t>(a.m),
-                             static_cast<std::uint64_t>(a.ldx) * sizeof(__half), kTmaBK, static_cast<std::uint32_t>(plan.bm));
-  ok = ok && make_tensor_map(&params.tb, a.w, static_cast<std::uint64_t>(a.k_pad), static_cast<std::uint64_t>(a.n_g),
-                             static_cast<std::uint64_t>(a.k_pad) * sizeof(__half), kTmaBK, static_cast<std::uint32_t>(plan.bn));
-  if (!ok) {  // views TMA cannot read: the same tile height on mma.sync, as the wgmma launcher falls back
+  return gemm_tma_runs(p) &&
+         make_tensor_map(&params.ta, a.x, static_cast<std::uint64_t>(a.cin_g), static_cast<std::uint64_t>(a.m),
+                         static_cast<std::uint64_t>(a.ldx) * sizeof(__half), kTmaBK, static_cast<std::uint32_t>(plan.bm)) &&
+         make_tensor_map(&params.tb, a.w, static_cast<std::uint64_t>(a.k_pad), static_cast<std::uint64_t>(a.n_g),
+                         static_cast<std::uint64_t>(a.k_pad) * sizeof(__half), kTmaBK, static_cast<std::uint32_t>(plan.bn));
+}
+}  // namespace
+
+bool gemm_tma_launches(const ConvParams<__half>& p, const ConvPlan& plan) {
+  GemmTmaParams params;
+  return gemm_tma_params(p, plan, params);
+}
+
+void launch_conv2d_gemm_tma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream, int max_grid) {
+  GemmTmaParams params;
+  const ImplicitGemmParams<__half>& a = params.a;
+  const TmaTile tile{plan.bm, plan.bn, plan.stages, plan.pingpong};
+  if (!gemm_tma_params(p, plan, params)) {  // views TMA cannot read: the same tile height on mma.sync, as the wgmma launcher falls back
     ConvPlan f;
     f.algorithm = ConvAlgorithm::implicit_gemm_f16;
     f.bm = 128;
@@ -308,12 +353,12 @@ void launch_conv2d_gemm_tma(const ConvParams<__half>& p, const ConvPlan& plan, c
     launch_conv2d_implicit_gemm_f16(p, f, stream);
     return;
   }
-  with_tma_tile(tile, [&](auto bm, auto bn, auto stages) {
-    using G = TmaGeom<bm(), bn(), stages()>;
+  with_tma_tile(tile, [&](auto bm, auto bn, auto stages, auto ping) {
+    using G = TmaGeom<bm(), bn(), stages(), ping()>;
     const long long tiles = 1LL * ceil_div(a.m, bm()) * ceil_div(a.n_g, bn());
     long long grid = tiles < device_info().sm_count ? tiles : device_info().sm_count;
     if (max_grid > 0 && grid > max_grid) grid = max_grid;
-    launch_with_smem<conv2d_gemm_tma<bm(), bn(), stages()>>(dim3(static_cast<unsigned>(grid)), dim3(kTmaThreads),
+    launch_with_smem<conv2d_gemm_tma<bm(), bn(), stages(), ping()>>(dim3(static_cast<unsigned>(grid)), dim3(kTmaThreads),
                                                              G::kBytes, params, stream);
   });
 }
