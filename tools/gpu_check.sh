@@ -472,6 +472,16 @@ if [ "$mode" = perf ]; then
       note "ncu yolo12$sc ($PERF_NCU_REGEX): rc=$? ($(grep -c 'GPU Speed Of Light' "$out/ncu_${sc}_b32.txt") kernels, $((SECONDS - started)) s so far)"
     done
   fi
+  # PERF_GEMM_PROBE=1: cuBLAS on the GEMMs of yolo12's 1x1 convs (tools/dev/gemm_probe.cu), a reference for what
+  # the GPU reaches on those shapes, into gemm_probe.txt.
+  if [ "${PERF_GEMM_PROBE:-0}" = 1 ]; then
+    if timeout 120 nvcc -O2 -std=c++17 -arch=sm_90a tools/dev/gemm_probe.cu -lcublas -o "$build/gemm_probe" > "$out/gemm_probe.txt" 2>&1; then
+      timeout 60 "$build/gemm_probe" >> "$out/gemm_probe.txt" 2>&1
+      note "gemm_probe: rc=$? ($(grep -c cublas "$out/gemm_probe.txt") shapes)"
+    else
+      note "gemm_probe: build FAILED (see gemm_probe.txt)"
+    fi
+  fi
   left=$(time_left)
   if [ "$left" -lt 30 ]; then
     note "compute-sanitizer: skipped (only ${left} s of PERF_BUDGET left)"
