@@ -475,7 +475,8 @@ if [ "$mode" = perf ]; then
   # PERF_GEMM_PROBE=1: cuBLAS on the GEMMs of yolo12's 1x1 convs (tools/dev/gemm_probe.cu), a reference for what
   # the GPU reaches on those shapes, into gemm_probe.txt.
   if [ "${PERF_GEMM_PROBE:-0}" = 1 ]; then
-    if timeout 120 nvcc -O2 -std=c++17 -arch=sm_90a tools/dev/gemm_probe.cu -lcublas -o "$build/gemm_probe" > "$out/gemm_probe.txt" 2>&1; then
+    nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    if timeout 120 "$nvcc_bin" -O2 -std=c++17 -arch=sm_90a tools/dev/gemm_probe.cu -lcublas -o "$build/gemm_probe" > "$out/gemm_probe.txt" 2>&1; then
       timeout 60 "$build/gemm_probe" >> "$out/gemm_probe.txt" 2>&1
       note "gemm_probe: rc=$? ($(grep -c cublas "$out/gemm_probe.txt") shapes)"
     else
