@@ -1,6 +1,7 @@
 // tests/test_main.cpp - the one main() of every test executable.
 // Executables built with YOLO12_TEST_NEEDS_GPU exit with 77 (CTest: skipped) when no CUDA device
-// is visible, after saying so.
+// is visible, after saying so. GPU test executables write their output unbuffered, so that a process that
+// dies (a kernel trap under compute-sanitizer, an abort) still leaves every line it printed in the log.
 #include <cstdio>
 
 #if __has_include(<catch2/catch_all.hpp>)
@@ -16,6 +17,7 @@
 
 int main(int argc, char** argv) {
 #ifdef YOLO12_TEST_NEEDS_GPU
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::printf("SKIPPED: no CUDA device visible; GPU tests run on the GPU machine (tools/gpu_check.sh)\n");
