@@ -208,7 +208,8 @@ struct ConvVariants {
   bool f16_gemm_tma = false;      // fp16 1x1 convs (groups 1) over grids of 4+ tiles of 128 x 128 per SM: conv2d_gemm_tma
                                   // (wgmma with TMA loads, persistent, warp-specialised; sixteenth session,
                                   // gemm_tma_rule, conv_gemm_tma.cu), asked first; also its plans among the tuning
-                                  // candidates
+                                  // candidates. Off: slower than the other kernels on all but two shapes (yolo12x at
+                                  // batch 32 29.7 -> 34.4 ms under its rule; latency-bound on its epilogue)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)

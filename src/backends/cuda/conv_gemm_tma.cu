@@ -33,6 +33,10 @@
 // its private shared-memory slice, bias, SiLU, gamma, residual, one rounding, 16-byte stores), as the
 // warp-specialised conv2d_implicit_gemm_wgmma_ws does.
 //
+// Measured (sixteenth session, docs/kernels-conv.md): correct, and slower than the mma.sync and wgmma kernels on all
+// but two of yolo12n's and yolo12x's 1x1 shapes (ping-pong its best schedule); Nsight Compute has it latency-bound on
+// the epilogue's instructions with 8 computing warps per SM, the loads costing almost nothing. Variant off.
+//
 // Requirements (gemm_tma_runs; the launcher falls back to conv2d_implicit_gemm_f16 otherwise): the sm_90a code
 // runs (wgmma_available), a 1x1 conv at stride 1 without padding, groups 1, c_in a multiple of 8, x and w
 // 16-byte aligned and ldx a multiple of 8 (TMA's 16-byte row strides), and the driver's cuTensorMapEncodeTiled.
@@ -304,7 +308,8 @@ std::vector<ConvPlan> gemm_tma_candidates(const ConvShape& s) {
 
 // First rule (sixteenth session, written before the kernel ran; variant f16_gemm_tma, off): the convs where the
 // other kernels are furthest from their floor, 1x1 over grids of at least 4 tiles of 128 x 128 per SM; the widest
-// of 128, 96 and 64 columns that pads N by at most an eighth, on 256 rows.
+// of 128, 96 and 64 columns that pads N by at most an eighth, on 256 rows. Measured: it made yolo12n 2.93 -> 3.54 ms
+// and yolo12x 29.7 -> 34.4 ms at batch 32; kept as written until the kernel is worth a fitted rule.
 ConvPlan gemm_tma_rule(const ConvShape& s, const DeviceInfo& dev) {
   ConvPlan none;
   if (!gemm_tma_takes(s)) return none;
