@@ -29,9 +29,10 @@
 // The loader runs up to STAGES K tiles ahead, across output tiles, so the next tile's operands arrive while
 // the computing warps run their epilogue. The K tile number q of a ring (counted across its output tiles) is
 // its stage q % (its stages) (StageRing, wgmma.cuh).
-// Epilogue: each computing warp writes its 16 rows of each m64 block through wgmma_warp_epilogue (conv_gemm.cuh:
-// its private shared-memory slice, bias, SiLU, gamma, residual, one rounding, 16-byte stores), as the
-// warp-specialised conv2d_implicit_gemm_wgmma_ws does.
+// Epilogue: each computing warp writes its 16 rows of each m64 block through wgmma_warp_epilogue (conv_gemm.cuh),
+// as the warp-specialised conv2d_implicit_gemm_wgmma_ws does, but with bias, SiLU and gamma applied in registers
+// (kInRegs, after the sixteenth session's measurements: bias and gamma loaded once per column pair), then its
+// private shared-memory slice, the residual, one rounding and 16-byte stores.
 //
 // Measured (sixteenth session, docs/kernels-conv.md): correct, and slower than the mma.sync and wgmma kernels on all
 // but two of yolo12n's and yolo12x's 1x1 shapes (ping-pong its best schedule); Nsight Compute has it latency-bound on
@@ -126,12 +127,8 @@ __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_c
     if (lane == 0) {
       tma_prefetch_map(&p.ta);
       tma_prefetch_map(&p.tb);
-      StageRing<G::kRing> rings[2];
-      int j = 0;  // the block's tile number: ring j % 2 when ping-pong
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++j) {
-        const int mt = t / n_tiles, nt = t - mt * n_tiles;
-        const int r = kPing ? (j & 1) : 0;
-        StageRing<G::kRing>& ring = rings[r];
+      // One output tile's K tiles into ring r (stages from r kRing), whose position is `ring`.
+      const auto load_tile = [&](int mt, int nt, int r, StageRing<G::kRing>& ring) {
         for (int kt = 0; kt < k_tiles; ++kt) {
           const int s = r * G::kRing + ring.stage;
           mbar_wait(empty0 + 8 * s, ring.phase ^ 1);  // the computing warps are done with its last use
@@ -141,6 +138,13 @@ __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_c
           tma_load_2d(bs0 + s * G::kBStage, &p.tb, kt * kTmaBK, nt * BN, full);
           ring.next();
         }
+      };
+      StageRing<G::kRing> ring0, ring1;  // two named rings, not an array: no local memory for a run-time index
+      int j = 0;                         // the block's tile number: ring j % 2 when ping-pong
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++j) {
+        const int mt = t / n_tiles, nt = t - mt * n_tiles;
+        if (kPing && (j & 1)) load_tile(mt, nt, 1, ring1);
+        else load_tile(mt, nt, 0, ring0);
       }
     }
     return;
@@ -190,7 +194,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_c
     if (lane == 0) mbar_arrive(empty0 + 8 * prev);
     const int row0 = mt * BM + (kPing ? 0 : wgi * G::kRowsWg) + wl * 16;
 #pragma unroll
-    for (int mb = 0; mb < G::kMW; ++mb) wgmma_warp_epilogue<BN>(a, acc[mb], epi, row0 + mb * 64, nt * BN, 0, lane);
+    for (int mb = 0; mb < G::kMW; ++mb) wgmma_warp_epilogue<BN, true>(a, acc[mb], epi, row0 + mb * 64, nt * BN, 0, lane);
   }
 #else
   (void)p;  // not sm_90a code: wgmma_available() is false and the launcher never runs this
