@@ -1,6 +1,7 @@
 // src/backends/cuda/wgmma.cuh - the PTX wrappers of Hopper's warpgroup MMA (wgmma, sm_90a only), which the
 // wgmma conv kernels (conv_wgmma.cu) and the tensor-core peak loop of the roofline (bench/roofline.cu) share,
-// and of the shared-memory barriers (mbarrier) that the warp-specialised conv kernel's pipeline runs on; and
+// and of the shared-memory barriers (mbarrier) that the warp-specialised conv kernels' pipelines run on, with their
+// stage ring (StageRing) and the tensor memory accelerator's 2-D copies (tma_load_2d; conv2d_gemm_tma); and
 // wgmma_pipeline, the K loop that the two-warpgroup kernels (conv2d_implicit_gemm_wgmma, conv2d_halo_wgmma) share.
 //
 // wgmma.mma_async m64nNk16 f32.f16.f16: one warpgroup (4 consecutive warps, the first at a warp index
