@@ -93,7 +93,8 @@ struct TmaGeom {
   static_assert(kAStage % kTmaAlign == 0 && kBStage % kTmaAlign == 0, "stages start on swizzle atoms");
   static_assert((BM == 128 || BM == 256) && kMW * 64 == kRowsWg && kMW <= 2,
                 "one or two m64 blocks per computing warpgroup; TMA boxes hold 256 rows at most");
-  static_assert(!kPing || (BM == 128 && STAGES % 2 == 0), "ping-pong: 128-row tiles, two rings of equal size");
+  static_assert(!kPing || (BM == 128 && STAGES % 2 == 0 && kRing * 2 == STAGES && kReaders == 4),
+                "ping-pong: 128-row tiles, two rings of equal size, each read by one warpgroup");
 };
 
 template <int BM, int BN, int STAGES, bool kPing>
