@@ -448,28 +448,33 @@ if [ "$mode" = perf ]; then
       note "baseline: build FAILED (see baseline_build.log)"
     fi
   fi
-  # PERF_NCU=1: Nsight Compute's counters for the first PERF_NCU_COUNT (default 16) kernels of yolo12n fp16
-  # at batch 32 (the letterbox, then the network's ops in order on one stream), into ncu_yolo12n_b32.txt.
+  # ncu_b32 FILE MODEL ARGS...: Nsight Compute's counters for yolo12-bench fp16 at batch 32 on one stream, the kernels
+  # that ARGS (ncu options: --launch-count, -k) pick, into FILE; the caller's environment (YOLO12_CONV_VARIANTS) holds.
+  ncu_b32() {
+    local file=$1 model=$2
+    shift 2
+    YOLO12_CUDA_STREAMS=1 timeout "${PERF_NCU_TIMEOUT:-200}" ncu --clock-control none "$@" --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats \
+      "$build/yolo12-bench" "$model" --batch 32 --precision fp16 --iters 2 --warmup 0 > "$file" 2>&1
+    local rc=$?
+    echo "rc=$rc ($(grep -c 'GPU Speed Of Light' "$file") kernels, $((SECONDS - started)) s so far)"
+  }
+  # PERF_NCU=1: the first PERF_NCU_COUNT (default 16) kernels of yolo12n (the letterbox, then the network's ops in
+  # order), into ncu_yolo12n_b32.txt.
   if [ "${PERF_NCU:-0}" = 1 ] && command -v ncu > /dev/null && [ -f "$models/yolo12n_rand.y12" ]; then
-    YOLO12_CUDA_STREAMS=1 timeout "${PERF_NCU_TIMEOUT:-200}" ncu --clock-control none --launch-count "${PERF_NCU_COUNT:-16}" \
-      --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
-      --section WarpStateStats "$build/yolo12-bench" "$models/yolo12n_rand.y12" --batch 32 --precision fp16 --iters 2 \
-      --warmup 0 > "$out/ncu_yolo12n_b32.txt" 2>&1
-    note "ncu: rc=$? ($(grep -c 'GPU Speed Of Light' "$out/ncu_yolo12n_b32.txt") kernels, $((SECONDS - started)) s so far)"
+    note "ncu: $(ncu_b32 "$out/ncu_yolo12n_b32.txt" "$models/yolo12n_rand.y12" --launch-count "${PERF_NCU_COUNT:-16}")"
   fi
-  # PERF_NCU_REGEX (e.g. gemm_tma): the same counters for the first PERF_NCU_COUNT (default 3) kernels whose names match
-  # it, at batch 32 on each scale of PERF_NCU_SCALES (default n; the peer's weights), with YOLO12_CONV_VARIANTS set to
-  # PERF_NCU_VARIANTS where given, into ncu_<scale>_b32.txt.
+  # PERF_NCU_REGEX (e.g. gemm_tma): the first PERF_NCU_COUNT (default 3) kernels whose names match it, on each scale of
+  # PERF_NCU_SCALES (default n; the peer's weights), with YOLO12_CONV_VARIANTS set to PERF_NCU_VARIANTS where given
+  # (the scheduler's counters too), into ncu_<scale>_b32.txt.
   if [ -n "${PERF_NCU_REGEX:-}" ] && command -v ncu > /dev/null; then
     for sc in ${PERF_NCU_SCALES:-n}; do
       y12=$models/yolo12${sc}_peer.y12
       [ -f "$y12" ] || { note "ncu yolo12$sc: skipped (no $(basename "$y12"))"; continue; }
-      env ${PERF_NCU_VARIANTS:+YOLO12_CONV_VARIANTS=$PERF_NCU_VARIANTS} YOLO12_CUDA_STREAMS=1 timeout "${PERF_NCU_TIMEOUT:-120}" \
-        ncu --clock-control none -k "regex:$PERF_NCU_REGEX" --launch-count "${PERF_NCU_COUNT:-3}" --section SpeedOfLight \
-        --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats \
-        --section SchedulerStats "$build/yolo12-bench" "$y12" --batch 32 --precision fp16 --iters 2 --warmup 0 \
-        > "$out/ncu_${sc}_b32.txt" 2>&1
-      note "ncu yolo12$sc ($PERF_NCU_REGEX): rc=$? ($(grep -c 'GPU Speed Of Light' "$out/ncu_${sc}_b32.txt") kernels, $((SECONDS - started)) s so far)"
+      note "ncu yolo12$sc ($PERF_NCU_REGEX): $(
+        [ -n "${PERF_NCU_VARIANTS:-}" ] && export YOLO12_CONV_VARIANTS=$PERF_NCU_VARIANTS
+        ncu_b32 "$out/ncu_${sc}_b32.txt" "$y12" -k "regex:$PERF_NCU_REGEX" --launch-count "${PERF_NCU_COUNT:-3}" \
+          --section SchedulerStats)"
     done
   fi
   # PERF_GEMM_PROBE=1: cuBLAS on the GEMMs of yolo12's 1x1 convs (tools/dev/gemm_probe.cu), a reference for what

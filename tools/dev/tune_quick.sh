@@ -4,8 +4,8 @@
 # log (every candidate's time per conv; tools/dev/tune_log_report.py reads it).
 #   tools/dev/tune_quick.sh [VARIANTS] [CHECKPOINT]   defaults: the library's variants, tests/data/yolo12n_rand.pt
 # VARIANTS is a YOLO12_CONV_VARIANTS value ("" for the defaults). Environment: OUT (default out/tune), BUILD
-# (default build-tune), BATCH (32). Writes build.log and tune.log into OUT, the log as it goes (a call cut short
-# still brings back what it measured).
+# (default build-tune), BATCH (32). Writes the build's logs (tools/dev/bench_build.sh) and tune.log into OUT, the
+# log as it goes (a call cut short still brings back what it measured).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 variants=${1:-}
@@ -13,14 +13,10 @@ pt=${2:-tests/data/yolo12n_rand.pt}
 out=${OUT:-out/tune}
 build=${BUILD:-build-tune}
 mkdir -p "$out"
-[ -x /usr/local/cuda/bin/nvcc ] && export PATH=/usr/local/cuda/bin:$PATH
+. tools/dev/bench_build.sh
 start=$SECONDS
-{ timeout 120 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DYOLO12_BUILD_CLI=OFF -DYOLO12_BUILD_TESTS=OFF \
-    -DCMAKE_CUDA_ARCHITECTURES=90a-real && timeout 400 cmake --build "$build" -j"$(nproc)" --target yolo12-bench; } \
-  > "$out/build.log" 2>&1 || { echo "build FAILED"; grep -m5 error "$out/build.log"; exit 1; }
-echo "build: $((SECONDS - start)) s"
 model=$build/tune_model.y12
-timeout 120 python3 exporter/export.py "$pt" -o "$model" >> "$out/build.log" 2>&1 || { echo "export FAILED"; exit 1; }
+bench_build "$build" "$out" "$pt" "$model" || exit 1
 env ${variants:+YOLO12_CONV_VARIANTS=$variants} YOLO12_CONV_TUNE=1 YOLO12_CONV_TUNE_LOG=1 timeout 150 \
   "$build/yolo12-bench" "$model" --batch "${BATCH:-32}" --precision fp16 --iters 20 --warmup 5 > "$out/tune.log" 2>&1
 echo "tune: rc=$? ($(grep -c '^tune ' "$out/tune.log") convs, $((SECONDS - start)) s)"

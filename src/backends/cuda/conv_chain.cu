@@ -244,15 +244,12 @@ __global__ void __launch_bounds__(WARPS * 32) conv2d_chain_f16_kernel(const Conv
       if (wt.col0 + 8 * q >= cols) continue;
       const int n = n_base + chain::acc_col(wt, q, lane, 0);
       // bias and gamma of the lane's two channels, loaded once for both row halves
-      const float b0 = k.bias ? conv_detail::load_nc(k.bias + n) : 0.f;
-      const float b1 = k.bias ? conv_detail::load_nc(k.bias + n + 1) : 0.f;
-      const float g0 = k.gamma ? conv_detail::load_nc(k.gamma + n) : 1.f;
-      const float g1 = k.gamma ? conv_detail::load_nc(k.gamma + n + 1) : 1.f;
+      const conv_detail::EpiloguePair e = conv_detail::epilogue_pair(k.bias, k.gamma, n, 0, 2);  // both real
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = chain::acc_row(wt, lane, 2 * h);
-        float v0 = conv_detail::epilogue_of<__half>(acc[q][2 * h], b0, k.silu, k.gamma != nullptr, g0);
-        float v1 = conv_detail::epilogue_of<__half>(acc[q][2 * h + 1], b1, k.silu, k.gamma != nullptr, g1);
+        float v0 = conv_detail::epilogue_of<__half>(acc[q][2 * h], e.bias[0], k.silu, k.gamma != nullptr, e.gamma[0]);
+        float v1 = conv_detail::epilogue_of<__half>(acc[q][2 * h + 1], e.bias[1], k.silu, k.gamma != nullptr, e.gamma[1]);
         if (res_tile) {
           const __half2 rv = *reinterpret_cast<const __half2*>(res_tile + r * oh + n);
           v0 += __low2float(rv);

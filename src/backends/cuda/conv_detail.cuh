@@ -100,13 +100,30 @@ __host__ __device__ __forceinline__ float epilogue(float acc, const float* bias,
   return v;
 }
 // epilogue() with the channel's bias (0 where none) and gamma (used where has_gamma) already loaded, for kernels that
-// load them once for several rows (conv2d_chain_f16): the same arithmetic in the same order.
+// load them once for several rows (conv2d_chain_f16, conv2d_gemm_tma): the same arithmetic in the same order.
 template <typename T>
 __host__ __device__ __forceinline__ float epilogue_of(float acc, float bias, bool silu, bool has_gamma, float gamma) {
   float v = acc + bias;
   if (silu) v = silu_of<T>(v);
   if (has_gamma) v *= gamma;
   return v;
+}
+// The bias and gamma of a column pair for epilogue_of, loaded once for all its rows: channels c and c + 1 of the
+// tensors (group channels n and n + 1 of channels_g); 0 and 1 where a tensor is absent or n + i >= channels_g.
+struct EpiloguePair {
+  float bias[2] = {0.f, 0.f};
+  float gamma[2] = {1.f, 1.f};
+};
+__host__ __device__ __forceinline__ EpiloguePair epilogue_pair(const float* bias, const float* gamma, long long c,
+                                                               int n, int channels_g) {
+  EpiloguePair e;
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+    if (n + i < channels_g) {
+      if (bias) e.bias[i] = load_nc(bias + c + i);
+      if (gamma) e.gamma[i] = load_nc(gamma + c + i);
+    }
+  return e;
 }
 
 // 8 halves (one 16-byte word) as floats, and back (round to nearest even), with integer operations rather
@@ -324,6 +341,18 @@ bool conv2d_direct_small_cin_supports(const ConvShape& s);  // groups 1, c_in <=
 template <typename T> void launch_conv2d_direct_small_cin(const ConvParams<T>& p, cudaStream_t stream);
 // plan: an implicit_gemm_f16 plan for p (f16_plan).
 void launch_conv2d_implicit_gemm_f16(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream);
+// The mma.sync plan the wgmma launchers (conv2d_implicit_gemm_wgmma, conv2d_gemm_tma) run instead where p's views do
+// not suit their kernel: the same 128-row tile height, 128 x 64 or 128 x 128 on 8 warps (both instantiated for
+// launch_conv2d_implicit_gemm_f16), for a plan bn columns wide.
+inline ConvPlan mma_sync_stand_in(int bn) {
+  ConvPlan f;
+  f.algorithm = ConvAlgorithm::implicit_gemm_f16;
+  f.bm = 128;
+  f.bn = bn <= 64 ? 64 : 128;
+  f.bk = 64;
+  f.warps = 8;
+  return f;
+}
 // plan: an implicit_gemm_wgmma plan for p (bn, stages, warps used: 12 warps = the warp-specialised kernel).
 // max_grid > 0 caps the warp-specialised kernel's persistent grid (the tests).
 void launch_conv2d_implicit_gemm_wgmma(const ConvParams<__half>& p, const ConvPlan& plan, cudaStream_t stream,

@@ -264,16 +264,10 @@ __device__ __forceinline__ void wgmma_warp_epilogue(const ImplicitGemmParams<__h
       const int j = cc * (kWgEpiCols / 8) + jj, col = jj * 8 + (lane % 4) * 2, r = lane / 4;
       if constexpr (kInRegs) {  // registers 4j, 4j + 1: row r, columns col, col + 1; 4j + 2, 4j + 3: row r + 8
         const int n = n0 + cc * kWgEpiCols + col;  // the pair's first group channel
-        float b[2] = {0.f, 0.f}, s[2] = {1.f, 1.f};
-#pragma unroll
-        for (int e = 0; e < 2; ++e)
-          if (n + e < a.n_g) {
-            if (a.bias) b[e] = load_nc(a.bias + c0 + n + e);
-            if (a.gamma) s[e] = load_nc(a.gamma + c0 + n + e);
-          }
+        const EpiloguePair ep = epilogue_pair(a.bias, a.gamma, c0 + n, n, a.n_g);
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          acc[4 * j + e] = epilogue_of<__half>(acc[4 * j + e], b[e % 2], a.silu(), a.gamma != nullptr, s[e % 2]);
+          acc[4 * j + e] = epilogue_of<__half>(acc[4 * j + e], ep.bias[e % 2], a.silu(), a.gamma != nullptr, ep.gamma[e % 2]);
       }
       *reinterpret_cast<float2*>(epi + r * kWgEpiRow + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
       *reinterpret_cast<float2*>(epi + (r + 8) * kWgEpiRow + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);

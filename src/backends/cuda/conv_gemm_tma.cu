@@ -353,14 +353,8 @@ void launch_conv2d_gemm_tma(const ConvParams<__half>& p, const ConvPlan& plan, c
   GemmTmaParams params;
   const ImplicitGemmParams<__half>& a = params.a;
   const TmaTile tile{plan.bm, plan.bn, plan.stages, plan.pingpong};
-  if (!gemm_tma_params(p, plan, params)) {  // views TMA cannot read: the same tile height on mma.sync, as the wgmma launcher falls back
-    ConvPlan f;
-    f.algorithm = ConvAlgorithm::implicit_gemm_f16;
-    f.bm = 128;
-    f.bn = plan.bn <= 64 ? 64 : 128;
-    f.bk = 64;
-    f.warps = 8;
-    launch_conv2d_implicit_gemm_f16(p, f, stream);
+  if (!gemm_tma_params(p, plan, params)) {  // views TMA cannot read
+    launch_conv2d_implicit_gemm_f16(p, mma_sync_stand_in(plan.bn), stream);
     return;
   }
   with_tma_tile(tile, [&](auto bm, auto bn, auto stages, auto ping) {

@@ -691,16 +691,7 @@ void launch_conv2d_implicit_gemm_wgmma(const ConvParams<__half>& p, const ConvPl
                                        int max_grid) {
   const ImplicitGemmParams<__half> a = make_params(p);
   if (!wgmma_runs(a)) {
-    // The same tile height on mma.sync (128 x 64 or 128 x 128 on 8 warps, both instantiated there).
-    ConvPlan f = plan;
-    f.algorithm = ConvAlgorithm::implicit_gemm_f16;
-    f.bm = 128;
-    f.bn = plan.bn <= 64 ? 64 : 128;
-    f.bk = 64;
-    f.warps = 8;
-    f.split = 1;
-    f.stages = 0;
-    launch_conv2d_implicit_gemm_f16(p, f, stream);
+    launch_conv2d_implicit_gemm_f16(p, mma_sync_stand_in(plan.bn), stream);
     return;
   }
   with_wgmma_tile(plan_tile(plan), [&](auto bn, auto stages, auto ws, auto ping) {
