@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -2381,6 +2382,76 @@ TEST_CASE("the GEMM kernels' block order (column tile fastest, or row tile faste
   const dim3 old = cd::gemm_grid(a, 128, 64, 2, 3, false);
   CHECK(a.n_tiles == 0);
   CHECK((old.x == 16u && old.y == 4u && old.z == 3u));
+}
+
+// Variant f16_epi_hoist (seventeenth session): the GEMM kernels' epilogue tests the SiLU flag once per tile or chunk
+// instead of per value (conv_detail.cuh: epilogue_with, with_silu; the mma.sync kernel at BK 64, the wgmma kernels'
+// staged epilogue). It must not change a bit: every GEMM plan tuning offers for each case (mma.sync, wgmma, the
+// warp-specialised and ping-pong tiles, conv2d_halo_wgmma, conv2d_halo_f16) runs with the variant on, against the
+// reference, and off,
+// and the two outputs must be equal bit for bit, with SiLU on and off, with and without gamma and a residual, on
+// full and partial 8-channel chunks (n_g 70) and partial row tiles.
+TEST_CASE("the GEMM kernels' epilogue with the SiLU test hoisted (f16_epi_hoist) gives the same output bit for bit",
+          "[conv][gpu][epi_hoist]") {
+  namespace cd = yolo12::cuda::conv_detail;
+  using yolo12::cuda::ConvAlgorithm;
+  const cd::ConvVariants saved = cd::conv_variants();
+  CHECK_FALSE(cd::ConvVariants().f16_epi_hoist);
+  CHECK(cd::parse_conv_variants("+f16_epi_hoist").f16_epi_hoist);
+  std::vector<Case> cases;
+  cases.push_back(with_options(make_case(2, 20, 20, 64, 192, 1, 1, 1), true, true, true));     // 1x1, gamma, residual
+  cases.push_back(with_options(make_case(1, 17, 23, 96, 320, 1, 1, 1), false, false, true));   // partial tiles
+  cases.push_back(with_options(make_case(1, 16, 17, 40, 70, 1, 1, 1), true, false, false));    // n_g 70, no SiLU
+  cases.push_back(with_options(make_case(2, 13, 11, 64, 128, 3, 1, 1), false, true, true));    // 3x3
+  cases.push_back(with_options(make_case(1, 24, 24, 96, 96, 3, 1, 1), true, true, false));     // 3x3 96 (halo_wgmma)
+  cases.push_back(with_options(make_case(1, 9, 9, 256, 576, 1, 1, 1), false, false, true));    // long K, 9 col tiles
+  cases.push_back(with_options(make_case(1, 16, 16, 64, 256, 3, 2, 2), false, true, true));    // 2 groups, stride 2
+  // Grids of a tile per SM or more, so that tuning offers conv2d_halo_f16.
+  cases.push_back(with_options(make_case(5, 64, 64, 16, 16, 3, 1, 1), true, true, true));      // halo
+  cases.push_back(with_options(make_case(4, 65, 70, 16, 24, 3, 1, 1), false, true, false));    // halo, partial tiles
+  std::uint64_t seed = 41000;
+  int compared = 0;
+  std::map<int, int> by_algorithm;  // plans compared per ConvAlgorithm
+  for (const Case& c : cases) {
+    ConvParams<__half> probe;  // aligned dense views: every plan the shape allows
+    static_cast<ConvShape&>(probe) = c.s;
+    probe.ldx = c.s.c_in;
+    probe.ldy = c.s.c_out;
+    alignas(16) static __half dummy[8];
+    probe.x = dummy;
+    probe.y = dummy;
+    probe.w = dummy;
+    for (const yolo12::cuda::ConvPlan& pl : yolo12::cuda::conv_candidates(probe)) {
+      if (pl.algorithm != ConvAlgorithm::implicit_gemm_f16 && pl.algorithm != ConvAlgorithm::implicit_gemm_wgmma &&
+          pl.algorithm != ConvAlgorithm::halo_wgmma && pl.algorithm != ConvAlgorithm::halo_f16)
+        continue;
+      ++by_algorithm[static_cast<int>(pl.algorithm)];
+      plan_run = pl;
+      INFO(describe(c) << " plan " << yolo12::cuda::conv_plan_detail(pl));
+      cd::conv_variants().f16_epi_hoist = true;
+      const Result hoisted = check_case<__half>(c, seed, Kernel::Plan);
+      cd::conv_variants().f16_epi_hoist = false;
+      const Result per_value = run_case<__half>(c, seed, Kernel::Plan, false);
+      ++seed;
+      ++compared;
+      REQUIRE(per_value.unwritten == 0);
+      REQUIRE(hoisted.bits.size() == per_value.bits.size());
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < hoisted.bits.size(); ++i) differ += hoisted.bits[i] != per_value.bits[i];
+      REQUIRE(differ == 0);
+    }
+  }
+  cd::conv_variants() = saved;
+  CHECK(compared > 40);
+  for (const ConvAlgorithm al : {ConvAlgorithm::implicit_gemm_f16, ConvAlgorithm::halo_f16}) {
+    INFO("algorithm " << static_cast<int>(al));
+    CHECK(by_algorithm[static_cast<int>(al)] > 0);
+  }
+  if (cd::wgmma_available())
+    for (const ConvAlgorithm al : {ConvAlgorithm::implicit_gemm_wgmma, ConvAlgorithm::halo_wgmma}) {
+      INFO("algorithm " << static_cast<int>(al));
+      CHECK(by_algorithm[static_cast<int>(al)] > 0);
+    }
 }
 
 TEST_CASE("conv2d_forward with the variants off (BK 32, several depthwise outputs per thread) matches the reference",

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "common.cuh"
@@ -118,12 +119,63 @@ __host__ __device__ __forceinline__ EpiloguePair epilogue_pair(const float* bias
                                                                int n, int channels_g) {
   EpiloguePair e;
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
-    if (n + i < channels_g) {
-      if (bias) e.bias[i] = load_nc(bias + c + i);
-      if (gamma) e.gamma[i] = load_nc(gamma + c + i);
-    }
+  for (int i = 0; i < 2; ++i) {  // selects, not branches: the callers' epilogues stay straight-line code
+    const bool real = n + i < channels_g;
+    e.bias[i] = bias && real ? load_nc(bias + c + i) : 0.f;
+    e.gamma[i] = gamma && real ? load_nc(gamma + c + i) : 1.f;
+  }
   return e;
+}
+
+// The fp16 GEMM kernels' epilogue with SiLU fixed at compile time (variant f16_epi_hoist): bias (0 where none) and
+// gamma (1 where none) already loaded. It computes what epilogue() does, bit for bit: epilogue() adds 0 where there
+// is no bias, and v * 1 is v. A kernel chooses kSilu once for a whole tile (with_silu) instead of testing the
+// conv's flag at every value: the test at every value had the compiler branch around each SiLU (two MUFU ops and
+// their dependent arithmetic), one value per basic block, so the values' latencies never overlapped (seventeenth
+// session, from the kernels' SASS; docs/kernels-conv.md).
+template <bool kSilu>
+__host__ __device__ __forceinline__ float epilogue_with(float acc, float bias, float gamma) {
+  float v = acc + bias;
+  if constexpr (kSilu) v = silu_fast(v);
+  return v * gamma;
+}
+// f(std::true_type{}) where the conv ends in SiLU, else f(std::false_type{}): one uniform branch around a whole
+// epilogue, so that each branch is straight-line code over all its values.
+template <typename F>
+__host__ __device__ __forceinline__ void with_silu(bool silu, F&& f) {
+  if (silu) f(std::true_type{});
+  else f(std::false_type{});
+}
+// stage(fin) with fin(value, bias, gamma) the fp16 epilogue of one value whose bias (0 where none) and gamma (1 where
+// none) the kernel loaded: with hoist (variant f16_epi_hoist) one SiLU test here and epilogue_with in straight-line
+// code, else the test at every value, as the kernels had it. The same results bit for bit either way.
+template <typename Stage>
+__host__ __device__ __forceinline__ void with_epilogue(bool hoist, bool silu, Stage&& stage) {
+  if (hoist) {
+    with_silu(silu, [&](auto s) {
+      stage([](float v, float b, float g) { return epilogue_with<decltype(s)::value>(v, b, g); });
+    });
+  } else {
+    stage([silu](float v, float b, float g) {
+      v += b;
+      if (silu) v = silu_fast(v);
+      return v * g;
+    });
+  }
+}
+// epilogue_with over a whole 8-channel chunk: channels [c, c + 8), all of them real (n + 8 <= n_g), each
+// channel's bias and gamma loaded here.
+template <bool kSilu>
+__host__ __device__ __forceinline__ void epilogue8_with(float (&v)[8], const float* bias, const float* gamma,
+                                                        long long c) {
+  float b[8], gm[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    b[e] = bias ? load_nc(bias + c + e) : 0.f;
+    gm[e] = gamma ? load_nc(gamma + c + e) : 1.f;
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = epilogue_with<kSilu>(v[e], b[e], gm[e]);
 }
 
 // 8 halves (one 16-byte word) as floats, and back (round to nearest even), with integer operations rather
@@ -227,6 +279,10 @@ struct ConvVariants {
                                   // gemm_tma_rule, conv_gemm_tma.cu), asked first; also its plans among the tuning
                                   // candidates. Off: slower than the other kernels on all but two shapes (yolo12x at
                                   // batch 32 29.7 -> 34.4 ms under its rule; latency-bound on its epilogue)
+  bool f16_epi_hoist = false;     // the fp16 GEMM kernels (mma.sync at BK 64, the wgmma kernels' staged epilogue,
+                                  // conv2d_gemm_tma) test the conv's SiLU flag once per tile, not per value
+                                  // (epilogue_with, with_silu): the same results bit for bit, the values' SiLUs
+                                  // interleaved (seventeenth session, from the SASS; not yet measured on a GPU)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)

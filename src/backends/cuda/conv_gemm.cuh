@@ -24,6 +24,7 @@ struct ImplicitGemmParams : ConvParams<T> {
   bool pair_out = false;  // the epilogue may store channel pairs (2-element aligned y / residual)
   bool vec_out = false;   // 16-byte stores of 16 bytes of channels (n_g, ldy, ldr multiples of 16 bytes, aligned)
   bool vec_a = false;     // 16-byte A loads: cin_g and ldx multiples of 16 bytes, x 16-byte aligned
+  bool epi_hoist = false; // variant f16_epi_hoist: the epilogue tests the SiLU flag once per tile (with_silu)
   int smem_stages = 0;    // conv2d_implicit_gemm_f16: the A / B pipeline stages its shared memory holds
                           // (set by its launcher: at most STAGES, fewer for a short K loop)
   int ktab_offset = 0;    // conv2d_implicit_gemm_f16, k x k with vec_a: byte offset of its K-column table
@@ -52,6 +53,7 @@ ImplicitGemmParams<T> make_params(const ConvParams<T>& p) {
   a.pair_out = l.n_g % 2 == 0 && p.ldy % 2 == 0 && aligned(p.y, 2 * sizeof(T)) &&
                (!p.residual || (p.ldr % 2 == 0 && aligned(p.residual, 2 * sizeof(T))));
   a.vec_a = l.cin_g % per16 == 0 && p.ldx % per16 == 0 && aligned(p.x, 16);
+  a.epi_hoist = conv_variants().f16_epi_hoist;
   return a;
 }
 
@@ -236,9 +238,13 @@ __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& 
   const float4 lo = *reinterpret_cast<const float4*>(src);
   const float4 hi = *reinterpret_cast<const float4*>(src + 4);
   float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  if (a.epi_hoist && n + 8 <= a.n_g) {  // one SiLU test per chunk: its eight values' SiLUs overlap
+    with_silu(a.silu(), [&](auto silu) { epilogue8_with<decltype(silu)::value>(v, a.bias, a.gamma, c); });
+  } else {
 #pragma unroll
-  for (int e = 0; e < 8; ++e)
-    if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
+    for (int e = 0; e < 8; ++e)
+      if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
+  }
   store_chunk8(a, m, c, n, v);
 }
 // The warp epilogue of the persistent wgmma kernels (conv2d_implicit_gemm_wgmma_ws, conv2d_gemm_tma): one warp's
@@ -246,9 +252,10 @@ __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& 
 // wgmma.cuh), 32 columns at a time through the warp's private slice epi (16, kWgEpiRow) floats, then
 // store_staged8 per 8-channel chunk. No block barrier: each warp finishes its rows on its own.
 // kInRegs (conv2d_gemm_tma): bias, SiLU and gamma are applied to the accumulators first, each column pair's bias
-// and gamma loaded once for its two rows (epilogue_of: the same arithmetic in the same order), and the store loop
-// only adds the residual, rounds and stores (store_chunk8): about a quarter of the loads, and the per-element
-// chains of the store loop shortened. The results are the same bit for bit.
+// and gamma loaded once for its two rows, the SiLU flag tested once per 32 columns (epilogue_with, with_silu: the
+// same arithmetic as epilogue()), and the store loop only adds the residual, rounds and stores (store_chunk8):
+// about a quarter of the loads, and straight-line code over the accumulators. The results are the same bit for bit.
+// Otherwise store_staged8 applies the epilogue per chunk (with variant f16_epi_hoist, one SiLU test per chunk).
 constexpr int kWgEpiCols = 32;                  // columns a warp stages at a time
 constexpr int kWgEpiRow = kWgEpiCols + 8;       // floats (a half-warp's float2 writes hit distinct banks)
 constexpr int kWgEpiWarp = 16 * kWgEpiRow * 4;  // bytes of one warp's slice
@@ -259,16 +266,23 @@ __device__ __forceinline__ void wgmma_warp_epilogue(const ImplicitGemmParams<__h
   const long long c0 = static_cast<long long>(g) * a.n_g;  // the group's first output channel
 #pragma unroll
   for (int cc = 0; cc < BN / kWgEpiCols; ++cc) {
+    // Registers 4j, 4j + 1: row lane / 4, group channels n, n + 1; 4j + 2, 4j + 3: row lane / 4 + 8; j = cc * 4 + jj,
+    // n = n0 + 8j + (lane % 4) * 2.
+    if constexpr (kInRegs) {
+      with_silu(a.silu(), [&](auto silu) {  // one SiLU test for the slice's 16 values
+#pragma unroll
+        for (int jj = 0; jj < kWgEpiCols / 8; ++jj) {
+          const int j = cc * (kWgEpiCols / 8) + jj, n = n0 + 8 * j + (lane % 4) * 2;
+          const EpiloguePair ep = epilogue_pair(a.bias, a.gamma, c0 + n, n, a.n_g);
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            acc[4 * j + e] = epilogue_with<decltype(silu)::value>(acc[4 * j + e], ep.bias[e % 2], ep.gamma[e % 2]);
+        }
+      });
+    }
 #pragma unroll
     for (int jj = 0; jj < kWgEpiCols / 8; ++jj) {
       const int j = cc * (kWgEpiCols / 8) + jj, col = jj * 8 + (lane % 4) * 2, r = lane / 4;
-      if constexpr (kInRegs) {  // registers 4j, 4j + 1: row r, columns col, col + 1; 4j + 2, 4j + 3: row r + 8
-        const int n = n0 + cc * kWgEpiCols + col;  // the pair's first group channel
-        const EpiloguePair ep = epilogue_pair(a.bias, a.gamma, c0 + n, n, a.n_g);
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          acc[4 * j + e] = epilogue_of<__half>(acc[4 * j + e], ep.bias[e % 2], a.silu(), a.gamma != nullptr, ep.gamma[e % 2]);
-      }
       *reinterpret_cast<float2*>(epi + r * kWgEpiRow + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
       *reinterpret_cast<float2*>(epi + (r + 8) * kWgEpiRow + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
     }

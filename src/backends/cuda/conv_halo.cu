@@ -135,11 +135,6 @@ __global__ void __launch_bounds__(kHaloThreads) conv2d_halo_f16(const HaloParams
     bias_r[j] = make_float2(a.bias && ok0 ? __ldg(a.bias + n) : 0.f, a.bias && ok1 ? __ldg(a.bias + n + 1) : 0.f);
     gamma_r[j] = make_float2(a.gamma && ok0 ? __ldg(a.gamma + n) : 1.f, a.gamma && ok1 ? __ldg(a.gamma + n + 1) : 1.f);
   }
-  auto finish = [&](float v, float b, float g) {
-    v += b;
-    if (a.silu()) v = silu_fast(v);
-    return v * g;
-  };
 
   // The weights travel in the first tile's cp.async group. Prologue: stages - 1 tiles in flight.
   narrow_load_weights(a, BN, p.k16, L.b_row, Bs, tid, kHaloThreads, copy);
@@ -184,11 +179,13 @@ __global__ void __launch_bounds__(kHaloThreads) conv2d_halo_f16(const HaloParams
       const int ox = at.ox0 + h * 8, count = a.wo - ox < 8 ? a.wo - ox : 8;
       if (oy >= a.ho || count <= 0) continue;  // uniform over the warp
       float v[NI][2];
+      with_epilogue(a.epi_hoist, a.silu(), [&](auto fin) {
 #pragma unroll
-      for (int j = 0; j < NI; ++j) {
-        v[j][0] = finish(acc[0][j][2 * h], bias_r[j].x, gamma_r[j].x);
-        v[j][1] = finish(acc[0][j][2 * h + 1], bias_r[j].y, gamma_r[j].y);
-      }
+        for (int j = 0; j < NI; ++j) {
+          v[j][0] = fin(acc[0][j][2 * h], bias_r[j].x, gamma_r[j].x);
+          v[j][1] = fin(acc[0][j][2 * h + 1], bias_r[j].y, gamma_r[j].y);
+        }
+      });
       narrow_stage<NI>(Cs, L.c_row, lane, v);
       __syncwarp();
       const int m0 = (at.n * a.ho + oy) * a.wo + ox;

@@ -215,26 +215,23 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     }
     __syncthreads();  // every warp is done reading As / Bs: the C tile reuses them
     float* Cs = reinterpret_cast<float*>(smem_raw);  // (BM, kCRow)
-    // With split-K the staged values are raw partial sums: the epilogue runs after the reduction.
-    auto finish = [&](float v, float b, float gm) {
-      if constexpr (SPLIT == 1) {
-        v += b;
-        if (a.silu()) v = silu_fast(v);
-        if (a.gamma) v *= gm;
-      }
-      return v;
+    // Stages the tile, each value through fin(value, bias, gamma). With split-K the staged values are raw
+    // partial sums: the epilogue runs after the reduction.
+    const auto stage = [&](auto fin) {
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+          const int r = wm * WM + i * 16 + lane / 4;
+          const int cl = wn * WN + j * 8 + (lane % 4) * 2;
+          *reinterpret_cast<float2*>(Cs + r * kCRow + cl) =
+              make_float2(fin(acc[i][j][0], bias_r[j].x, gamma_r[j].x), fin(acc[i][j][1], bias_r[j].y, gamma_r[j].y));
+          *reinterpret_cast<float2*>(Cs + (r + 8) * kCRow + cl) =
+              make_float2(fin(acc[i][j][2], bias_r[j].x, gamma_r[j].x), fin(acc[i][j][3], bias_r[j].y, gamma_r[j].y));
+        }
     };
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-      for (int j = 0; j < NI; ++j) {
-        const int r = wm * WM + i * 16 + lane / 4;
-        const int cl = wn * WN + j * 8 + (lane % 4) * 2;
-        *reinterpret_cast<float2*>(Cs + r * kCRow + cl) =
-            make_float2(finish(acc[i][j][0], bias_r[j].x, gamma_r[j].x), finish(acc[i][j][1], bias_r[j].y, gamma_r[j].y));
-        *reinterpret_cast<float2*>(Cs + (r + 8) * kCRow + cl) =
-            make_float2(finish(acc[i][j][2], bias_r[j].x, gamma_r[j].x), finish(acc[i][j][3], bias_r[j].y, gamma_r[j].y));
-      }
+    if constexpr (SPLIT == 1) with_epilogue(a.epi_hoist, a.silu(), stage);
+    else stage([](float v, float, float) { return v; });
     namespace cg = cooperative_groups;
     if constexpr (SPLIT > 1) cg::this_cluster().sync();  // every rank's partial tile is staged
     else __syncthreads();

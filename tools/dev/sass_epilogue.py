@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""How a kernel's SiLUs are laid out in its machine code: a static reading that needs no GPU.
+
+    python3 tools/dev/sass_epilogue.py FILE.sass [FILE.sass ...] [--kernel REGEX]
+    tools/dev/sass_epilogue.py --build OUTDIR [--kernel REGEX]     (compiles the GEMM kernel files first)
+
+FILE.sass is `cuobjdump -sass` of a cubin (nvcc -cubin -arch=sm_90a). cuobjdump comes with the CUDA toolkit; where
+the toolkit has none (a minimal install), the pip package nvidia-cuda-cuobjdump holds it (bin/cuobjdump); set
+CUOBJDUMP to its path. With --build the script compiles src/backends/cuda/{conv_implicit_gemm, conv_wgmma,
+conv_halo_wgmma, conv_halo, conv_gemm_tma}.cu itself (nvcc from PATH, -O3 -arch=sm_90a, as the library's build) into
+OUTDIR and reads those.
+
+For every kernel (or those whose mangled name matches --kernel): its instruction count, its basic blocks (split at
+branch targets and after branches), and the histogram of MUFU instructions per basic block (a SiLU in the fp16
+epilogue is two: EX2 and RCP). A SiLU behind its own branch gives blocks of two MUFU: one value's exp and reciprocal,
+whose latencies nothing else in the block can cover; a straight-line epilogue gives blocks of 16 or more, which the
+scheduler interleaves. This is what led to variant f16_epi_hoist (seventeenth session, docs/kernels-conv.md); it says
+nothing about time, which only a GPU measures.
+"""
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+FILES = ["conv_implicit_gemm", "conv_wgmma", "conv_halo_wgmma", "conv_halo", "conv_gemm_tma"]
+INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);")
+TARGET = re.compile(r"BRA (?:`\(\.L_x_\d+\) )?0x([0-9a-f]+)")
+
+
+def kernels(sass):
+    """(mangled name, [(address, instruction)]) per function of a cuobjdump listing."""
+    for part in re.split(r"\n\s*Function : ", sass)[1:]:
+        name = part.split("\n", 1)[0].strip()
+        yield name, [(int(a, 16), op.strip()) for a, op in INSTR.findall(part)], part
+
+
+def blocks(instrs, text):
+    targets = {int(t, 16) for t in TARGET.findall(text)}
+    out, cur = [], []
+    for addr, op in instrs:
+        if addr in targets and cur:
+            out.append(cur)
+            cur = []
+        cur.append(op)
+        if re.search(r"\bBRA\b|\bEXIT\b|\bRET\b", op):
+            out.append(cur)
+            cur = []
+    if cur:
+        out.append(cur)
+    return out
+
+
+def short(name):
+    m = re.search(r"(conv2d_\w+?|dwconv_\w+?)(I[LN].*)?E?v?N", name)
+    return (m.group(1) + (m.group(2) or "")) if m else name[:70]
+
+
+def report(path, kernel_re):
+    with open(path) as f:
+        sass = f.read()
+    print(f"== {os.path.basename(path)}")
+    for name, instrs, text in kernels(sass):
+        if kernel_re and not re.search(kernel_re, name):
+            continue
+        per_block = [sum("MUFU" in op for op in b) for b in blocks(instrs, text)]
+        hist = collections.Counter(x for x in per_block if x)
+        mufu = sum(per_block)
+        spread = " ".join(f"{k}x{v}" for k, v in sorted(hist.items()))
+        print(f"{short(name)[:78]:78s} instr {len(instrs):6d}  MUFU {mufu:4d}  MUFU per block (count x blocks): {spread}")
+
+
+def build(outdir):
+    os.makedirs(outdir, exist_ok=True)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    cuobjdump = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump")
+    if not cuobjdump:
+        sys.exit("no cuobjdump: set CUOBJDUMP (the CUDA toolkit's, or the pip package nvidia-cuda-cuobjdump's)")
+    paths = []
+    for f in FILES:
+        cubin = os.path.join(outdir, f + ".cubin")
+        subprocess.run(["nvcc", "-std=c++17", "-O3", "-arch=sm_90a", "--expt-relaxed-constexpr", "-I", "include", "-I",
+                        "src", "-I", "src/backends/cuda", "-cubin", f"src/backends/cuda/{f}.cu", "-o", cubin],
+                       cwd=root, check=True)
+        sass = os.path.join(outdir, f + ".sass")
+        with open(sass, "w") as out:
+            subprocess.run([cuobjdump, "-sass", cubin], stdout=out, check=True)
+        paths.append(sass)
+    return paths
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--kernel", default="")
+    ap.add_argument("--build", metavar="OUTDIR")
+    args = ap.parse_args()
+    paths = build(args.build) if args.build else args.files
+    if not paths:
+        ap.error("give .sass files or --build OUTDIR")
+    for p in paths:
+        report(p, args.kernel)
+
+
+if __name__ == "__main__":
+    main()
