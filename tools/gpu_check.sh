@@ -254,9 +254,17 @@ cli_check() {
 
 # ---- tests ---------------------------------------------------------------------------------------
 san_jobs=()
+# The test runs inside a shell that prints its exit status ("[test exit status N]": 128 + N for signal N), so a process
+# that ends without Catch2's summary (test_conv_chain's whole-model case under racecheck, fifteenth and sixteenth
+# sessions) says how it ended; where GNU time is installed, sanitizer_<tool>_<name>.time has the peak memory
+# (Maximum resident set size) of the sanitizer and the test. san_report adds both to the summary, and the kernel's
+# out-of-memory kills, if any, to dmesg_oom.txt.
 san_job() {  # tool test name catch-filter [env VAR=value ...]: one sanitizer process in the background
   local tool=$1 t=$2 name=$3 catch_filter=$4; shift 4
-  ( timeout "${SANITIZE_TIMEOUT:-360}" "$@" compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/$t" \
+  local timev=()
+  [ -x /usr/bin/time ] && timev=(/usr/bin/time -v -o "$out/sanitizer_${tool}_$name.time")
+  ( timeout "${SANITIZE_TIMEOUT:-360}" "$@" "${timev[@]}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      --target-processes all sh -c '"$0" "$@"; s=$?; echo "[test exit status $s]"; exit $s' "$build/tests/$t" \
       "${SANITIZE_FILTER:-$catch_filter}" > "$out/sanitizer_${tool}_$name.log" 2>&1; echo $? > "$out/sanitizer_${tool}_$name.rc" ) &
   san_jobs+=("$tool $name")
 }
@@ -304,8 +312,15 @@ san_report() {  # waits for the sanitizer processes, one summary line each
     rc=$(cat "$out/sanitizer_$1_$2.rc" 2>/dev/null || echo "?")
     summ=$(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$1_$2.log")
     passed=$(grep -m1 -E 'All tests passed|test cases' "$out/sanitizer_$1_$2.log")
-    note "compute-sanitizer $1 $2: $([ "$rc" = 0 ] && echo clean || echo "rc=$rc") | $summ | $passed"
+    local status mem=""
+    status=$(grep -o '\[test exit status [0-9]*\]' "$out/sanitizer_$1_$2.log" | tail -1)
+    [ -f "$out/sanitizer_$1_$2.time" ] && mem="| peak $(awk -F': ' '/Maximum resident set size/ {printf "%d MiB", $2 / 1024}' \
+      "$out/sanitizer_$1_$2.time")"
+    note "compute-sanitizer $1 $2: $([ "$rc" = 0 ] && echo clean || echo "rc=$rc") | $summ | $passed | ${status:-no exit status} $mem"
   done
+  dmesg 2>/dev/null | grep -iE 'out of memory|oom-kill|killed process' | tail -20 > "$out/dmesg_oom.txt"
+  [ -s "$out/dmesg_oom.txt" ] && note "dmesg: $(wc -l < "$out/dmesg_oom.txt") out-of-memory lines (dmesg_oom.txt)"
+  return 0
 }
 # The environment of one entry of a variant list (sets envv and name): "name" leaves
 # YOLO12_CONV_VARIANTS unset (the defaults), "name=value" sets it, "name:VAR=value[+VAR=value...]"

@@ -1960,6 +1960,7 @@ TEST_CASE("conv2d_gemm_tma matches the reference: every tile, M, N and K edges, 
   cases.push_back(with_options(make_case(2, 10, 13, 96, 256, 1, 1, 1), true, true, true));     // K = 96
   cases.push_back(with_options(make_case(1, 8, 9, 1024, 128, 1, 1, 1), false, true, true));    // 16 K tiles
   cases.push_back(with_options(make_case(1, 16, 16, 64, 72, 1, 1, 1), false, true, true));     // padded N tile
+  cases.push_back(with_options(make_case(1, 15, 20, 64, 72, 1, 1, 1), false, true, true));     // residual, M and N edges
   cases.push_back(with_options(make_case(1, 16, 17, 40, 70, 1, 1, 1), true, false, true));     // n_g 70, c_in 40
   cases.push_back(with_options(make_case(2, 40, 64, 128, 384, 1, 1, 1), true, true, true));    // 40 x 3 tiles of 128
   // Channel slices: x, y and the residual inside wider buffers at 16-byte aligned offsets.

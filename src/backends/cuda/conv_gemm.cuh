@@ -198,31 +198,46 @@ __device__ __forceinline__ void fill_ktable(const ImplicitGemmParams<T>& a, int2
   }
 }
 
+// The 16-byte path of store_chunk8 with row m's residual chunk at channel c already loaded (res; read only where
+// the conv has a residual): adds it, rounds once to half, one 16-byte store.
+__device__ __forceinline__ void store_chunk8_vec(const ImplicitGemmParams<__half>& a, int m, long long c, float (&v)[8],
+                                                 const uint4& res) {
+  if (a.residual) {
+    const __half2* r2 = reinterpret_cast<const __half2*>(&res);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 f = __half22float2(r2[e]);
+      v[2 * e] += f.x;
+      v[2 * e + 1] += f.y;
+    }
+  }
+  uint4 out;
+  __half2* o2 = reinterpret_cast<__half2*>(&out);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) o2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+  *reinterpret_cast<uint4*>(a.y + static_cast<long long>(m) * a.ldy + c) = out;
+}
+// Whether store_chunk8 takes the 16-byte path for the chunk at group channel n.
+__device__ __forceinline__ bool chunk8_vec(const ImplicitGemmParams<__half>& a, int n) {
+  return a.vec_out && n + 8 <= a.n_g;
+}
+// Row m's residual chunk at channel c for store_chunk8_vec (zeros where the conv has none).
+__device__ __forceinline__ uint4 residual_chunk8(const ImplicitGemmParams<__half>& a, int m, long long c) {
+  return a.residual ? __ldg(reinterpret_cast<const uint4*>(a.residual + static_cast<long long>(m) * a.ldr + c))
+                    : make_uint4(0u, 0u, 0u, 0u);
+}
+
 // Output row m, channels [n, n + 8) of group channel n (c = g * n_g + n, its first channel), v their
 // values with the epilogue applied (conv_detail.cuh): adds the residual and rounds once to half; 16-byte
 // loads and stores where vec_out allows, else element by element up to n_g. The staged epilogue of
 // the fp16 GEMM kernels (conv_implicit_gemm.cu, conv_wgmma.cu) writes every output chunk through it.
 __device__ __forceinline__ void store_chunk8(const ImplicitGemmParams<__half>& a, int m, long long c, int n,
                                              float (&v)[8]) {
-  __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
-  const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
-  if (a.vec_out && n + 8 <= a.n_g) {
-    if (rp) {
-      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(rp));
-      const __half2* r2 = reinterpret_cast<const __half2*>(&raw);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 f = __half22float2(r2[e]);
-        v[2 * e] += f.x;
-        v[2 * e + 1] += f.y;
-      }
-    }
-    uint4 out;
-    __half2* o2 = reinterpret_cast<__half2*>(&out);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
-    *reinterpret_cast<uint4*>(yp) = out;
+  if (chunk8_vec(a, n)) {
+    store_chunk8_vec(a, m, c, v, residual_chunk8(a, m, c));
   } else {
+    __half* yp = a.y + static_cast<long long>(m) * a.ldy + c;
+    const __half* rp = a.residual ? a.residual + static_cast<long long>(m) * a.ldr + c : nullptr;
 #pragma unroll
     for (int e = 0; e < 8; ++e)
       if (n + e < a.n_g) yp[e] = __float2half_rn(v[e] + (rp ? __half2float(rp[e]) : 0.f));
@@ -256,16 +271,31 @@ __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& 
 // same arithmetic as epilogue()), and the store loop only adds the residual, rounds and stores (store_chunk8):
 // about a quarter of the loads, and straight-line code over the accumulators. The results are the same bit for bit.
 // Otherwise store_staged8 applies the epilogue per chunk (with variant f16_epi_hoist, one SiLU test per chunk).
+// kPrefetch (kInRegs, for callers with registers to spare): each slice's residual chunks are loaded before its
+// arithmetic, so that the SiLUs run while they arrive, instead of one load's latency per stored chunk.
 constexpr int kWgEpiCols = 32;                  // columns a warp stages at a time
 constexpr int kWgEpiRow = kWgEpiCols + 8;       // floats (a half-warp's float2 writes hit distinct banks)
 constexpr int kWgEpiWarp = 16 * kWgEpiRow * 4;  // bytes of one warp's slice
-template <int BN, bool kInRegs = false>
+template <int BN, bool kInRegs = false, bool kPrefetch = false>
 __device__ __forceinline__ void wgmma_warp_epilogue(const ImplicitGemmParams<__half>& a, float (&acc)[BN / 2],
                                                     float* epi, int rw, int n0, int g, int lane) {
   static_assert(BN % kWgEpiCols == 0, "whole epilogue slices");
+  static_assert(kInRegs || !kPrefetch, "the residual is read ahead only on the register path");
   const long long c0 = static_cast<long long>(g) * a.n_g;  // the group's first output channel
+  constexpr int kPasses = 16 * (kWgEpiCols / 8) / 32;  // 8-channel chunks a lane stores per slice
 #pragma unroll
   for (int cc = 0; cc < BN / kWgEpiCols; ++cc) {
+    // Chunk h of this lane in the slice: staged row chunk_row(h), group channel chunk_n(h).
+    const auto chunk_row = [&](int h) { return (lane + 32 * h) / (kWgEpiCols / 8); };
+    const auto chunk_n = [&](int h) { return n0 + cc * kWgEpiCols + (lane + 32 * h) % (kWgEpiCols / 8) * 8; };
+    uint4 res[kPasses];  // kPrefetch: the residual chunks, loaded before the arithmetic so that it covers their latency
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int h = 0; h < kPasses; ++h) {
+        const int m = rw + chunk_row(h), n = chunk_n(h);
+        res[h] = m < a.m && chunk8_vec(a, n) ? residual_chunk8(a, m, c0 + n) : make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
     // Registers 4j, 4j + 1: row lane / 4, group channels n, n + 1; 4j + 2, 4j + 3: row lane / 4 + 8; j = cc * 4 + jj,
     // n = n0 + 8j + (lane % 4) * 2.
     if constexpr (kInRegs) {
@@ -288,16 +318,16 @@ __device__ __forceinline__ void wgmma_warp_epilogue(const ImplicitGemmParams<__h
     }
     __syncwarp();
 #pragma unroll
-    for (int h = 0; h < 16 * (kWgEpiCols / 8) / 32; ++h) {
-      const int idx = lane + 32 * h, r = idx / (kWgEpiCols / 8), q = idx % (kWgEpiCols / 8);
-      const int m = rw + r, n = n0 + cc * kWgEpiCols + q * 8;
+    for (int h = 0; h < kPasses; ++h) {
+      const int r = chunk_row(h), m = rw + r, n = chunk_n(h);
       if (m >= a.m || n >= a.n_g) continue;
-      const float* src = epi + r * kWgEpiRow + q * 8;
+      const float* src = epi + r * kWgEpiRow + (n - n0 - cc * kWgEpiCols);
       if constexpr (kInRegs) {
         const float4 lo = *reinterpret_cast<const float4*>(src);
         const float4 hi = *reinterpret_cast<const float4*>(src + 4);
         float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-        store_chunk8(a, m, c0 + n, n, v);
+        if (kPrefetch && chunk8_vec(a, n)) store_chunk8_vec(a, m, c0 + n, v, res[h]);
+        else store_chunk8(a, m, c0 + n, n, v);
       } else {
         store_staged8(a, src, m, n, g);
       }

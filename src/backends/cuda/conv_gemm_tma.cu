@@ -31,8 +31,10 @@
 // its stage q % (its stages) (StageRing, wgmma.cuh).
 // Epilogue: each computing warp writes its 16 rows of each m64 block through wgmma_warp_epilogue (conv_gemm.cuh),
 // as the warp-specialised conv2d_implicit_gemm_wgmma_ws does, but with bias, SiLU and gamma applied in registers
-// (kInRegs, after the sixteenth session's measurements: bias and gamma loaded once per column pair), then its
-// private shared-memory slice, the residual, one rounding and 16-byte stores.
+// (kInRegs, after the sixteenth session's measurements: bias and gamma loaded once per column pair; since the
+// seventeenth, the SiLU flag tested once per 32 columns, and where a thread holds fewer than 128 accumulators the
+// residual read ahead of the arithmetic), then its private shared-memory slice, the residual, one rounding and
+// 16-byte stores.
 //
 // Measured (sixteenth session, docs/kernels-conv.md): correct, and slower than the mma.sync and wgmma kernels on all
 // but two of yolo12n's and yolo12x's 1x1 shapes (ping-pong its best schedule); Nsight Compute has it latency-bound on
@@ -195,7 +197,8 @@ __global__ void __launch_bounds__(kTmaThreads, 1) conv2d_gemm_tma(const __grid_c
     if (lane == 0) mbar_arrive(empty0 + 8 * prev);
     const int row0 = mt * BM + (kPing ? 0 : wgi * G::kRowsWg) + wl * 16;
 #pragma unroll
-    for (int mb = 0; mb < G::kMW; ++mb) wgmma_warp_epilogue<BN, true>(a, acc[mb], epi, row0 + mb * 64, nt * BN, 0, lane);
+    for (int mb = 0; mb < G::kMW; ++mb)  // the residual read ahead where the accumulators leave registers for it
+      wgmma_warp_epilogue<BN, true, (G::kMW * BN / 2 < 128)>(a, acc[mb], epi, row0 + mb * 64, nt * BN, 0, lane);
   }
 #else
   (void)p;  // not sm_90a code: wgmma_available() is false and the launcher never runs this
