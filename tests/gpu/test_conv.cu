@@ -2322,6 +2322,24 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
   CHECK(wg == 0);
 }
 
+namespace {
+// Runs case c on plan_run with the variant switch `on` set (checked against the reference) and cleared, and requires
+// the two output buffers (guards included) to be equal bit for bit; the switch then has its value from before.
+void require_same_bits_on_off(const Case& c, std::uint64_t seed, bool& on) {
+  const bool before = on;
+  on = true;
+  const Result with = check_case<__half>(c, seed, Kernel::Plan);
+  on = false;
+  const Result without = run_case<__half>(c, seed, Kernel::Plan, false);
+  on = before;
+  REQUIRE(without.unwritten == 0);
+  REQUIRE(with.bits.size() == without.bits.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < with.bits.size(); ++i) differ += with.bits[i] != without.bits[i];
+  REQUIRE(differ == 0);
+}
+}  // namespace
+
 // The block order of the non-persistent GEMM kernels (variant raster_n, conv_gemm.cuh: gemm_grid): column tile
 // fastest by default, row tile fastest with the variant off. Each block computes the same tile either way, so
 // the two outputs must be equal bit for bit, and the default must match the reference: on convs of several
@@ -2361,17 +2379,7 @@ TEST_CASE("the GEMM kernels' block order (column tile fastest, or row tile faste
       if (pl.algorithm == ConvAlgorithm::implicit_gemm_wgmma && !cd::wgmma_takes(c.s)) continue;
       plan_run = pl;
       INFO(yolo12::cuda::conv_plan_detail(pl));
-      cd::conv_variants().raster_n = true;
-      const Result column_fastest = check_case<__half>(c, seed, Kernel::Plan);
-      cd::conv_variants().raster_n = false;
-      const Result row_fastest = run_case<__half>(c, seed, Kernel::Plan, false);
-      cd::conv_variants().raster_n = true;
-      ++seed;
-      REQUIRE(row_fastest.unwritten == 0);
-      REQUIRE(column_fastest.bits.size() == row_fastest.bits.size());
-      std::size_t differ = 0;
-      for (std::size_t i = 0; i < column_fastest.bits.size(); ++i) differ += column_fastest.bits[i] != row_fastest.bits[i];
-      REQUIRE(differ == 0);
+      require_same_bits_on_off(c, seed++, cd::conv_variants().raster_n);
     }
   // The grid itself: every block one tile, the column tile fastest (with the split's ranks innermost).
   cd::ImplicitGemmParams<__half> a;
@@ -2385,14 +2393,14 @@ TEST_CASE("the GEMM kernels' block order (column tile fastest, or row tile faste
   CHECK((old.x == 16u && old.y == 4u && old.z == 3u));
 }
 
-// Variant f16_epi_hoist (seventeenth session): the GEMM kernels' epilogue tests the SiLU flag once per tile or chunk
-// instead of per value (conv_detail.cuh: epilogue_with, with_silu; the mma.sync kernel at BK 64, the wgmma kernels'
-// staged epilogue). It must not change a bit: every GEMM plan tuning offers for each case (mma.sync, wgmma, the
-// warp-specialised and ping-pong tiles, conv2d_halo_wgmma, conv2d_halo_f16) runs with the variant on, against the
-// reference, and off,
-// and the two outputs must be equal bit for bit, with SiLU on and off, with and without gamma and a residual, on
-// full and partial 8-channel chunks (n_g 70) and partial row tiles.
-TEST_CASE("the GEMM kernels' epilogue with the SiLU test hoisted (f16_epi_hoist) gives the same output bit for bit",
+// Variant f16_epi_hoist (seventeenth session): the fp16 GEMM kernels' epilogue tests the SiLU flag once per tile or
+// chunk instead of per value (conv_detail.cuh: epilogue_with, with_silu; the mma.sync kernel at BK 64, the wgmma
+// kernels' staged epilogue, conv2d_halo_f16). It must not change a bit: every plan tuning offers for each case on
+// those kernels (mma.sync, wgmma, the warp-specialised and ping-pong tiles, conv2d_halo_wgmma, conv2d_halo_f16) runs
+// with the variant on, against the reference, and off, and the two outputs must be equal bit for bit, with SiLU on
+// and off, with and without gamma and a residual, on full and partial 8-channel chunks (n_g 70) and partial row
+// tiles.
+TEST_CASE("the fp16 GEMM kernels' epilogue with the SiLU test hoisted (f16_epi_hoist) gives the same output bit for bit",
           "[conv][gpu][epi_hoist]") {
   namespace cd = yolo12::cuda::conv_detail;
   using yolo12::cuda::ConvAlgorithm;
@@ -2429,17 +2437,8 @@ TEST_CASE("the GEMM kernels' epilogue with the SiLU test hoisted (f16_epi_hoist)
       ++by_algorithm[static_cast<int>(pl.algorithm)];
       plan_run = pl;
       INFO(describe(c) << " plan " << yolo12::cuda::conv_plan_detail(pl));
-      cd::conv_variants().f16_epi_hoist = true;
-      const Result hoisted = check_case<__half>(c, seed, Kernel::Plan);
-      cd::conv_variants().f16_epi_hoist = false;
-      const Result per_value = run_case<__half>(c, seed, Kernel::Plan, false);
-      ++seed;
+      require_same_bits_on_off(c, seed++, cd::conv_variants().f16_epi_hoist);
       ++compared;
-      REQUIRE(per_value.unwritten == 0);
-      REQUIRE(hoisted.bits.size() == per_value.bits.size());
-      std::size_t differ = 0;
-      for (std::size_t i = 0; i < hoisted.bits.size(); ++i) differ += hoisted.bits[i] != per_value.bits[i];
-      REQUIRE(differ == 0);
     }
   }
   cd::conv_variants() = saved;
