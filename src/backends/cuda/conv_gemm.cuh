@@ -24,7 +24,8 @@ struct ImplicitGemmParams : ConvParams<T> {
   bool pair_out = false;  // the epilogue may store channel pairs (2-element aligned y / residual)
   bool vec_out = false;   // 16-byte stores of 16 bytes of channels (n_g, ldy, ldr multiples of 16 bytes, aligned)
   bool vec_a = false;     // 16-byte A loads: cin_g and ldx multiples of 16 bytes, x 16-byte aligned
-  bool epi_hoist = false; // variant f16_epi_hoist: the epilogue tests the SiLU flag once per tile (with_silu)
+  bool epi_hoist = false; // variant f16_epi_hoist: the SiLU flag tested once per tile or chunk (with_silu), the
+                          // residual read ahead (store_staged_tile)
   int smem_stages = 0;    // conv2d_implicit_gemm_f16: the A / B pipeline stages its shared memory holds
                           // (set by its launcher: at most STAGES, fewer for a short K loop)
   int ktab_offset = 0;    // conv2d_implicit_gemm_f16, k x k with vec_a: byte offset of its K-column table
@@ -262,6 +263,58 @@ __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& 
   }
   store_chunk8(a, m, c, n, v);
 }
+// The block store loop of a staged tile with its residual read ahead (variant f16_epi_hoist): chunk i of
+// [0, total) goes to thread i % threads, at most kIters per thread; where(i, m, n, src) gives its output row m,
+// group channel n and staged floats src (16-byte aligned), false for a chunk outside the output. The residual chunks
+// of up to four of the thread's chunks are loaded first, so that their latencies overlap instead of one per chunk
+// (the loop the kernels had waits for each chunk's residual before the next). kEpilogue: the staged values are raw sums and get
+// the epilogue here (store_staged8's, with the SiLU test per chunk); else they are finished. Then the residual, one
+// rounding, 16-byte stores (store_chunk8_vec; store_chunk8 for the chunks it cannot take). The same results as
+// store_staged8 / store_chunk8 chunk by chunk, bit for bit.
+template <int kIters, bool kEpilogue, typename Where>
+__device__ __forceinline__ void store_staged_tile(const ImplicitGemmParams<__half>& a, int g, int tid, int threads,
+                                                  int total, Where&& where) {
+  constexpr int kAhead = kIters < 4 ? kIters : 4;  // chunks whose residual is in flight at once (registers: 4 each)
+  const long long c0 = static_cast<long long>(g) * a.n_g;
+#pragma unroll
+  for (int it0 = 0; it0 < kIters; it0 += kAhead) {
+    uint4 res[kAhead];
+#pragma unroll
+    for (int k = 0; k < kAhead; ++k) {
+      const int i = tid + (it0 + k) * threads;
+      int m = 0, n = 0;
+      const float* src = nullptr;
+      res[k] = a.residual && it0 + k < kIters && i < total && where(i, m, n, src) && chunk8_vec(a, n)
+                   ? residual_chunk8(a, m, c0 + n)
+                   : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int k = 0; k < kAhead; ++k) {
+      const int i = tid + (it0 + k) * threads;
+      int m = 0, n = 0;
+      const float* src = nullptr;
+      if (it0 + k >= kIters || i >= total || !where(i, m, n, src)) continue;
+      if (!chunk8_vec(a, n)) {  // partial chunks and unaligned views: element by element
+        if constexpr (kEpilogue) {
+          store_staged8(a, src, m, n, g);
+        } else {
+          float v[8];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) v[e] = src[e];
+          store_chunk8(a, m, c0 + n, n, v);
+        }
+        continue;
+      }
+      const float4 lo = *reinterpret_cast<const float4*>(src);
+      const float4 hi = *reinterpret_cast<const float4*>(src + 4);
+      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      if constexpr (kEpilogue)
+        with_silu(a.silu(), [&](auto silu) { epilogue8_with<decltype(silu)::value>(v, a.bias, a.gamma, c0 + n); });
+      store_chunk8_vec(a, m, c0 + n, v, res[k]);
+    }
+  }
+}
+
 // The warp epilogue of the persistent wgmma kernels (conv2d_implicit_gemm_wgmma_ws, conv2d_gemm_tma): one warp's
 // 16 output rows [rw, rw + 16) x columns [n0, n0 + BN) of group g from its accumulators (the wgmma layout,
 // wgmma.cuh), 32 columns at a time through the warp's private slice epi (16, kWgEpiRow) floats, then
