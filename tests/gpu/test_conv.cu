@@ -2398,7 +2398,7 @@ TEST_CASE("the GEMM kernels' block order (column tile fastest, or row tile faste
 // kernels' staged epilogue, conv2d_halo_f16). It must not change a bit: every plan tuning offers for each case on
 // those kernels (mma.sync, wgmma, the warp-specialised and ping-pong tiles, conv2d_halo_wgmma, conv2d_halo_f16) runs
 // with the variant on, against the reference, and off, and the two outputs must be equal bit for bit, with SiLU on
-// and off, with and without gamma and a residual (which the mma.sync and wgmma kernels then read ahead:
+// and off, with and without gamma and a residual (which the two-warpgroup wgmma kernel then reads ahead:
 // store_staged_tile), on full and partial 8-channel chunks (n_g 70, element by element) and partial row tiles.
 TEST_CASE("the fp16 GEMM kernels' epilogue with the SiLU test hoisted (f16_epi_hoist) gives the same output bit for bit",
           "[conv][gpu][epi_hoist]") {

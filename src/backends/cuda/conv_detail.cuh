@@ -281,8 +281,8 @@ struct ConvVariants {
                                   // batch 32 29.7 -> 34.4 ms under its rule; latency-bound on its epilogue)
   bool f16_epi_hoist = false;     // the fp16 GEMM kernels (mma.sync at BK 64, the wgmma kernels' staged epilogue,
                                   // conv2d_halo_f16) test the conv's SiLU flag once per tile or chunk, not per value
-                                  // (epilogue_with, with_silu), and the mma.sync and two-warpgroup wgmma kernels read
-                                  // their residual chunks ahead (store_staged_tile): the same results bit for bit
+                                  // (epilogue_with, with_silu), and the two-warpgroup wgmma kernel reads its
+                                  // residual chunks ahead (store_staged_tile): the same results bit for bit
                                   // (seventeenth session, from the SASS; not yet measured on a GPU)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth

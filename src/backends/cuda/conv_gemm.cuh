@@ -266,7 +266,7 @@ __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& 
 // The block store loop of a staged tile with its residual read ahead (variant f16_epi_hoist): chunk i of
 // [0, total) goes to thread i % threads, at most kIters per thread; where(i, m, n, src) gives its output row m,
 // group channel n and staged floats src (16-byte aligned), false for a chunk outside the output. The residual chunks
-// of up to four of the thread's chunks are loaded first, so that their latencies overlap instead of one per chunk
+// of two of the thread's chunks at a time are loaded first, so that their latencies overlap instead of one per chunk
 // (the loop the kernels had waits for each chunk's residual before the next). kEpilogue: the staged values are raw sums and get
 // the epilogue here (store_staged8's, with the SiLU test per chunk); else they are finished. Then the residual, one
 // rounding, 16-byte stores (store_chunk8_vec; store_chunk8 for the chunks it cannot take). The same results as
@@ -274,9 +274,9 @@ __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& 
 template <int kIters, bool kEpilogue, typename Where>
 __device__ __forceinline__ void store_staged_tile(const ImplicitGemmParams<__half>& a, int g, int tid, int threads,
                                                   int total, Where&& where) {
-  constexpr int kAhead = kIters < 4 ? kIters : 4;  // chunks whose residual is in flight at once (registers: 4 each)
+  constexpr int kAhead = kIters < 2 ? kIters : 2;  // chunks whose residual is in flight at once (registers: 4 each)
   const long long c0 = static_cast<long long>(g) * a.n_g;
-#pragma unroll
+#pragma unroll 1  // a rolled loop: unrolled, the chunk code (twice: both store paths) took kIters copies
   for (int it0 = 0; it0 < kIters; it0 += kAhead) {
     uint4 res[kAhead];
 #pragma unroll

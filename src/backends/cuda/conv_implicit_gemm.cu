@@ -237,42 +237,31 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     else __syncthreads();
     constexpr int kChunksN = BN / 8;
     constexpr int kRows = BM / SPLIT;  // rows this block finishes: [rank * kRows, (rank + 1) * kRows)
-    if (SPLIT == 1 && a.epi_hoist) {   // variant f16_epi_hoist: the residual chunks read ahead (the same results)
-      store_staged_tile<(kRows * kChunksN + kThreads - 1) / kThreads, false>(
-          a, g, tid, kThreads, kRows * kChunksN, [&](int idx, int& m, int& n, const float*& src) {
-            const int r = idx / kChunksN, q = idx % kChunksN;
-            m = m0 + r;
-            n = n0 + q * 8;
-            src = Cs + r * kCRow + q * 8;
-            return m < a.m && n < a.n_g;
-          });
-    } else {
-      for (int idx = tid; idx < kRows * kChunksN; idx += kThreads) {
-        const int r = rank * kRows + idx / kChunksN, q = idx % kChunksN;
-        const int m = m0 + r, n = n0 + q * 8;
-        if (m >= a.m || n >= a.n_g) continue;
-        float v[8];
-        const long long c = static_cast<long long>(g) * a.n_g + n;
-        if constexpr (SPLIT == 1) {
-          const float4 lo = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8);
-          const float4 hi = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8 + 4);
-          v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
-        } else {
+    for (int idx = tid; idx < kRows * kChunksN; idx += kThreads) {
+      const int r = rank * kRows + idx / kChunksN, q = idx % kChunksN;
+      const int m = m0 + r, n = n0 + q * 8;
+      if (m >= a.m || n >= a.n_g) continue;
+      float v[8];
+      const long long c = static_cast<long long>(g) * a.n_g + n;
+      if constexpr (SPLIT == 1) {
+        const float4 lo = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8);
+        const float4 hi = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8 + 4);
+        v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+      } else {
 #pragma unroll
-          for (int e = 0; e < 8; ++e) v[e] = 0.f;
+        for (int e = 0; e < 8; ++e) v[e] = 0.f;
 #pragma unroll
-          for (int src = 0; src < SPLIT; ++src) {  // the same rows of every rank's tile, rank order
-            const float* cs = cg::this_cluster().map_shared_rank(Cs, src) + r * kCRow + q * 8;
-            const float4 lo = *reinterpret_cast<const float4*>(cs);
-            const float4 hi = *reinterpret_cast<const float4*>(cs + 4);
-            v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w, v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
-          }
-#pragma unroll
-          for (int e = 0; e < 8; ++e)
-            if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
+        for (int src = 0; src < SPLIT; ++src) {  // the same rows of every rank's tile, rank order
+          const float* cs = cg::this_cluster().map_shared_rank(Cs, src) + r * kCRow + q * 8;
+          const float4 lo = *reinterpret_cast<const float4*>(cs);
+          const float4 hi = *reinterpret_cast<const float4*>(cs + 4);
+          v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w, v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
         }
-        store_chunk8(a, m, c, n, v);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (n + e < a.n_g) v[e] = epilogue<__half>(v[e], a.bias, a.gamma, a.silu(), static_cast<int>(c) + e);
       }
+      store_chunk8(a, m, c, n, v);
     }
     if constexpr (SPLIT > 1) cg::this_cluster().sync();  // no block leaves while others read its tile
   } else {
