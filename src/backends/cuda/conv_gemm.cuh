@@ -263,14 +263,14 @@ __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& 
   }
   store_chunk8(a, m, c, n, v);
 }
-// The block store loop of a staged tile with its residual read ahead (variant f16_epi_hoist): chunk i of
-// [0, total) goes to thread i % threads, at most kIters per thread; where(i, m, n, src) gives its output row m,
-// group channel n and staged floats src (16-byte aligned), false for a chunk outside the output. The residual chunks
-// of two of the thread's chunks at a time are loaded first, so that their latencies overlap instead of one per chunk
-// (the loop the kernels had waits for each chunk's residual before the next). kEpilogue: the staged values are raw sums and get
-// the epilogue here (store_staged8's, with the SiLU test per chunk); else they are finished. Then the residual, one
-// rounding, 16-byte stores (store_chunk8_vec; store_chunk8 for the chunks it cannot take). The same results as
-// store_staged8 / store_chunk8 chunk by chunk, bit for bit.
+// The block store loop of a staged tile with its residual read ahead (variant f16_epi_hoist; the two-warpgroup wgmma
+// kernel): chunk i of [0, total) goes to thread i % threads, at most kIters per thread; where(i, m, n, src) gives its
+// output row m, group channel n and staged floats src (16-byte aligned), false for a chunk outside the output. The
+// residual chunks of two of the thread's chunks at a time are loaded first, so that their latencies overlap (the
+// loop before waited for each chunk's residual before the next). kEpilogue: the staged values are raw sums and get
+// the epilogue here (store_staged8's, the SiLU test per chunk); else they are finished. Then the residual, one
+// rounding, a 16-byte store (store_chunk8_vec; store_staged8 / store_chunk8 for the chunks it cannot take). The same
+// results as store_staged8 / store_chunk8 chunk by chunk, bit for bit.
 template <int kIters, bool kEpilogue, typename Where>
 __device__ __forceinline__ void store_staged_tile(const ImplicitGemmParams<__half>& a, int g, int tid, int threads,
                                                   int total, Where&& where) {
