@@ -157,9 +157,7 @@ __host__ __device__ __forceinline__ void with_epilogue(bool hoist, bool silu, St
     });
   } else {
     stage([silu](float v, float b, float g) {
-      v += b;
-      if (silu) v = silu_fast(v);
-      return v * g;
+      return silu ? epilogue_with<true>(v, b, g) : epilogue_with<false>(v, b, g);
     });
   }
 }
