@@ -58,18 +58,22 @@ def short(name):
     return (m.group(1) + (m.group(2) or "")) if m else name[:70]
 
 
-def report(path, kernel_re):
-    with open(path) as f:
-        sass = f.read()
-    print(f"== {os.path.basename(path)}")
+def mufu_blocks(sass, kernel_re=""):
+    """(mangled name, instruction count, MUFU count, Counter {MUFU in a block: blocks}) per kernel of a listing."""
     for name, instrs, text in kernels(sass):
         if kernel_re and not re.search(kernel_re, name):
             continue
         per_block = [sum("MUFU" in op for op in b) for b in blocks(instrs, text)]
-        hist = collections.Counter(x for x in per_block if x)
-        mufu = sum(per_block)
+        yield name, len(instrs), sum(per_block), collections.Counter(x for x in per_block if x)
+
+
+def report(path, kernel_re):
+    with open(path) as f:
+        sass = f.read()
+    print(f"== {os.path.basename(path)}")
+    for name, count, mufu, hist in mufu_blocks(sass, kernel_re):
         spread = " ".join(f"{k}x{v}" for k, v in sorted(hist.items()))
-        print(f"{short(name)[:78]:78s} instr {len(instrs):6d}  MUFU {mufu:4d}  MUFU per block (count x blocks): {spread}")
+        print(f"{short(name)[:78]:78s} instr {count:6d}  MUFU {mufu:4d}  MUFU per block (count x blocks): {spread}")
 
 
 def build(outdir):
