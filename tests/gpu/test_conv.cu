@@ -2405,8 +2405,8 @@ TEST_CASE("the fp16 GEMM kernels' epilogue with the SiLU test hoisted (f16_epi_h
   namespace cd = yolo12::cuda::conv_detail;
   using yolo12::cuda::ConvAlgorithm;
   const cd::ConvVariants saved = cd::conv_variants();
-  CHECK_FALSE(cd::ConvVariants().f16_epi_hoist);
-  CHECK(cd::parse_conv_variants("+f16_epi_hoist").f16_epi_hoist);
+  CHECK(cd::ConvVariants().f16_epi_hoist);
+  CHECK_FALSE(cd::parse_conv_variants("-f16_epi_hoist").f16_epi_hoist);
   std::vector<Case> cases;
   cases.push_back(with_options(make_case(2, 20, 20, 64, 192, 1, 1, 1), true, true, true));     // 1x1, gamma, residual
   cases.push_back(with_options(make_case(1, 17, 23, 96, 320, 1, 1, 1), false, false, true));   // partial tiles

@@ -277,11 +277,12 @@ struct ConvVariants {
                                   // gemm_tma_rule, conv_gemm_tma.cu), asked first; also its plans among the tuning
                                   // candidates. Off: slower than the other kernels on all but two shapes (yolo12x at
                                   // batch 32 29.7 -> 34.4 ms under its rule; latency-bound on its epilogue)
-  bool f16_epi_hoist = false;     // the fp16 GEMM kernels (mma.sync at BK 64, the wgmma kernels' staged epilogue,
+  bool f16_epi_hoist = true;      // the fp16 GEMM kernels (mma.sync at BK 64, the wgmma kernels' staged epilogue,
                                   // conv2d_halo_f16) test the conv's SiLU flag once per tile or chunk, not per value
                                   // (epilogue_with, with_silu), and the two-warpgroup wgmma kernel reads its
                                   // residual chunks ahead (store_staged_tile): the same results bit for bit
-                                  // (seventeenth session, from the SASS; not yet measured on a GPU)
+                                  // (seventeenth session, H100: yolo12x batch 32 30.50 -> 27.46 ms, yolo12n
+                                  // 3.03 -> 2.90 ms; docs/kernels-conv.md)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)
