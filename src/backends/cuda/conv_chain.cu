@@ -248,8 +248,8 @@ __global__ void __launch_bounds__(WARPS * 32) conv2d_chain_f16_kernel(const Conv
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = chain::acc_row(wt, lane, 2 * h);
-        float v0 = conv_detail::epilogue_of<__half>(acc[q][2 * h], e.bias[0], k.silu, k.gamma != nullptr, e.gamma[0]);
-        float v1 = conv_detail::epilogue_of<__half>(acc[q][2 * h + 1], e.bias[1], k.silu, k.gamma != nullptr, e.gamma[1]);
+        float v0 = conv_detail::epilogue_with(acc[q][2 * h], e.bias[0], e.gamma[0], k.silu);
+        float v1 = conv_detail::epilogue_with(acc[q][2 * h + 1], e.bias[1], e.gamma[1], k.silu);
         if (res_tile) {
           const __half2 rv = *reinterpret_cast<const __half2*>(res_tile + r * oh + n);
           v0 += __low2float(rv);

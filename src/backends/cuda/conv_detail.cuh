@@ -100,16 +100,7 @@ __host__ __device__ __forceinline__ float epilogue(float acc, const float* bias,
   if (gamma) v *= load_nc(gamma + c);
   return v;
 }
-// epilogue() with the channel's bias (0 where none) and gamma (used where has_gamma) already loaded, for kernels that
-// load them once for several rows (conv2d_chain_f16, conv2d_gemm_tma): the same arithmetic in the same order.
-template <typename T>
-__host__ __device__ __forceinline__ float epilogue_of(float acc, float bias, bool silu, bool has_gamma, float gamma) {
-  float v = acc + bias;
-  if (silu) v = silu_of<T>(v);
-  if (has_gamma) v *= gamma;
-  return v;
-}
-// The bias and gamma of a column pair for epilogue_of, loaded once for all its rows: channels c and c + 1 of the
+// The bias and gamma of a column pair for epilogue_with, loaded once for all its rows: channels c and c + 1 of the
 // tensors (group channels n and n + 1 of channels_g); 0 and 1 where a tensor is absent or n + i >= channels_g.
 struct EpiloguePair {
   float bias[2] = {0.f, 0.f};
@@ -139,6 +130,11 @@ __host__ __device__ __forceinline__ float epilogue_with(float acc, float bias, f
   if constexpr (kSilu) v = silu_fast(v);
   return v * gamma;
 }
+// epilogue_with with the SiLU flag tested per value (kernels that load bias and gamma once for several rows and keep
+// one code path: conv2d_chain_f16, and with_epilogue's per-value path).
+__host__ __device__ __forceinline__ float epilogue_with(float acc, float bias, float gamma, bool silu) {
+  return silu ? epilogue_with<true>(acc, bias, gamma) : epilogue_with<false>(acc, bias, gamma);
+}
 // f(std::true_type{}) where the conv ends in SiLU, else f(std::false_type{}): one uniform branch around a whole
 // epilogue, so that each branch is straight-line code over all its values.
 template <typename F>
@@ -156,9 +152,7 @@ __host__ __device__ __forceinline__ void with_epilogue(bool hoist, bool silu, St
       stage([](float v, float b, float g) { return epilogue_with<decltype(s)::value>(v, b, g); });
     });
   } else {
-    stage([silu](float v, float b, float g) {
-      return silu ? epilogue_with<true>(v, b, g) : epilogue_with<false>(v, b, g);
-    });
+    stage([silu](float v, float b, float g) { return epilogue_with(v, b, g, silu); });
   }
 }
 // epilogue_with over a whole 8-channel chunk: channels [c, c + 8), all of them real (n + 8 <= n_g), each

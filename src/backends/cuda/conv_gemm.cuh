@@ -199,6 +199,12 @@ __device__ __forceinline__ void fill_ktable(const ImplicitGemmParams<T>& a, int2
   }
 }
 
+// 8 staged fp32 values at src (16-byte aligned) into v: two 16-byte shared-memory loads.
+__device__ __forceinline__ void load_staged8(const float* src, float (&v)[8]) {
+  const float4 lo = *reinterpret_cast<const float4*>(src);
+  const float4 hi = *reinterpret_cast<const float4*>(src + 4);
+  v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
 // The 16-byte path of store_chunk8 with row m's residual chunk at channel c already loaded (res; read only where
 // the conv has a residual): adds it, rounds once to half, one 16-byte store.
 __device__ __forceinline__ void store_chunk8_vec(const ImplicitGemmParams<__half>& a, int m, long long c, float (&v)[8],
@@ -251,9 +257,8 @@ __device__ __forceinline__ void store_chunk8(const ImplicitGemmParams<__half>& a
 __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& a, const float* src, int m, int n,
                                               int g) {
   const long long c = static_cast<long long>(g) * a.n_g + n;
-  const float4 lo = *reinterpret_cast<const float4*>(src);
-  const float4 hi = *reinterpret_cast<const float4*>(src + 4);
-  float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  float v[8];
+  load_staged8(src, v);
   if (a.epi_hoist && n + 8 <= a.n_g) {  // one SiLU test per chunk: its eight values' SiLUs overlap
     with_silu(a.silu(), [&](auto silu) { epilogue8_with<decltype(silu)::value>(v, a.bias, a.gamma, c); });
   } else {
@@ -305,9 +310,8 @@ __device__ __forceinline__ void store_staged_tile(const ImplicitGemmParams<__hal
         }
         continue;
       }
-      const float4 lo = *reinterpret_cast<const float4*>(src);
-      const float4 hi = *reinterpret_cast<const float4*>(src + 4);
-      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      float v[8];
+      load_staged8(src, v);
       if constexpr (kEpilogue)
         with_silu(a.silu(), [&](auto silu) { epilogue8_with<decltype(silu)::value>(v, a.bias, a.gamma, c0 + n); });
       store_chunk8_vec(a, m, c0 + n, v, res[k]);
@@ -376,9 +380,8 @@ __device__ __forceinline__ void wgmma_warp_epilogue(const ImplicitGemmParams<__h
       if (m >= a.m || n >= a.n_g) continue;
       const float* src = epi + r * kWgEpiRow + (n - n0 - cc * kWgEpiCols);
       if constexpr (kInRegs) {
-        const float4 lo = *reinterpret_cast<const float4*>(src);
-        const float4 hi = *reinterpret_cast<const float4*>(src + 4);
-        float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+        float v[8];
+        load_staged8(src, v);
         if (kPrefetch && chunk8_vec(a, n)) store_chunk8_vec(a, m, c0 + n, v, res[h]);
         else store_chunk8(a, m, c0 + n, n, v);
       } else {

@@ -244,9 +244,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       float v[8];
       const long long c = static_cast<long long>(g) * a.n_g + n;
       if constexpr (SPLIT == 1) {
-        const float4 lo = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8);
-        const float4 hi = *reinterpret_cast<const float4*>(Cs + r * kCRow + q * 8 + 4);
-        v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+        load_staged8(Cs + r * kCRow + q * 8, v);
       } else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) v[e] = 0.f;
