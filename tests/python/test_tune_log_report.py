@@ -53,6 +53,21 @@ class TuneLogReport(unittest.TestCase):
         self.assertNotIn("c64-64", text)
         self.assertNotIn("batch 1", text)
 
+    def test_gaps(self):
+        rows = [r for r in tune_log_report.parse(LOG.splitlines()) if r[0].startswith("conv")]
+        text = tune_log_report.report_gaps(rows, 10)
+        # batch 32: select 0.160 + 0.150 + 0.050 = 0.360, fastest 0.090 + 0.150 + 0.040 = 0.280. The 96->96 shape
+        # loses 0.070 (0.310 -> 0.240, halo_wgmma 256x96 once, the wgmma plan once: the first most common), the 1x1
+        # 0.010; the larger loss first.
+        self.assertIn("batch 32: conv_select 0.360 ms, the fastest 0.280 ms (-0.080)", text)
+        self.assertIn("-0.0700 ms  conv f16 c96-96 k3 s1 p1 g1 d1 a1 80x80-80x80 b32 (n=2): 0.3100 "
+                      "(implicit_gemm_wgmma 128x96x64 s3) -> 0.2400 (halo_wgmma 256x96 s3)", text)
+        self.assertIn("-0.0100 ms  conv f16 c64-64 k1 s1 p0 g1 d1 a1 80x80-80x80 b32 (n=1): 0.0500 "
+                      "(implicit_gemm_f16 128x64x64 w8) -> 0.0400 (implicit_gemm_f16 64x64x64 w4)", text)
+        self.assertLess(text.index("c96-96"), text.index("c64-64"))
+        self.assertIn("batch 1: conv_select 0.010 ms, the fastest 0.010 ms (+0.000)", text)
+        self.assertEqual(len(tune_log_report.report_gaps(rows, 1).splitlines()), 5)  # 2 headers, 2 shapes, 1 "more"
+
     def test_command_line(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "profile.log")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What kernel tuning measured, per conv and in total, from the lines YOLO12_CONV_TUNE_LOG=1 writes.
 
-    python3 tools/dev/tune_log_report.py LOG [--kernel halo_wgmma] [--top 30] [--keys conv] [--by-shape]
+    python3 tools/dev/tune_log_report.py LOG [--kernel halo_wgmma] [--top 30] [--keys conv] [--by-shape | --gaps]
 
 Each line `tune <key>: <plan> <ms>; <plan> <ms>; ...` (conv_tune.cu) is one conv at one batch size; its first
 plan is conv_select's. For every batch size the report gives the sum over convs of conv_select's time, of the
@@ -13,6 +13,11 @@ tuned profile logs of tools/gpu_check.sh perf (profile_*tuned*.log) hold these l
 `--by-shape` lists, instead of single convs, each conv shape (the key without its views' leading dimensions and
 alignments) with how many convs of it there are and the summed best of --kernel's plans against the summed best of the
 others: the table a selection rule is fitted to (docs/kernels-conv.md, "The fifteenth session").
+
+`--gaps` lists where conv_select's plan loses to the fastest candidate, per conv shape (largest summed loss first):
+how many convs of the shape, the summed time of conv_select's plans and of the fastest ones, and the plans (the
+most frequent fastest one); the table the selection rules are refitted to (docs/kernels-conv.md, "The eighteenth
+session"). --kernel plays no part in it.
 
 The conv chains' tuning (conv_chain.cu) writes lines of the same form, `tune chain f16 ...: chain fused <ms>; chain
 split <ms>; chain links <ms>`: `--keys chain --kernel "chain fused"` reports the chains alone, the fused kernel
@@ -116,6 +121,33 @@ def report_by_shape(rows, kernel):
     return "\n".join(text)
 
 
+def report_gaps(rows, top):
+    """Per batch size, per shape: conv_select's plans against the fastest, the largest summed loss first."""
+    groups = collections.OrderedDict()
+    for key, batch, plans in rows:
+        groups.setdefault((batch, shape_of(key)), []).append((plans[0], best(plans, lambda n: True)))
+    text = []
+    for batch in sorted({b for b, _ in groups}):
+        lines = []
+        total_select = total_best = 0.0
+        for (b, shape), pairs in groups.items():
+            if b != batch:
+                continue
+            select_sum, best_sum = sum(s[1] for s, _ in pairs), sum(f[1] for _, f in pairs)
+            total_select += select_sum
+            total_best += best_sum
+            names = collections.Counter(f[0] for _, f in pairs)
+            lines.append((best_sum - select_sum, f"  {best_sum - select_sum:+.4f} ms  {shape} (n={len(pairs)}): "
+                          f"{select_sum:.4f} ({pairs[0][0][0]}) -> {best_sum:.4f} ({names.most_common(1)[0][0]})"))
+        lines.sort()
+        text.append(f"batch {batch}: conv_select {total_select:.3f} ms, the fastest {total_best:.3f} ms "
+                    f"({total_best - total_select:+.3f}); per shape, largest loss first")
+        text += [line for _, line in lines[:top]]
+        if len(lines) > top:
+            text.append(f"  ... {len(lines) - top} more shapes")
+    return "\n".join(text)
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("log")
@@ -123,13 +155,17 @@ def main(argv):
     ap.add_argument("--top", type=int, default=30, help="convs listed per batch size")
     ap.add_argument("--keys", default="", help="only the lines whose key starts with this (conv, chain)")
     ap.add_argument("--by-shape", action="store_true", help="per conv shape, not per conv")
+    ap.add_argument("--gaps", action="store_true", help="where conv_select's plan loses to the fastest, per shape")
     args = ap.parse_args(argv)
     with open(args.log, encoding="utf-8", errors="replace") as f:
         rows = [r for r in parse(f) if r[0].startswith(args.keys)]
     if not rows:
         print(f"{args.log}: no 'tune ...' lines (was YOLO12_CONV_TUNE_LOG=1 set?)", file=sys.stderr)
         return 1
-    print(report_by_shape(rows, args.kernel) if args.by_shape else report(rows, args.kernel, args.top))
+    if args.gaps:
+        print(report_gaps(rows, args.top))
+    else:
+        print(report_by_shape(rows, args.kernel) if args.by_shape else report(rows, args.kernel, args.top))
     return 0
 
 

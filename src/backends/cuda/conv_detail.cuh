@@ -118,7 +118,7 @@ __host__ __device__ __forceinline__ EpiloguePair epilogue_pair(const float* bias
   return e;
 }
 
-// The fp16 GEMM kernels' epilogue with SiLU fixed at compile time (variant f16_epi_hoist): bias (0 where none) and
+// The fp16 GEMM kernels' epilogue with SiLU fixed at compile time: bias (0 where none) and
 // gamma (1 where none) already loaded. It computes what epilogue() does, bit for bit: epilogue() adds 0 where there
 // is no bias, and v * 1 is v. A kernel chooses kSilu once for a whole tile (with_silu) instead of testing the
 // conv's flag at every value: the test at every value had the compiler branch around each SiLU (two MUFU ops and
@@ -130,8 +130,8 @@ __host__ __device__ __forceinline__ float epilogue_with(float acc, float bias, f
   if constexpr (kSilu) v = silu_fast(v);
   return v * gamma;
 }
-// epilogue_with with the SiLU flag tested per value (kernels that load bias and gamma once for several rows and keep
-// one code path: conv2d_chain_f16, and with_epilogue's per-value path).
+// epilogue_with with the SiLU flag tested per value (conv2d_chain_f16, which loads bias and gamma once for several
+// rows and keeps one code path).
 __host__ __device__ __forceinline__ float epilogue_with(float acc, float bias, float gamma, bool silu) {
   return silu ? epilogue_with<true>(acc, bias, gamma) : epilogue_with<false>(acc, bias, gamma);
 }
@@ -143,17 +143,12 @@ __host__ __device__ __forceinline__ void with_silu(bool silu, F&& f) {
   else f(std::false_type{});
 }
 // stage(fin) with fin(value, bias, gamma) the fp16 epilogue of one value whose bias (0 where none) and gamma (1 where
-// none) the kernel loaded: with hoist (variant f16_epi_hoist) one SiLU test here and epilogue_with in straight-line
-// code, else the test at every value, as the kernels had it. The same results bit for bit either way.
+// none) the kernel loaded: one SiLU test here, so that stage runs epilogue_with in straight-line code.
 template <typename Stage>
-__host__ __device__ __forceinline__ void with_epilogue(bool hoist, bool silu, Stage&& stage) {
-  if (hoist) {
-    with_silu(silu, [&](auto s) {
-      stage([](float v, float b, float g) { return epilogue_with<decltype(s)::value>(v, b, g); });
-    });
-  } else {
-    stage([silu](float v, float b, float g) { return epilogue_with(v, b, g, silu); });
-  }
+__host__ __device__ __forceinline__ void with_epilogue(bool silu, Stage&& stage) {
+  with_silu(silu, [&](auto s) {
+    stage([](float v, float b, float g) { return epilogue_with<decltype(s)::value>(v, b, g); });
+  });
 }
 // epilogue_with over a whole 8-channel chunk: channels [c, c + 8), all of them real (n + 8 <= n_g), each
 // channel's bias and gamma loaded here.
@@ -271,12 +266,6 @@ struct ConvVariants {
                                   // gemm_tma_rule, conv_gemm_tma.cu), asked first; also its plans among the tuning
                                   // candidates. Off: slower than the other kernels on all but two shapes (yolo12x at
                                   // batch 32 29.7 -> 34.4 ms under its rule; latency-bound on its epilogue)
-  bool f16_epi_hoist = true;      // the fp16 GEMM kernels (mma.sync at BK 64, the wgmma kernels' staged epilogue,
-                                  // conv2d_halo_f16) test the conv's SiLU flag once per tile or chunk, not per value
-                                  // (epilogue_with, with_silu), and the two-warpgroup wgmma kernel reads its
-                                  // residual chunks ahead (store_staged_tile): the same results bit for bit
-                                  // (seventeenth session, H100: yolo12x batch 32 30.50 -> 27.46 ms, yolo12n
-                                  // 3.03 -> 2.90 ms; docs/kernels-conv.md)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)

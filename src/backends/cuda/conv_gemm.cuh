@@ -24,8 +24,6 @@ struct ImplicitGemmParams : ConvParams<T> {
   bool pair_out = false;  // the epilogue may store channel pairs (2-element aligned y / residual)
   bool vec_out = false;   // 16-byte stores of 16 bytes of channels (n_g, ldy, ldr multiples of 16 bytes, aligned)
   bool vec_a = false;     // 16-byte A loads: cin_g and ldx multiples of 16 bytes, x 16-byte aligned
-  bool epi_hoist = false; // variant f16_epi_hoist: the SiLU flag tested once per tile or chunk (with_silu), the
-                          // residual read ahead (store_staged_tile)
   int smem_stages = 0;    // conv2d_implicit_gemm_f16: the A / B pipeline stages its shared memory holds
                           // (set by its launcher: at most STAGES, fewer for a short K loop)
   int ktab_offset = 0;    // conv2d_implicit_gemm_f16, k x k with vec_a: byte offset of its K-column table
@@ -54,7 +52,6 @@ ImplicitGemmParams<T> make_params(const ConvParams<T>& p) {
   a.pair_out = l.n_g % 2 == 0 && p.ldy % 2 == 0 && aligned(p.y, 2 * sizeof(T)) &&
                (!p.residual || (p.ldr % 2 == 0 && aligned(p.residual, 2 * sizeof(T))));
   a.vec_a = l.cin_g % per16 == 0 && p.ldx % per16 == 0 && aligned(p.x, 16);
-  a.epi_hoist = conv_variants().f16_epi_hoist;
   return a;
 }
 
@@ -259,7 +256,7 @@ __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& 
   const long long c = static_cast<long long>(g) * a.n_g + n;
   float v[8];
   load_staged8(src, v);
-  if (a.epi_hoist && n + 8 <= a.n_g) {  // one SiLU test per chunk: its eight values' SiLUs overlap
+  if (n + 8 <= a.n_g) {  // one SiLU test per chunk: its eight values' SiLUs overlap
     with_silu(a.silu(), [&](auto silu) { epilogue8_with<decltype(silu)::value>(v, a.bias, a.gamma, c); });
   } else {
 #pragma unroll
@@ -268,8 +265,7 @@ __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& 
   }
   store_chunk8(a, m, c, n, v);
 }
-// The block store loop of a staged tile with its residual read ahead (variant f16_epi_hoist; the two-warpgroup wgmma
-// kernel): chunk i of [0, total) goes to thread i % threads, at most kIters per thread; where(i, m, n, src) gives its
+// The block store loop of a staged tile with its residual read ahead (the two-warpgroup wgmma kernel): chunk i of [0, total) goes to thread i % threads, at most kIters per thread; where(i, m, n, src) gives its
 // output row m, group channel n and staged floats src (16-byte aligned), false for a chunk outside the output. The
 // residual chunks of two of the thread's chunks at a time are loaded first, so that their latencies overlap (the
 // loop before waited for each chunk's residual before the next). kEpilogue: the staged values are raw sums and get
@@ -327,7 +323,7 @@ __device__ __forceinline__ void store_staged_tile(const ImplicitGemmParams<__hal
 // and gamma loaded once for its two rows, the SiLU flag tested once per 32 columns (epilogue_with, with_silu: the
 // same arithmetic as epilogue()), and the store loop only adds the residual, rounds and stores (store_chunk8):
 // about a quarter of the loads, and straight-line code over the accumulators. The results are the same bit for bit.
-// Otherwise store_staged8 applies the epilogue per chunk (with variant f16_epi_hoist, one SiLU test per chunk).
+// Otherwise store_staged8 applies the epilogue per chunk (one SiLU test per chunk).
 // kPrefetch (kInRegs, for callers with registers to spare): each slice's residual chunks are loaded before its
 // arithmetic, so that the SiLUs run while they arrive, instead of one load's latency per stored chunk.
 constexpr int kWgEpiCols = 32;                  // columns a warp stages at a time

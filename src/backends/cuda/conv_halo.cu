@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kHaloThreads) conv2d_halo_f16(const HaloParams
       const int ox = at.ox0 + h * 8, count = a.wo - ox < 8 ? a.wo - ox : 8;
       if (oy >= a.ho || count <= 0) continue;  // uniform over the warp
       float v[NI][2];
-      with_epilogue(a.epi_hoist, a.silu(), [&](auto fin) {
+      with_epilogue(a.silu(), [&](auto fin) {
 #pragma unroll
         for (int j = 0; j < NI; ++j) {
           v[j][0] = fin(acc[0][j][2 * h], bias_r[j].x, gamma_r[j].x);

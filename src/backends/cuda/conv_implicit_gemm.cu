@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
               make_float2(fin(acc[i][j][2], bias_r[j].x, gamma_r[j].x), fin(acc[i][j][3], bias_r[j].y, gamma_r[j].y));
         }
     };
-    if constexpr (SPLIT == 1) with_epilogue(a.epi_hoist, a.silu(), stage);
+    if constexpr (SPLIT == 1) with_epilogue(a.silu(), stage);
     else stage([](float v, float, float) { return v; });
     namespace cg = cooperative_groups;
     if constexpr (SPLIT > 1) cg::this_cluster().sync();  // every rank's partial tile is staged

@@ -207,15 +207,8 @@ __global__ void __launch_bounds__(kWgThreads, BN <= 128 ? 2 : 1)
     src = Cs + r * G::kCRow + q * 8;
     return m < a.m && n < a.n_g;
   };
-  if (a.epi_hoist) {  // variant f16_epi_hoist: the SiLU test per chunk, the residual read ahead
-    store_staged_tile<kWgBM * kChunksN / kWgThreads, true>(a, g, tid, kWgThreads, kWgBM * kChunksN, where);
-  } else {
-    for (int idx = tid; idx < kWgBM * kChunksN; idx += kWgThreads) {
-      int m, n;
-      const float* src;
-      if (where(idx, m, n, src)) store_staged8(a, src, m, n, g);
-    }
-  }
+  // The SiLU test per chunk, the residual read ahead (store_staged_tile).
+  store_staged_tile<kWgBM * kChunksN / kWgThreads, true>(a, g, tid, kWgThreads, kWgBM * kChunksN, where);
 #else
   (void)a;  // not sm_90a code: wgmma_available() is false and the launcher never runs this
 #endif
