@@ -526,7 +526,19 @@ bool ws_tile(int bn, WgmmaTile& t, bool ping = false) {
 
 }  // namespace
 
+bool& plan_without_device_as_sm90a() {
+  static bool on = false;
+  return on;
+}
+
 bool wgmma_available() {
+  if (plan_without_device_as_sm90a()) {
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return true;  // no device: planning only (tools/dev/rule_replay.cu)
+    }
+  }
   const DeviceInfo& dev = device_info();
   if (dev.cc_major != 9 || dev.cc_minor != 0) return false;
   // The sm_90a cubin is what runs (not the portable PTX compiled for another chip by the driver).
