@@ -1447,6 +1447,19 @@ TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids w
   CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 160, 256, 256, 1, 1, 1))) ==
         "implicit_gemm_f16 128x64x64 w8");
   cd::conv_variants().f16_tiles4 = true;
+  // f16_tall_1x1 (eighteenth session): 1x1 convs of at most 64 channels with a K of at most 2 tiles, on grids the
+  // rules call large, take 256-row tiles; longer K, k x k convs and small grids keep theirs.
+  cd::conv_variants().f16_tall_1x1 = true;
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[1].s)) == "implicit_gemm_f16 256x64x64 w8");
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 160, 32, 32, 1, 1, 1))) ==
+        "implicit_gemm_f16 256x32x64 w8");
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 40, 128, 64, 1, 1, 1))) ==
+        "implicit_gemm_f16 256x64x64 w8");
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 40, 192, 64, 1, 1, 1))) ==
+        "implicit_gemm_f16 128x64x64 w8");  // K of 3 tiles
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[0].s)) == expect[0].plan);  // 3x3
+  CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[7].s)) == expect[7].plan);  // batch 1: a small grid
+  cd::conv_variants().f16_tall_1x1 = false;
   // f16_tiles3 off: the sixth session's rules.
   cd::conv_variants().f16_tiles3 = false;
   CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[2].s)) == "implicit_gemm_f16 64x32x64 w4");

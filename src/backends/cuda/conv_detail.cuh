@@ -266,6 +266,8 @@ struct ConvVariants {
                                   // gemm_tma_rule, conv_gemm_tma.cu), asked first; also its plans among the tuning
                                   // candidates. Off: slower than the other kernels on all but two shapes (yolo12x at
                                   // batch 32 29.7 -> 34.4 ms under its rule; latency-bound on its epilogue)
+  bool f16_tall_1x1 = false;      // with f16_tiles2, on grids it calls large: 1x1 convs of <= 64 channels with a K of
+                                  // <= 2 tiles on 256-row mma.sync tiles (eighteenth session, fitted to tuning)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)

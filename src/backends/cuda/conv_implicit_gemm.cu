@@ -424,9 +424,10 @@ namespace {
 // wide (variant f16_wide_tiles, off): over 128 channels with a long K, 128x256 where 256 divides the
 // channels and 256x128 where 128 does, if the grid still fills the SMs. Measured slower on yolo12x at
 // batch 32 (per-op sum 46.4 against 43.8 ms), so off by default; tuning still times these tiles.
-bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, const DeviceInfo& dev, bool tiles3,
-                         bool wide, bool tiles4, ConvPlan& plan) {
+bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, const DeviceInfo& dev,
+                         const ConvVariants& v, ConvPlan& plan) {
   if (plan.bk != 64) return false;
+  const bool tiles3 = v.f16_tiles3, wide = v.f16_wide_tiles, tiles4 = v.f16_tiles4;
   const long long sms = dev.sm_count;
   const int k_tiles = ceil_div(l.k_pad, 64);
   const auto blocks = [&](int bm, int bn) { return 1LL * ceil_div(m, bm) * ceil_div(l.n_g, bn) * s.groups; };
@@ -451,6 +452,12 @@ bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, c
       plan.bn = 128, plan.warps = 8;
     } else {
       plan.bn = 64, plan.warps = 8;
+    }
+    // tall (variant f16_tall_1x1, eighteenth session): 1x1 convs of at most 64 channels with a K of at most two
+    // tiles take 256-row tiles on 8 warps.
+    if (v.f16_tall_1x1 && is_pointwise(s) && l.n_g <= 64 && k_tiles <= 2) {
+      plan.bm = 256, plan.warps = 8;
+      plan.bn = l.n_g <= 32 ? 32 : 64;
     }
     return true;
   }
@@ -483,7 +490,7 @@ ConvPlan implicit_gemm_plan(const ConvShape& s, const DeviceInfo& dev, const Con
   ConvPlan plan;
   plan.algorithm = ConvAlgorithm::implicit_gemm_f16;
   plan.bk = v.f16_bk64 ? 64 : kTileK;
-  if (v.f16_tiles2 && v.f16_split_k && implicit_gemm_plan2(s, l, m, dev, v.f16_tiles3, v.f16_wide_tiles, v.f16_tiles4, plan))
+  if (v.f16_tiles2 && v.f16_split_k && implicit_gemm_plan2(s, l, m, dev, v, plan))
     return plan;
   // Tile choice: the widest N tile that the group's channels fill, then the tallest M tile that still
   // gives about two blocks per SM.
