@@ -55,6 +55,10 @@ namespace ops = yolo12::test::ops;
 
 namespace {
 
+// Where no device answers (test_conv_host: the [host] cases on a machine without a GPU), the selection rules plan
+// as on an H200 (sm_90a, device_info()'s defaults there); with a device this changes nothing.
+const bool kPlanWithoutDevice = (yolo12::cuda::conv_detail::plan_without_device_as_sm90a() = true);
+
 #define TEST_CUDA(call)                                                                  \
   do {                                                                                   \
     cudaError_t e_ = (call);                                                             \
