@@ -1483,6 +1483,19 @@ TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids w
     // (f16_wgmma_waves: 400 row tiles are under 4 per SM, so this 1x1 384->384 at 40x40 is no longer kept on mma.sync)
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[14].s)) == "implicit_gemm_wgmma 128x128x64 s3");
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[1].s)) == "implicit_gemm_f16 128x64x64 w8");
+    // f16_wgmma_fewrows (eighteenth session): 1x1 convs with a K of 2-4 tiles over at most 4 row tiles per SM go to
+    // the wgmma kernel; over more rows (80x80 at batch 32) they stay on mma.sync.
+    const ConvShape fewrows[] = {yolo_shape(32, 40, 128, 64, 1, 1, 1), yolo_shape(32, 20, 128, 384, 1, 1, 1),
+                                 yolo_shape(32, 40, 192, 128, 1, 1, 1), yolo_shape(32, 80, 96, 128, 1, 1, 1)};
+    std::vector<std::string> before;
+    for (const ConvShape& f : fewrows) before.push_back(yolo12::cuda::conv_plan_detail(cd::f16_plan(f)));
+    for (const std::string& b : before) CHECK(b.rfind("implicit_gemm_f16 ", 0) == 0);
+    cd::conv_variants().f16_wgmma_fewrows = true;
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(fewrows[0])) == "implicit_gemm_wgmma 128x64x64 s4");
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(fewrows[1])) == "implicit_gemm_wgmma 128x96x64 s3");
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(fewrows[2])) == "implicit_gemm_wgmma 128x128x64 s3");
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(fewrows[3])) == before[3]);
+    cd::conv_variants() = cd::ConvVariants();
   }
 }
 

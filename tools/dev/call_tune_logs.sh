@@ -10,7 +10,9 @@
 #     defaults: each `tune` line's first plan is conv_select's, the others every candidate, so
 #     `tools/dev/tune_log_report.py --gaps` and `tools/dev/rule_replay.cu` read where the rules lose and what a
 #     changed rule would cost;
-#   - yolo12-bench on yolo12n, s and x, batch 1 and 32, under the defaults and with variant f16_tall_1x1;
+#   - yolo12-bench on yolo12n, s and x, batch 1 and 32, under the defaults and with variants f16_tall_1x1 and
+#     f16_wgmma_fewrows (written from the seventeenth session's H100 log; each is priced alone on this call's logs
+#     by tools/dev/rule_replay.cu);
 #   - end to end (yolo12-multi-bench, yolo12n): one and three detectors on the GPU, batch 32, 1280x720 frames in
 #     pageable host memory.
 # About 7 minutes (device machines were scarce in that session: a short call fits more chances).
@@ -25,7 +27,7 @@ export PERF_SCALES=${PERF_SCALES:-n,s,x}
 export PERF_VARIANTS=${PERF_VARIANTS:-default}
 export PERF_PROFILE_SCALES=${PERF_PROFILE_SCALES:-"n x"}
 export PERF_PROFILE_SCALE_VARIANTS=${PERF_PROFILE_SCALE_VARIANTS:-"tuned:YOLO12_CONV_TUNE=1+YOLO12_CONV_TUNE_LOG=1"}
-export PERF_BENCH_VARIANTS=${PERF_BENCH_VARIANTS:-"default tall=+f16_tall_1x1"}
+export PERF_BENCH_VARIANTS=${PERF_BENCH_VARIANTS:-"default both=+f16_tall_1x1,+f16_wgmma_fewrows"}
 export PERF_MULTI_SCALES=${PERF_MULTI_SCALES:-n}
 export PERF_MULTI_DEVICES=${PERF_MULTI_DEVICES:-"0 0,0,0"}
 export PERF_MULTI_BATCHES=${PERF_MULTI_BATCHES:-32}

@@ -139,7 +139,8 @@ constexpr VariantName kVariantNames[] = {
     {"f16_wgmma_waves", &ConvVariants::f16_wgmma_waves}, {"f16_tiles4", &ConvVariants::f16_tiles4},
     {"f16_halo_wgmma", &ConvVariants::f16_halo_wgmma}, {"f16_halo_wgmma_s2", &ConvVariants::f16_halo_wgmma_s2},
     {"f16_stem_mma", &ConvVariants::f16_stem_mma}, {"f16_gemm_tma", &ConvVariants::f16_gemm_tma},
-    {"f16_tall_1x1", &ConvVariants::f16_tall_1x1}, {"conv_chain", &ConvVariants::conv_chain},
+    {"f16_tall_1x1", &ConvVariants::f16_tall_1x1}, {"f16_wgmma_fewrows", &ConvVariants::f16_wgmma_fewrows},
+    {"conv_chain", &ConvVariants::conv_chain},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");

@@ -268,6 +268,8 @@ struct ConvVariants {
                                   // batch 32 29.7 -> 34.4 ms under its rule; latency-bound on its epilogue)
   bool f16_tall_1x1 = false;      // with f16_tiles2, on grids it calls large: 1x1 convs of <= 64 channels with a K of
                                   // <= 2 tiles on 256-row mma.sync tiles (eighteenth session, fitted to tuning)
+  bool f16_wgmma_fewrows = false; // with f16_wgmma: 1x1 convs with K of 2-4 tiles over <= 4 row tiles per SM on the
+                                  // wgmma kernel instead of mma.sync (eighteenth session, from the H100's tune log)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)

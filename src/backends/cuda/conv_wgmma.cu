@@ -607,9 +607,9 @@ namespace {
 // tiles, tuning now chose wgmma 128 x 128) or over 3+ where no width of 96+ divides the channels (460 + 4).
 // l, m_tiles, k_tiles: s's GEMM layout, 128-row tiles and K tiles of 64, as wgmma_plan has them.
 bool wgmma_plan_waves(const ConvShape& s, const GemmLayout& l, long long m_tiles, int k_tiles, long long sms,
-                      ConvPlan& plan) {
+                      ConvPlan& plan, bool few_rows) {
   const bool pointwise = is_pointwise(s);
-  if (pointwise && k_tiles <= 4) return false;
+  if (pointwise && k_tiles <= 4 && !(few_rows && k_tiles >= 2)) return false;
   bool divides = false;  // a width of 96+ divides the channels
   for (const int bn : {256, 192, 128, 96}) divides = divides || l.n_g % bn == 0;
   if (pointwise && k_tiles <= 6 && l.n_g >= 256 && (m_tiles >= 4 * sms || (!divides && m_tiles >= 3 * sms)))
@@ -653,7 +653,13 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const
   const int k_tiles = ceil_div(l.k_pad, kWgBK);
   const bool pointwise = is_pointwise(s);
   if (l.n_g < 48 || k_tiles < 2) return false;
-  if (v.f16_wgmma_waves && m_tiles * ceil_div(l.n_g, 64) * s.groups >= 4 * sms) return wgmma_plan_waves(s, l, m_tiles, k_tiles, sms, plan);
+  // Eighteenth session, variant f16_wgmma_fewrows: 1x1 convs with a K of 2-4 tiles over at most 4 row tiles per SM
+  // (yolo12's 40x40 and 20x20 maps at batch 32) take the wgmma kernel too: after the seventeenth session's epilogue
+  // change it beat mma.sync there by 15-40 % on the H100's tune log (yolo12n's 128->64 at 40x40 0.0137 -> 0.0112
+  // ms; 128->384 at 20x20 0.0144 -> 0.0124), and lost on larger maps (96->128 at 80x80).
+  const bool few_rows = v.f16_wgmma_fewrows && pointwise && k_tiles >= 2 && k_tiles <= 4 && m_tiles <= 4 * sms;
+  if (v.f16_wgmma_waves && m_tiles * ceil_div(l.n_g, 64) * s.groups >= 4 * sms)
+    return wgmma_plan_waves(s, l, m_tiles, k_tiles, sms, plan, few_rows);
   std::vector<int> widths;  // widest first, 64 last in any case (padding the last N tile)
   for (const int bn : {256, 192, 128, 96})
     if (l.n_g % bn == 0 && !(pointwise && k_tiles < 16 && bn > 128)) widths.push_back(bn);
@@ -669,7 +675,7 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const
     }
   }
   const auto pick = [&](int bn, int stages) {
-    if (v.f16_wgmma_short && pointwise && k_tiles <= 2 && bn != 96) return false;
+    if (v.f16_wgmma_short && pointwise && k_tiles <= 2 && bn != 96 && !few_rows) return false;
     WgmmaTile t{bn, stages};
     WgmmaTile w;
     if (v.f16_wgmma_ws && bn >= 192 && k_tiles >= 14 && blocks(bn) >= 4 * sms && ws_tile(bn, w) && wgmma_fits(s, w))
