@@ -6,7 +6,7 @@
 #   - test_conv (ctest), then compute-sanitizer memcheck and racecheck on its [epi_hoist] case (every GEMM plan tuning
 #     offers, against the reference);
 #   - the per-op profile of the yolo12n fixture under the defaults (the roofline table);
-#   - the per-op profile of yolo12n and x (the peer's random weights) with kernel tuning and its log under the
+#   - the per-op profile of yolo12n (the peer's random weights) with kernel tuning and its log under the
 #     defaults: each `tune` line's first plan is conv_select's, the others every candidate, so
 #     `tools/dev/tune_log_report.py --gaps` and `tools/dev/rule_replay.cu` read where the rules lose and what a
 #     changed rule would cost;
@@ -15,17 +15,17 @@
 #     by tools/dev/rule_replay.cu);
 #   - end to end (yolo12-multi-bench, yolo12n): one and three detectors on the GPU, batch 32, 1280x720 frames in
 #     pageable host memory.
-# About 6 minutes (device machines were scarce in that session: a short call fits more chances).
+# About 5 minutes (device machines were scarce in that session: a short call fits more chances).
 # Run it on the device machine from the repository root with OUT set (the device tool's $OUT), carrying .whl and
 # .carry/catch2. Any gpu_check variable set in the environment wins over the values here.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-export PERF_BUDGET=${PERF_BUDGET:-330}
+export PERF_BUDGET=${PERF_BUDGET:-300}
 export PERF_TESTS=${PERF_TESTS:-test_conv}
 export CTEST_REGEX=${CTEST_REGEX:-'^test_conv$'}
 export PERF_SCALES=${PERF_SCALES:-n,x}
 export PERF_VARIANTS=${PERF_VARIANTS:-default}
-export PERF_PROFILE_SCALES=${PERF_PROFILE_SCALES:-"n x"}
+export PERF_PROFILE_SCALES=${PERF_PROFILE_SCALES:-n}
 export PERF_PROFILE_SCALE_VARIANTS=${PERF_PROFILE_SCALE_VARIANTS:-"tuned:YOLO12_CONV_TUNE=1+YOLO12_CONV_TUNE_LOG=1"}
 export PERF_BENCH_VARIANTS=${PERF_BENCH_VARIANTS:-"default both=+f16_tall_1x1,+f16_wgmma_fewrows"}
 export PERF_MULTI_SCALES=${PERF_MULTI_SCALES:-n}
