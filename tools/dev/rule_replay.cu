@@ -7,9 +7,8 @@
 // one or loses most to the fastest. So a change of the rules can be fitted and checked against a GPU's measurements
 // before the GPU is asked again (docs/kernels-conv.md, "The eighteenth session").
 //
-//   nvcc -std=c++17 -O2 -arch=sm_90a --expt-relaxed-constexpr -I include -I src -I src/backends/cuda \
-//       tools/dev/rule_replay.cu BUILD/libyolo12.a -o rule_replay
-//   [YOLO12_CONV_VARIANTS=...] ./rule_replay LOG [--top N]
+//   [YOLO12_CONV_VARIANTS=...] BUILD/yolo12-rule-replay LOG [--top N]
+// (built with the CUDA backend, beside yolo12-bench; tests/python/test_rule_replay.py runs it on a made-up log).
 //
 // A plan the log has no time for (a candidate tuning did not offer then) is counted at the logged rule's time and
 // listed as "untimed". Only fp16 convs are replayed (the f16 keys). Reads nothing but the log.
@@ -24,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "conv.cuh"
-#include "conv_detail.cuh"
+#include "backends/cuda/conv.cuh"
+#include "backends/cuda/conv_detail.cuh"
 
 namespace {
 
