@@ -2,8 +2,9 @@
 // Executables built with YOLO12_TEST_NEEDS_GPU exit with 77 (CTest: skipped) when no CUDA device
 // is visible, after saying so, unless the first argument is --host-only: then they run what the rest of the
 // command line selects (CTest's <test>_host entries select the [host] cases, which need no device: the kernel
-// selection rules, layouts and host-side packing), device or not. GPU test executables write their output unbuffered, so that a process that
-// dies (a kernel trap under compute-sanitizer, an abort) still leaves every line it printed in the log.
+// selection rules, layouts and host-side packing), device or not. GPU test executables write their output
+// unbuffered, so that a process that dies (a kernel trap under compute-sanitizer, an abort) still leaves every line
+// it printed in the log.
 #include <cstdio>
 #include <cstring>
 

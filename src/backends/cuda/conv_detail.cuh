@@ -315,9 +315,9 @@ ConvPlan narrow_plan(const ConvShape& s, const DeviceInfo& dev, int warps);
 // two-warpgroup kernel's plans have 8.
 constexpr int kWgmmaWsWarps = 12;
 bool wgmma_available();
-// For replaying the selection rules on a machine without a GPU (tools/dev/rule_replay.cu): with this set,
-// wgmma_available() is true where no device answers, so conv_select plans as on an H200 (device_info()'s
-// defaults there). Never set by the library; a device that answers is asked as always.
+// For planning on a machine without a GPU (yolo12-rule-replay, tools/dev/rule_replay.cu, and test_conv's [host] cases):
+// with this set, wgmma_available() is true where no device answers, so conv_select plans as on an H200
+// (device_info()'s defaults there). Never set by the library; a device that answers is asked as always.
 bool& plan_without_device_as_sm90a();
 bool wgmma_takes(const ConvShape& s);
 bool wgmma_runs(const ConvParams<__half>& p);

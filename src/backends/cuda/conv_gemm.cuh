@@ -265,8 +265,9 @@ __device__ __forceinline__ void store_staged8(const ImplicitGemmParams<__half>& 
   }
   store_chunk8(a, m, c, n, v);
 }
-// The block store loop of a staged tile with its residual read ahead (the two-warpgroup wgmma kernel): chunk i of [0, total) goes to thread i % threads, at most kIters per thread; where(i, m, n, src) gives its
-// output row m, group channel n and staged floats src (16-byte aligned), false for a chunk outside the output. The
+// The block store loop of a staged tile with its residual read ahead (the two-warpgroup wgmma kernel): chunk i of
+// [0, total) goes to thread i % threads, at most kIters per thread; where(i, m, n, src) gives its output row m,
+// group channel n and staged floats src (16-byte aligned), false for a chunk outside the output. The
 // residual chunks of two of the thread's chunks at a time are loaded first, so that their latencies overlap (the
 // loop before waited for each chunk's residual before the next). kEpilogue: the staged values are raw sums and get
 // the epilogue here (store_staged8's, the SiLU test per chunk); else they are finished. Then the residual, one

@@ -605,11 +605,12 @@ namespace {
 // 20x20 ones on wgmma made yolo12s at batch 32 1.6 % slower: its 128->256 at 40x40 0.036 -> 0.046), and so do
 // 1x1 convs with at most 6 K tiles and 256+ channels over 4+ row tiles per SM (was 3: at 40x40, 400 row
 // tiles, tuning now chose wgmma 128 x 128) or over 3+ where no width of 96+ divides the channels (460 + 4).
-// l, m_tiles, k_tiles: s's GEMM layout, 128-row tiles and K tiles of 64, as wgmma_plan has them.
+// l, m_tiles, k_tiles: s's GEMM layout, 128-row tiles and K tiles of 64, as wgmma_plan has them. few_rows (variant
+// f16_wgmma_fewrows, wgmma_plan below): a 1x1 conv with 2-4 K tiles is not kept on mma.sync.
 bool wgmma_plan_waves(const ConvShape& s, const GemmLayout& l, long long m_tiles, int k_tiles, long long sms,
                       ConvPlan& plan, bool few_rows) {
   const bool pointwise = is_pointwise(s);
-  if (pointwise && k_tiles <= 4 && !(few_rows && k_tiles >= 2)) return false;
+  if (pointwise && k_tiles <= 4 && !few_rows) return false;
   bool divides = false;  // a width of 96+ divides the channels
   for (const int bn : {256, 192, 128, 96}) divides = divides || l.n_g % bn == 0;
   if (pointwise && k_tiles <= 6 && l.n_g >= 256 && (m_tiles >= 4 * sms || (!divides && m_tiles >= 3 * sms)))
