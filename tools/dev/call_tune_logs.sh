@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # tools/dev/call_tune_logs.sh - the eighteenth session's first GPU call (docs/kernels-conv.md, "The eighteenth
 # session"): what the selection rules should be refitted to, after the seventeenth session's epilogue changed how
-# fast the mma.sync and wgmma kernels are relative to each other. One `tools/gpu_check.sh perf` call of about 9
-# minutes:
-#   - test_conv (ctest), then compute-sanitizer memcheck and racecheck on its [epi_hoist] case (every GEMM plan tuning
-#     offers, against the reference);
+# fast the mma.sync and wgmma kernels are relative to each other. It was not made: no device machine started in
+# that session. One `tools/gpu_check.sh perf` call:
+#   - test_conv (ctest), then, in the time PERF_BUDGET leaves, compute-sanitizer memcheck and racecheck on its
+#     [epi_hoist] case (every GEMM plan tuning offers, against the reference);
 #   - the per-op profile of the yolo12n fixture under the defaults (the roofline table);
 #   - the per-op profile of yolo12n (the peer's random weights) with kernel tuning and its log under the
 #     defaults: each `tune` line's first plan is conv_select's, the others every candidate, so
-#     `tools/dev/tune_log_report.py --gaps` and `tools/dev/rule_replay.cu` read where the rules lose and what a
-#     changed rule would cost;
+#     `tools/dev/tune_log_report.py --gaps` and `yolo12-rule-replay` (tools/dev/rule_replay.cu) read where the
+#     rules lose and what a changed rule would cost;
 #   - yolo12-bench on yolo12n and x, batch 1 and 32, under the defaults and with variants f16_tall_1x1 and
-#     f16_wgmma_fewrows (written from the seventeenth session's H100 log; each is priced alone on this call's logs
-#     by tools/dev/rule_replay.cu);
+#     f16_wgmma_fewrows (written from the seventeenth session's H100 log; each is priced alone on this call's log
+#     by yolo12-rule-replay);
 #   - end to end (yolo12-multi-bench, yolo12n): one and three detectors on the GPU, batch 32, 1280x720 frames in
 #     pageable host memory.
-# About 5 minutes (device machines were scarce in that session: a short call fits more chances).
+# About 5 minutes (device machines were scarce in that session: a short call fits more chances); with time to spare,
+# PERF_SCALES=n,s,m,x PERF_PROFILE_SCALES="n s x" PERF_BUDGET=560 makes it about 9.
 # Run it on the device machine from the repository root with OUT set (the device tool's $OUT), carrying .whl and
 # .carry/catch2. Any gpu_check variable set in the environment wins over the values here.
 set -u
