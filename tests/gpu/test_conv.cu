@@ -1407,9 +1407,10 @@ struct VariantsSet {
 // The tile rules of f16_tiles2 and f16_tiles3 (implicit_gemm_plan2) on yolo12n's shapes, as tuning chose them on
 // the H200.
 TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids with short K", "[conv][host][tune]") {
-  const auto mma_sync_only = [] {  // the mma.sync kernel's rules: without the wgmma kernel's ([wgmma])
-    cd::ConvVariants v;
+  const auto mma_sync_only = [] {  // the mma.sync kernel's rules: without the wgmma kernel's ([wgmma]), and
+    cd::ConvVariants v;              // without f16_tall_1x1 (on since the nineteenth session; its cases below)
     v.f16_wgmma = false;
+    v.f16_tall_1x1 = false;
     return v;
   };
   cd::conv_variants() = mma_sync_only();
@@ -1482,11 +1483,13 @@ TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids w
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[13].s)) == "implicit_gemm_wgmma 128x256x64 s4 ws");
     // (f16_wgmma_waves: 400 row tiles are under 4 per SM, so this 1x1 384->384 at 40x40 is no longer kept on mma.sync)
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[14].s)) == "implicit_gemm_wgmma 128x128x64 s3");
-    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[1].s)) == "implicit_gemm_f16 128x64x64 w8");
-    // f16_wgmma_fewrows (eighteenth session): 1x1 convs with a K of 2-4 tiles over at most 4 row tiles per SM go to
-    // the wgmma kernel; over more rows (80x80 at batch 32) they stay on mma.sync.
+    // f16_tall_1x1 (a default): 6400 row tiles are many, so this 1x1 48->64 takes 256-row mma.sync tiles.
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[1].s)) == "implicit_gemm_f16 256x64x64 w8");
+    // f16_wgmma_fewrows (eighteenth session, a default since the nineteenth): 1x1 convs with a K of 2-4 tiles over
+    // at most 4 row tiles per SM go to the wgmma kernel; over more rows (80x80 at batch 32) they stay on mma.sync.
     const ConvShape fewrows[] = {yolo_shape(32, 40, 128, 64, 1, 1, 1), yolo_shape(32, 20, 128, 384, 1, 1, 1),
                                  yolo_shape(32, 40, 192, 128, 1, 1, 1), yolo_shape(32, 80, 96, 128, 1, 1, 1)};
+    cd::conv_variants().f16_wgmma_fewrows = false;
     std::vector<std::string> before;
     for (const ConvShape& f : fewrows) before.push_back(yolo12::cuda::conv_plan_detail(cd::f16_plan(f)));
     for (const std::string& b : before) CHECK(b.rfind("implicit_gemm_f16 ", 0) == 0);

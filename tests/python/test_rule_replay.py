@@ -12,10 +12,11 @@ import unittest
 BINARY_DIR = os.environ.get("YOLO12_BINARY_DIR", "")
 TOOL = os.path.join(BINARY_DIR, "yolo12-rule-replay")
 
-# yolo12n's 1x1 128->64 at 40x40 and 48->64 at 160x160, batch 32: the defaults keep both on mma.sync 128x64 on 8
-# warps; f16_wgmma_fewrows sends the first to the wgmma kernel, f16_tall_1x1 the second to 256-row tiles. The
-# batch-1 line's first plan is what the (made-up) logged rule chose; the replayed defaults choose 64x32 there. The
-# broken line and the fp32 key are not priced.
+# yolo12n's 1x1 128->64 at 40x40 and 48->64 at 160x160, batch 32: without the two variants (the defaults before
+# the nineteenth session) both stay on mma.sync 128x64 on 8 warps; f16_wgmma_fewrows sends the first to the wgmma
+# kernel, f16_tall_1x1 the second to 256-row tiles, and both are defaults now. The batch-1 line's first plan is what
+# the (made-up) logged rule chose; the replayed rules choose 64x32 there. The broken line and the fp32 key are not
+# priced.
 LOG = """per-op profile fp16 b32: 4 ops
 tune conv f16 c128-64 k1 s1 p0 g1 d1 a0 40x40-40x40 b32 ld128,64,64 al1111: implicit_gemm_f16 128x64x64 w8 0.0137; implicit_gemm_wgmma 128x64x64 s4 0.0112; implicit_gemm_f16 256x64x64 w8 0.0130
 tune conv f16 c48-64 k1 s1 p0 g1 d1 a1 160x160-160x160 b32 ld48,64,0 al1111: implicit_gemm_f16 128x64x64 w8 0.1050; implicit_gemm_f16 256x64x64 w8 0.0914
@@ -57,21 +58,28 @@ class RuleReplay(unittest.TestCase):
 
     def test_defaults(self):
         text = replay(self.log, "+f16_bk64")  # "+name": the defaults, f16_bk64 being one of them
-        # batch 32: both convs keep the logged plan: 0.0137 + 0.1050; the fastest 0.0112 + 0.0914.
-        self.assertEqual(sums(text, 32), (2, 0.119, 0.119, 0.103, 0, 0))
+        # batch 32: both variants are defaults, so the fastest plans: 0.0112 + 0.0914.
+        self.assertEqual(sums(text, 32), (2, 0.119, 0.103, 0.103, 2, 0))
+        self.assertIn("replayed implicit_gemm_wgmma 128x64x64 s4 0.0112", text)
+        self.assertIn("replayed implicit_gemm_f16 256x64x64 w8 0.0914", text)
         # batch 1: 20x20 is a small grid, where the defaults take 64x32 on 4 warps (0.0050, not the logged 0.0060).
         self.assertEqual(sums(text, 1), (1, 0.006, 0.005, 0.005, 1, 0))
         self.assertIn("logged implicit_gemm_f16 128x64x64 w8 replayed implicit_gemm_f16 64x32x64 w4 0.0050", text)
         self.assertNotIn("f32", text)
 
+    def test_neither(self):
+        text = replay(self.log, "-f16_tall_1x1,-f16_wgmma_fewrows")
+        # The eighteenth session's defaults: both convs keep the logged plan: 0.0137 + 0.1050.
+        self.assertEqual(sums(text, 32), (2, 0.119, 0.119, 0.103, 0, 0))
+
     def test_fewrows(self):
-        text = replay(self.log, "+f16_wgmma_fewrows")
+        text = replay(self.log, "-f16_tall_1x1")
         # 128->64 at 40x40 (2 K tiles, 400 row tiles) goes to the wgmma kernel: 0.0112 + 0.1050.
         self.assertEqual(sums(text, 32), (2, 0.119, 0.116, 0.103, 1, 0))
         self.assertIn("replayed implicit_gemm_wgmma 128x64x64 s4 0.0112", text)
 
     def test_tall(self):
-        text = replay(self.log, "+f16_tall_1x1")
+        text = replay(self.log, "-f16_wgmma_fewrows")
         # Both are 1x1 convs of 64 channels with K <= 2 tiles: 256-row tiles, 0.0130 + 0.0914.
         self.assertEqual(sums(text, 32), (2, 0.119, 0.104, 0.103, 2, 0))
 

@@ -266,10 +266,12 @@ struct ConvVariants {
                                   // gemm_tma_rule, conv_gemm_tma.cu), asked first; also its plans among the tuning
                                   // candidates. Off: slower than the other kernels on all but two shapes (yolo12x at
                                   // batch 32 29.7 -> 34.4 ms under its rule; latency-bound on its epilogue)
-  bool f16_tall_1x1 = false;      // with f16_tiles2, on grids it calls large: 1x1 convs of <= 64 channels with a K of
+  bool f16_tall_1x1 = true;       // with f16_tiles2, on grids it calls large: 1x1 convs of <= 64 channels with a K of
                                   // <= 2 tiles on 256-row mma.sync tiles (eighteenth session, fitted to tuning)
-  bool f16_wgmma_fewrows = false; // with f16_wgmma: 1x1 convs with K of 2-4 tiles over <= 4 row tiles per SM on the
-                                  // wgmma kernel instead of mma.sync (eighteenth session, from the H100's tune log)
+  bool f16_wgmma_fewrows = true;  // with f16_wgmma: 1x1 convs with K of 2-4 tiles over <= 4 row tiles per SM on the
+                                  // wgmma kernel instead of mma.sync (eighteenth session, from the H100's tune log).
+                                  // Both on since the nineteenth: together at batch 32 yolo12n 2.883 -> 2.798 ms,
+                                  // s 5.455 -> 5.322, x 27.542 -> 27.460 (H100, one call); batch 1 unchanged
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)
