@@ -1,0 +1,241 @@
+// src/backends/cuda/conv_stem_pair.cu - conv2d_stem_pair_f16 (conv_stem_pair.cuh): the stem (3 -> C1, 3x3/2) and
+// the conv after it (C1 -> C2, 3x3/2) in one kernel, NHWC fp16, fp32 accumulation.
+//
+// Why: at batch 32 on yolo12n the two take 0.187 + 0.144 ms (H100, nineteenth session), 3.1x and 2.7x their floors,
+// and the stem's 320x320x16 map (105 MB) is written and read back for nothing else. Fused, the pair reads the input
+// (79 MB) and writes the output (52 MB) once; what is left is the stem's 1.4 G fp32 FMAs and 3.8 G MACs on the
+// tensor cores. Written without a GPU (nineteenth session): not measured, and no graph pass uses it yet.
+//
+// A block walks output tiles of 8 rows x 16 columns of one image (persistent grid); per tile:
+// 1. The input patch the tile needs, 35 rows x 67 pixels x 3 channels from (4*oy0 - 3, 4*ox0 - 3), is read by
+//    element (coalesced where ldx == 3) and kept as fp32 in shared memory, zero outside the image.
+// 2. The stem's map over 17 x 33 pixels from (2*oy0 - 1, 2*ox0 - 1) is computed into shared memory as fp16, zero
+//    outside the map (the second conv's padding). Each thread computes 4 output channels of one pixel at a time:
+//    27 fmaf per channel in the order tap (ky, kx) then ci from 0, then epilogue_with (bias, SiLU), rounded once,
+//    the arithmetic of conv2d_stem_f16 (conv_stem.cu), so the map is the one that kernel would write. The stem's
+//    weights are fp32 in shared memory, (27, C1), read as broadcast float4s.
+// 3. The second conv runs from that map on mma.sync m16n8k16: warp w takes output row w (16 pixels) and all C2
+//    channels; K = 9 taps x C1 channels in k16 steps, tap-major as the GEMM packing orders them. A fragments are
+//    32-bit loads from the map (pixel stride C1 + 4 halves: the 8 rows of a fragment fall in distinct banks), B
+//    fragments 32-bit loads from the weights, (C2, 9*C1 + 8) halves in shared memory (padded rows, same reason).
+//    The epilogue adds the bias, applies SiLU and stores half2 pairs.
+// Shared memory: (16, 32) 62 KB, (32, 64) 108 KB: 3 and 2 blocks of 256 threads per SM. Every index is
+// stem_pair_layout.hpp's, which tests/unit/test_stem_pair_layout.cpp replays on the CPU.
+#include <cstdint>
+#include <string>
+
+#include "common.cuh"
+#include "conv_detail.cuh"
+#include "conv_stem_pair.cuh"
+#include "launch.cuh"
+#include "mma.cuh"
+#include "stem_pair_layout.hpp"
+
+namespace yolo12::cuda::conv_detail {
+
+namespace {
+
+namespace sp = stem_pair;
+
+struct StemPairKernelParams {
+  const __half* x = nullptr;  // (B, H, W, ldx): the input, channels [0, 3) read
+  int ldx = 0;
+  int batch = 0, h = 0, w = 0;  // the input
+  int hs = 0, ws = 0;           // the stem's map
+  int ho = 0, wo = 0;           // the output
+  const __half* w0 = nullptr;   // (C1, k_pad0): the stem's packed weights, [c][tap * cin_pad0 + ci]
+  int k_pad0 = 0, cin_pad0 = 0;
+  const float* bias0 = nullptr;  // (C1) or nullptr
+  const __half* w1 = nullptr;    // (C2, k_pad1): the second conv's packed weights, [c][tap * C1 + ci]
+  int k_pad1 = 0;
+  const float* bias1 = nullptr;  // (C2) or nullptr
+  __half* y = nullptr;           // (B, Ho, Wo, ldy)
+  int ldy = 0;
+  int tiles_x = 0, tiles_y = 0;
+  long long tiles = 0;
+};
+
+template <int C1, int C2, bool kSilu0, bool kSilu1>
+__global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const StemPairKernelParams p) {
+  pdl_begin();  // launch.cuh: before any activation is touched
+  using G = sp::Geom<C1, C2>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  float* w0s = reinterpret_cast<float*>(smem_raw + G::kW0Off);    // (27, C1): [tap * 3 + ci][c]
+  float* b0s = reinterpret_cast<float*>(smem_raw + G::kB0Off);    // (C1)
+  float* b1s = reinterpret_cast<float*>(smem_raw + G::kB1Off);    // (C2)
+  float* xin = reinterpret_cast<float*>(smem_raw + G::kXinOff);   // (kIH, kXS): the input patch
+  __half* map = reinterpret_cast<__half*>(smem_raw + G::kMapOff);  // (kSP, kC1S): the stem's map
+  __half* w1s = reinterpret_cast<__half*>(smem_raw + G::kW1Off);   // (C2, kK1S): [c][tap * C1 + ci]
+  const int tid = threadIdx.x;
+
+  // The weights and biases, once per block.
+  for (int i = tid; i < 27 * C1; i += sp::kThreads) {
+    const int j = i / C1, c = i % C1;  // j = tap * 3 + ci
+    w0s[i] = __half2float(load_nc(p.w0 + static_cast<long long>(c) * p.k_pad0 + (j / 3) * p.cin_pad0 + j % 3));
+  }
+  for (int c = tid; c < C1; c += sp::kThreads) b0s[c] = p.bias0 ? load_nc(p.bias0 + c) : 0.f;
+  for (int c = tid; c < C2; c += sp::kThreads) b1s[c] = p.bias1 ? load_nc(p.bias1 + c) : 0.f;
+  for (int i = tid; i < C2 * (G::kK1 / 2); i += sp::kThreads) {  // half2 pairs: k_pad1 and kK1S are even
+    const int n = i / (G::kK1 / 2), k2 = i % (G::kK1 / 2);
+    reinterpret_cast<__half2*>(w1s + n * G::kK1S)[k2] =
+        load_nc(reinterpret_cast<const __half2*>(p.w1 + static_cast<long long>(n) * p.k_pad1) + k2);
+  }
+
+  const int warp = tid / 32, lane = tid % 32;
+  const int cg = tid % G::kGroups, pl = tid / G::kGroups;  // the stem: channels 4 cg.., map pixels pl, pl + kLanes..
+
+  for (long long t = blockIdx.x; t < p.tiles; t += gridDim.x) {
+    const sp::Tile tile = sp::tile_of(t, p.tiles_x, p.tiles_y);
+
+    // 1. The input patch. (Every thread passed the last barrier of the previous tile: nobody reads xin now.)
+    const __half* xn = p.x + static_cast<long long>(tile.n) * p.h * p.w * p.ldx;
+    for (int e = tid; e < G::kIH * G::kXS; e += sp::kThreads) {
+      int gy, gx, ci;
+      sp::patch_source<C1, C2>(tile, e, gy, gx, ci);
+      float v = 0.f;
+      if (gy >= 0 && gy < p.h && gx >= 0 && gx < p.w)
+        v = __half2float(load_nc(xn + (static_cast<long long>(gy) * p.w + gx) * p.ldx + ci));
+      xin[e] = v;
+    }
+    __syncthreads();  // the patch is complete, and every warp is done with the previous tile's map
+
+    // 2. The stem's map.
+    for (int px = pl; px < G::kSP; px += G::kLanes) {
+      int sy, sx, patch0;
+      sp::map_pixel<C1, C2>(tile, px, sy, sx, patch0);
+      __half2 out[2] = {__floats2half2_rn(0.f, 0.f), __floats2half2_rn(0.f, 0.f)};
+      if (sy >= 0 && sy < p.hs && sx >= 0 && sx < p.ws) {
+        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int ky = 0; ky < 3; ++ky)
+#pragma unroll
+          for (int kx = 0; kx < 3; ++kx)
+#pragma unroll
+            for (int ci = 0; ci < 3; ++ci) {
+              const float v = xin[patch0 + sp::patch_tap<C1, C2>(ky, kx, ci)];
+              const float4 wv = *reinterpret_cast<const float4*>(w0s + ((ky * 3 + kx) * 3 + ci) * C1 + cg * 4);
+              acc[0] = fmaf(v, wv.x, acc[0]);
+              acc[1] = fmaf(v, wv.y, acc[1]);
+              acc[2] = fmaf(v, wv.z, acc[2]);
+              acc[3] = fmaf(v, wv.w, acc[3]);
+            }
+        const float* bias = b0s + cg * 4;
+        out[0] = __floats2half2_rn(epilogue_with<kSilu0>(acc[0], bias[0], 1.f), epilogue_with<kSilu0>(acc[1], bias[1], 1.f));
+        out[1] = __floats2half2_rn(epilogue_with<kSilu0>(acc[2], bias[2], 1.f), epilogue_with<kSilu0>(acc[3], bias[3], 1.f));
+      }
+      __half2* dst = reinterpret_cast<__half2*>(map + px * G::kC1S + cg * 4);  // 8-byte aligned: kC1S, cg * 4 even
+      dst[0] = out[0];
+      dst[1] = out[1];
+    }
+    __syncthreads();  // the map is complete
+
+    // 3. The next conv: output row oy0 + warp, its 16 columns.
+    float acc[C2 / 8][4];
+#pragma unroll
+    for (int j = 0; j < C2 / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+#pragma unroll
+    for (int ky = 0; ky < 3; ++ky)
+#pragma unroll
+      for (int kx = 0; kx < 3; ++kx)
+#pragma unroll
+        for (int cb = 0; cb < C1 / 16; ++cb) {
+          std::uint32_t a[4];
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            a[r] = *reinterpret_cast<const std::uint32_t*>(map + sp::a_offset<C1, C2>(warp, lane, r, ky, kx, cb));
+          const int k0 = sp::k_of<C1, C2>(ky, kx, cb);
+#pragma unroll
+          for (int j = 0; j < C2 / 8; ++j)
+            mma_16816(acc[j], a, *reinterpret_cast<const std::uint32_t*>(w1s + sp::b_offset<C1, C2>(lane, 0, j, k0)),
+                      *reinterpret_cast<const std::uint32_t*>(w1s + sp::b_offset<C1, C2>(lane, 1, j, k0)));
+        }
+#pragma unroll
+    for (int j = 0; j < C2 / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; e += 2) {
+        int oy, ox, c;
+        sp::acc_target(tile, warp, lane, j, e, oy, ox, c);
+        if (oy < p.ho && ox < p.wo)
+          *reinterpret_cast<__half2*>(p.y + ((static_cast<long long>(tile.n) * p.ho + oy) * p.wo + ox) * p.ldy + c) =
+              __floats2half2_rn(epilogue_with<kSilu1>(acc[j][e], b1s[c], 1.f),
+                                epilogue_with<kSilu1>(acc[j][e + 1], b1s[c + 1], 1.f));
+      }
+    // The next tile's patch may be written at once: the barrier after the map ordered every read of xin before it.
+  }
+}
+
+template <int C1, int C2, bool kSilu0, bool kSilu1>
+void launch_pair(const StemPairKernelParams& a, cudaStream_t stream, int max_grid) {
+  constexpr auto kKernel = conv2d_stem_pair_f16<C1, C2, kSilu0, kSilu1>;
+  constexpr int kSmem = sp::Geom<C1, C2>::kBytes;
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel), kSmem));
+  const int grid = persistent_grid(kKernel, sp::kThreads, kSmem, a.tiles, max_grid);
+  launch_kernel(kKernel, dim3(static_cast<unsigned>(grid)), dim3(sp::kThreads), static_cast<std::size_t>(kSmem), stream,
+                a);
+}
+
+template <int C1, int C2>
+void launch_pair_silu(const StemPairKernelParams& a, bool silu0, bool silu1, cudaStream_t stream, int max_grid) {
+  if (silu0 && silu1) launch_pair<C1, C2, true, true>(a, stream, max_grid);
+  else if (silu0) launch_pair<C1, C2, true, false>(a, stream, max_grid);
+  else if (silu1) launch_pair<C1, C2, false, true>(a, stream, max_grid);
+  else launch_pair<C1, C2, false, false>(a, stream, max_grid);
+}
+
+bool k3_s2_p1(const ConvShape& s) {
+  return s.k == 3 && s.stride == 2 && s.pad == 1 && s.dilation == 1 && s.groups == 1;
+}
+
+}  // namespace
+
+bool stem_pair_supports(const ConvShape& stem, const ConvShape& next) {
+  if (!k3_s2_p1(stem) || !k3_s2_p1(next) || stem.c_in != 3 || next.c_in != stem.c_out) return false;
+  if (!((stem.c_out == 16 && next.c_out == 32) || (stem.c_out == 32 && next.c_out == 64))) return false;
+  if (next.batch != stem.batch || next.h != stem.ho || next.w_in != stem.wo) return false;
+  return conv_can_implement(stem) && conv_can_implement(next);
+}
+
+bool stem_pair_views_ok(const ConvParams<__half>& stem, const ConvParams<__half>& next) {
+  const auto aligned4 = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 4 == 0; };
+  return stem.x && stem.w && next.w && next.y && !stem.residual && !stem.gamma && !next.residual && !next.gamma &&
+         stem.ldx >= stem.c_in && next.ldy >= next.c_out && next.ldy % 2 == 0 && aligned4(next.y) &&
+         aligned4(next.w);
+}
+
+void launch_conv2d_stem_pair_f16(const ConvParams<__half>& stem, const ConvParams<__half>& next, cudaStream_t stream,
+                                 int max_grid) {
+  if (!stem_pair_supports(stem, next) || !stem_pair_views_ok(stem, next))
+    throw Error("conv2d_stem_pair_f16: the pair " + std::to_string(stem.c_in) + "->" + std::to_string(stem.c_out) +
+                "->" + std::to_string(next.c_out) + " (or its views) is not one the kernel takes");
+  StemPairKernelParams a;
+  a.x = stem.x;
+  a.ldx = stem.ldx;
+  a.batch = stem.batch;
+  a.h = stem.h;
+  a.w = stem.w_in;
+  a.hs = stem.ho;
+  a.ws = stem.wo;
+  a.ho = next.ho;
+  a.wo = next.wo;
+  const GemmLayout l0 = gemm_layout(stem), l1 = gemm_layout(next);
+  a.w0 = stem.w;
+  a.k_pad0 = l0.k_pad;
+  a.cin_pad0 = l0.cin_pad;
+  a.bias0 = stem.bias;
+  a.w1 = next.w;
+  a.k_pad1 = l1.k_pad;  // cin_pad is C1 itself (a multiple of 16)
+  a.bias1 = next.bias;
+  a.y = next.y;
+  a.ldy = next.ldy;
+  a.tiles_x = ceil_div(next.wo, sp::kTW);
+  a.tiles_y = ceil_div(next.ho, sp::kTH);
+  a.tiles = 1LL * a.tiles_x * a.tiles_y * next.batch;
+  if (a.tiles <= 0) return;
+  const bool silu0 = stem.silu(), silu1 = next.silu();
+  if (stem.c_out == 16) launch_pair_silu<16, 32>(a, silu0, silu1, stream, max_grid);
+  else launch_pair_silu<32, 64>(a, silu0, silu1, stream, max_grid);
+}
+
+}  // namespace yolo12::cuda::conv_detail

@@ -1,0 +1,124 @@
+// src/backends/cuda/stem_pair_layout.hpp - the layout arithmetic of conv2d_stem_pair_f16 (conv_stem_pair.cu): the
+// tiles, the input patch and the stem's map in shared memory, which thread computes which map values, and which
+// element each register of the mma.sync m16n8k16 fragments holds. Plain C++, so that the kernel and its CPU replay
+// (tests/unit/test_stem_pair_layout.cpp, which emulates the MMAs from the fragments) share one copy of it.
+//
+// The pair: the stem, 3 -> C1 channels, and the next conv, C1 -> C2, both 3x3, stride 2, pad 1. Output pixel
+// (oy, ox) of the next conv reads map pixel (2 oy - 1 + ky, 2 ox - 1 + kx), and map pixel (sy, sx) reads input
+// pixel (2 sy - 1 + ky, 2 sx - 1 + kx); taps outside the map or the image read zero.
+// A block: 256 threads = 8 warps; a tile is 8 output rows x 16 output columns of one image. Per tile:
+// - the input patch: kIH rows x kIW pixels x 3 channels from input pixel (4 oy0 - 3, 4 ox0 - 3), fp32, rows kXS
+//   floats apart, zero outside the image;
+// - the map: kSH x kSW pixels from map pixel (2 oy0 - 1, 2 ox0 - 1), fp16, kC1S halves per pixel (C1 + 4: the rows
+//   of an A fragment fall in distinct banks), zero outside the map;
+// - the next conv as a GEMM: M = the tile's 128 pixels, warp w taking output row w (16 pixels, row m = column
+//   ox - ox0), N = C2, K = 9 taps x C1 channels, column k = tap * C1 + c, tap = ky * 3 + kx, as the GEMM packing
+//   orders the weights; its weights in shared memory as (C2, kK1S) halves, rows padded by 8 (distinct banks too).
+#pragma once
+
+#include "core/host_device.hpp"
+
+namespace yolo12::cuda::stem_pair {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kTH = 8;   // output rows per tile: one per warp
+constexpr int kTW = 16;  // output columns per tile: the 16 rows of an m16 fragment
+static_assert(kTH == kWarps, "one warp per output row of the tile");
+
+YOLO12_HOST_DEVICE constexpr int align16(int bytes) { return (bytes + 15) / 16 * 16; }
+
+template <int C1, int C2>
+struct Geom {
+  static_assert(C1 % 16 == 0 && C2 % 8 == 0, "k16 steps over the map's channels, n8 tiles over the output's");
+  static constexpr int kSH = 2 * kTH + 1;  // map rows of a tile
+  static constexpr int kSW = 2 * kTW + 1;  // map columns
+  static constexpr int kSP = kSH * kSW;    // map pixels
+  static constexpr int kIH = 2 * kSH + 1;  // patch rows
+  static constexpr int kIW = 2 * kSW + 1;  // patch pixels per row
+  static constexpr int kXS = kIW * 3;      // floats per patch row
+  static constexpr int kC1S = C1 + 4;      // halves per map pixel
+  static constexpr int kK1 = 9 * C1;       // the next conv's K
+  static constexpr int kK1S = kK1 + 8;     // halves per weight row
+  // The stem's threads: 4 channels of one map pixel each, kLanes pixels at a time.
+  static constexpr int kGroups = C1 / 4;
+  static constexpr int kLanes = kThreads / kGroups;
+  static_assert(kThreads % kGroups == 0, "whole channel groups per pass");
+  // Shared memory (bytes), each part 16-byte aligned.
+  static constexpr int kW0Off = 0;                                   // float (27, C1): [tap * 3 + ci][c]
+  static constexpr int kB0Off = kW0Off + align16(27 * C1 * 4);       // float (C1)
+  static constexpr int kB1Off = kB0Off + align16(C1 * 4);            // float (C2)
+  static constexpr int kXinOff = kB1Off + align16(C2 * 4);           // float (kIH, kXS): the patch
+  static constexpr int kMapOff = kXinOff + align16(kIH * kXS * 4);   // half (kSP, kC1S): the map
+  static constexpr int kW1Off = kMapOff + align16(kSP * kC1S * 2);   // half (C2, kK1S)
+  static constexpr int kBytes = kW1Off + align16(C2 * kK1S * 2);
+};
+
+struct Tile {
+  int n = 0, oy0 = 0, ox0 = 0;  // the image and the output tile's first row and column
+};
+// Tile t of the grid: columns fastest, then rows, then images.
+YOLO12_HOST_DEVICE inline Tile tile_of(long long t, int tiles_x, int tiles_y) {
+  Tile tile;
+  tile.ox0 = static_cast<int>(t % tiles_x) * kTW;
+  const long long r = t / tiles_x;
+  tile.oy0 = static_cast<int>(r % tiles_y) * kTH;
+  tile.n = static_cast<int>(r / tiles_y);
+  return tile;
+}
+
+// Patch element e (< kIH * kXS): the input pixel (gy, gx) and channel ci it holds.
+template <int C1, int C2>
+YOLO12_HOST_DEVICE inline void patch_source(const Tile& t, int e, int& gy, int& gx, int& ci) {
+  using G = Geom<C1, C2>;
+  const int row = e / G::kXS, col = e % G::kXS;
+  gy = 4 * t.oy0 - 3 + row;
+  gx = 4 * t.ox0 - 3 + col / 3;
+  ci = col % 3;
+}
+
+// Map pixel sp (< kSP) of a tile: its map coordinates, and the patch offset of the first element its taps read
+// (tap (ky, kx), channel ci at patch0 + ky * kXS + kx * 3 + ci).
+template <int C1, int C2>
+YOLO12_HOST_DEVICE inline void map_pixel(const Tile& t, int sp, int& sy, int& sx, int& patch0) {
+  using G = Geom<C1, C2>;
+  const int syl = sp / G::kSW, sxl = sp % G::kSW;
+  sy = 2 * t.oy0 - 1 + syl;
+  sx = 2 * t.ox0 - 1 + sxl;
+  patch0 = 2 * syl * G::kXS + 2 * sxl * 3;
+}
+template <int C1, int C2>
+YOLO12_HOST_DEVICE inline int patch_tap(int ky, int kx, int ci) {
+  return ky * Geom<C1, C2>::kXS + kx * 3 + ci;
+}
+
+// Register r (0..3) of the A fragment of warp w, lane l, at the k16 step (ky, kx, cb): the map offset (halves) of
+// the two halves it holds, K columns k and k + 1. Rows: lane / 4 (registers 0, 2) and lane / 4 + 8 (1, 3); K
+// columns 2 (lane % 4) (0, 1) and 2 (lane % 4) + 8 (2, 3) within the step.
+template <int C1, int C2>
+YOLO12_HOST_DEVICE inline int a_offset(int warp, int lane, int r, int ky, int kx, int cb) {
+  using G = Geom<C1, C2>;
+  const int m = lane / 4 + (r & 1) * 8;      // the output column within the tile
+  const int c = cb * 16 + 2 * (lane % 4) + (r >> 1) * 8;
+  return ((2 * warp + ky) * G::kSW + 2 * m + kx) * G::kC1S + c;
+}
+// Register r (0..1) of the B fragment of n8 tile j, lane l, at K column k0 of the step: the offset (halves) in the
+// weights of the two halves it holds, K columns k0 + 2 (lane % 4) + 8 r and the next, channel 8 j + lane / 4.
+template <int C1, int C2>
+YOLO12_HOST_DEVICE inline int b_offset(int lane, int r, int j, int k0) {
+  return (j * 8 + lane / 4) * Geom<C1, C2>::kK1S + k0 + 2 * (lane % 4) + 8 * r;
+}
+// K column of the step (ky, kx, cb).
+template <int C1, int C2>
+YOLO12_HOST_DEVICE inline int k_of(int ky, int kx, int cb) {
+  return (ky * 3 + kx) * C1 + cb * 16;
+}
+// Accumulator e (0..3) of n8 tile j, warp w, lane l: its output pixel and channel (the first of the pair e, e + 1
+// for e = 0, 2).
+YOLO12_HOST_DEVICE inline void acc_target(const Tile& t, int warp, int lane, int j, int e, int& oy, int& ox, int& c) {
+  oy = t.oy0 + warp;
+  ox = t.ox0 + lane / 4 + (e >= 2 ? 8 : 0);
+  c = j * 8 + 2 * (lane % 4) + (e & 1);
+}
+
+}  // namespace yolo12::cuda::stem_pair

@@ -1,0 +1,248 @@
+// tests/unit/test_stem_pair_layout.cpp - conv2d_stem_pair_f16's layout arithmetic (src/backends/cuda/
+// stem_pair_layout.hpp) replayed on the CPU: the kernel's tile walk, its patch loads, the stem's threads computing
+// the map from the patch, the A fragments read from the map and the B fragments from the weights at the layout's
+// offsets, an emulation of mma.sync m16n8k16 that places every lane's registers where the PTX fragment layout puts
+// them, and the stores of the D fragments. With small integer inputs and no SiLU every value is exact, so the result
+// must equal a direct computation of the two convs exactly. Also: each output written once, the map read only where
+// this tile wrote it, and no read outside the patch, the map or the weights' K columns. Runs without a GPU;
+// tests/gpu/test_stem_pair.cu runs the kernel itself on one.
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/stem_pair_layout.hpp"
+#include "catch.hpp"
+
+namespace sp = yolo12::cuda::stem_pair;
+
+namespace {
+
+struct Shape {
+  int batch = 1, h = 0, w = 0;
+  int ldx = 3, x_c0 = 0;  // x rows of ldx values, the 3 channels from x_c0
+  int hs() const { return (h + 2 - 3) / 2 + 1; }
+  int ws() const { return (w + 2 - 3) / 2 + 1; }
+  int ho() const { return (hs() + 2 - 3) / 2 + 1; }
+  int wo() const { return (ws() + 2 - 3) / 2 + 1; }
+  std::string describe() const {
+    return std::to_string(batch) + "x" + std::to_string(h) + "x" + std::to_string(w) + " ldx " + std::to_string(ldx);
+  }
+};
+
+// w: (c_out, c_in, 3, 3); x: (B, H, W, ldx) from channel c0; out: (B, Ho, Wo, c_out); 3x3, stride 2, pad 1.
+std::vector<double> conv(const std::vector<double>& x, int batch, int h, int w, int ldx, int c0, int c_in,
+                         const std::vector<double>& wt, const std::vector<double>& bias, int c_out) {
+  const int ho = (h - 1) / 2 + 1, wo = (w - 1) / 2 + 1;
+  std::vector<double> y(static_cast<std::size_t>(batch) * ho * wo * c_out);
+  for (int n = 0; n < batch; ++n)
+    for (int oy = 0; oy < ho; ++oy)
+      for (int ox = 0; ox < wo; ++ox)
+        for (int co = 0; co < c_out; ++co) {
+          double s = bias[co];
+          for (int ci = 0; ci < c_in; ++ci)
+            for (int ky = 0; ky < 3; ++ky)
+              for (int kx = 0; kx < 3; ++kx) {
+                const int iy = 2 * oy - 1 + ky, ix = 2 * ox - 1 + kx;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                s += x[((static_cast<std::size_t>(n) * h + iy) * w + ix) * ldx + c0 + ci] *
+                     wt[((static_cast<std::size_t>(co) * c_in + ci) * 3 + ky) * 3 + kx];
+              }
+          y[((static_cast<std::size_t>(n) * ho + oy) * wo + ox) * c_out + co] = s;
+        }
+  return y;
+}
+
+// The replay of conv2d_stem_pair_f16 (SiLU off): (B, Ho, Wo, C2).
+template <int C1, int C2>
+std::vector<double> replay(const Shape& s, const std::vector<double>& x, const std::vector<double>& w0,
+                           const std::vector<double>& b0, const std::vector<double>& w1, const std::vector<double>& b1) {
+  using G = sp::Geom<C1, C2>;
+  // The block's weights, as the kernel lays them out: the stem's (27, C1) [tap * 3 + ci][c], the next conv's
+  // (C2, kK1S) [c][tap * C1 + ci] with its padding columns NaN (never read).
+  std::vector<float> w0s(27 * C1), w1s(static_cast<std::size_t>(C2) * G::kK1S, NAN);
+  for (int c = 0; c < C1; ++c)
+    for (int tap = 0; tap < 9; ++tap)
+      for (int ci = 0; ci < 3; ++ci) w0s[(tap * 3 + ci) * C1 + c] = static_cast<float>(w0[(c * 3 + ci) * 9 + tap]);
+  for (int c = 0; c < C2; ++c)
+    for (int tap = 0; tap < 9; ++tap)
+      for (int ci = 0; ci < C1; ++ci)
+        w1s[static_cast<std::size_t>(c) * G::kK1S + tap * C1 + ci] = static_cast<float>(w1[(c * C1 + ci) * 9 + tap]);
+
+  const int hs = s.hs(), ws = s.ws(), ho = s.ho(), wo = s.wo();
+  const int tiles_x = (wo + sp::kTW - 1) / sp::kTW, tiles_y = (ho + sp::kTH - 1) / sp::kTH;
+  std::vector<double> y(static_cast<std::size_t>(s.batch) * ho * wo * C2, NAN);
+  std::vector<int> stores(y.size(), 0);
+  std::vector<float> xin(G::kIH * G::kXS), map(static_cast<std::size_t>(G::kSP) * G::kC1S);
+  int bad_reads = 0;
+  const long long tiles = 1LL * tiles_x * tiles_y * s.batch;
+  for (long long t = 0; t < tiles; ++t) {
+    const sp::Tile tile = sp::tile_of(t, tiles_x, tiles_y);
+    // 1. The patch.
+    for (int e = 0; e < G::kIH * G::kXS; ++e) {
+      int gy, gx, ci;
+      sp::patch_source<C1, C2>(tile, e, gy, gx, ci);
+      xin[e] = gy >= 0 && gy < s.h && gx >= 0 && gx < s.w
+                   ? static_cast<float>(x[((static_cast<std::size_t>(tile.n) * s.h + gy) * s.w + gx) * s.ldx + s.x_c0 + ci])
+                   : 0.f;
+    }
+    // 2. The map, by the stem's threads; NaN first, so a value this tile did not write reaches the output.
+    std::fill(map.begin(), map.end(), NAN);
+    for (int tid = 0; tid < sp::kThreads; ++tid) {
+      const int cg = tid % G::kGroups, pl = tid / G::kGroups;
+      for (int px = pl; px < G::kSP; px += G::kLanes) {
+        int sy, sx, patch0;
+        sp::map_pixel<C1, C2>(tile, px, sy, sx, patch0);
+        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+        if (sy >= 0 && sy < hs && sx >= 0 && sx < ws) {
+          for (int ky = 0; ky < 3; ++ky)
+            for (int kx = 0; kx < 3; ++kx)
+              for (int ci = 0; ci < 3; ++ci) {
+                const int at = patch0 + sp::patch_tap<C1, C2>(ky, kx, ci);
+                if (at < 0 || at >= G::kIH * G::kXS) {
+                  ++bad_reads;
+                  continue;
+                }
+                for (int j = 0; j < 4; ++j) acc[j] = std::fma(xin[at], w0s[((ky * 3 + kx) * 3 + ci) * C1 + cg * 4 + j], acc[j]);
+              }
+          for (int j = 0; j < 4; ++j) acc[j] += static_cast<float>(b0[cg * 4 + j]);
+        }
+        for (int j = 0; j < 4; ++j) map[static_cast<std::size_t>(px) * G::kC1S + cg * 4 + j] = acc[j];
+      }
+    }
+    // 3. The next conv: each warp's fragments, the MMAs emulated from all 32 lanes' registers.
+    for (int warp = 0; warp < sp::kWarps; ++warp) {
+      std::vector<float> acc(static_cast<std::size_t>(C2 / 8) * 32 * 4, 0.f);  // [j][lane][e]
+      for (int ky = 0; ky < 3; ++ky)
+        for (int kx = 0; kx < 3; ++kx)
+          for (int cb = 0; cb < C1 / 16; ++cb) {
+            float A[16][16];  // A[m][k]: from the registers, where mma.sync's fragment layout places them
+            for (int lane = 0; lane < 32; ++lane)
+              for (int r = 0; r < 4; ++r) {
+                const int off = sp::a_offset<C1, C2>(warp, lane, r, ky, kx, cb);
+                const int m = lane / 4 + (r % 2) * 8, k = 2 * (lane % 4) + (r / 2) * 8;
+                if (off < 0 || off + 1 >= G::kSP * G::kC1S || off % 2 != 0) {
+                  ++bad_reads;
+                  A[m][k] = A[m][k + 1] = NAN;
+                  continue;
+                }
+                A[m][k] = map[off];
+                A[m][k + 1] = map[off + 1];
+              }
+            const int k0 = sp::k_of<C1, C2>(ky, kx, cb);
+            for (int j = 0; j < C2 / 8; ++j) {
+              float B[16][8];  // B[k][n]
+              for (int lane = 0; lane < 32; ++lane)
+                for (int r = 0; r < 2; ++r) {
+                  const int off = sp::b_offset<C1, C2>(lane, r, j, k0);
+                  const int k = 2 * (lane % 4) + 8 * r, n = lane / 4;
+                  if (off < 0 || off % G::kK1S + 1 >= G::kK1 || off / G::kK1S >= C2 || off % 2 != 0) {
+                    ++bad_reads;
+                    B[k][n] = B[k + 1][n] = NAN;
+                    continue;
+                  }
+                  B[k][n] = w1s[off];
+                  B[k + 1][n] = w1s[off + 1];
+                }
+              for (int lane = 0; lane < 32; ++lane)
+                for (int e = 0; e < 4; ++e) {
+                  const int m = lane / 4 + (e >= 2 ? 8 : 0), n = 2 * (lane % 4) + e % 2;
+                  float sum = 0.f;
+                  for (int k = 0; k < 16; ++k) sum += A[m][k] * B[k][n];
+                  acc[(static_cast<std::size_t>(j) * 32 + lane) * 4 + e] += sum;
+                }
+            }
+          }
+      for (int lane = 0; lane < 32; ++lane)
+        for (int j = 0; j < C2 / 8; ++j)
+          for (int e = 0; e < 4; e += 2) {
+            int oy, ox, c;
+            sp::acc_target(tile, warp, lane, j, e, oy, ox, c);
+            if (oy >= ho || ox >= wo) continue;
+            for (int i = 0; i < 2; ++i) {
+              const std::size_t at = ((static_cast<std::size_t>(tile.n) * ho + oy) * wo + ox) * C2 + c + i;
+              y[at] = acc[(static_cast<std::size_t>(j) * 32 + lane) * 4 + e + i] + b1[c + i];
+              ++stores[at];
+            }
+          }
+    }
+  }
+  CHECK(bad_reads == 0);
+  int not_once = 0;
+  for (int n : stores) not_once += n != 1;
+  CHECK(not_once == 0);
+  return y;
+}
+
+template <int C1, int C2>
+void check(const Shape& s, std::uint64_t seed) {
+  INFO(s.describe() << " 3->" << C1 << "->" << C2);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> small(-2, 2), bias(-3, 3);
+  std::vector<double> x(static_cast<std::size_t>(s.batch) * s.h * s.w * s.ldx), w0(C1 * 27), b0(C1),
+      w1(static_cast<std::size_t>(C2) * C1 * 9), b1(C2);
+  for (auto& v : x) v = small(rng);
+  for (auto& v : w0) v = small(rng);
+  for (auto& v : w1) v = small(rng);
+  for (auto& v : b0) v = bias(rng);
+  for (auto& v : b1) v = bias(rng);
+  const std::vector<double> map = conv(x, s.batch, s.h, s.w, s.ldx, s.x_c0, 3, w0, b0, C1);
+  const std::vector<double> want = conv(map, s.batch, s.hs(), s.ws(), C1, 0, C1, w1, b1, C2);
+  const std::vector<double> got = replay<C1, C2>(s, x, w0, b0, w1, b1);
+  REQUIRE(got.size() == want.size());
+  int differ = 0;
+  double norm = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    differ += !(got[i] == want[i]);
+    norm += want[i] * want[i];
+  }
+  CHECK(differ == 0);
+  CHECK(norm > 0);
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_stem_pair_f16's layout computes the two convs exactly, replayed on the CPU", "[stem_pair][layout]") {
+  Shape s;
+  s.h = s.w = 64;  // whole tiles (16 x 16 out)
+  check<16, 32>(s, 1);
+  check<32, 64>(s, 2);
+  s.batch = 2;
+  s.h = 37;
+  s.w = 53;  // 10 x 14 out: partial tiles both ways
+  check<16, 32>(s, 3);
+  s.batch = 1;
+  s.h = 130;
+  s.w = 70;  // 33 x 18 out
+  check<32, 64>(s, 4);
+  s.h = 5;
+  s.w = 6;  // smaller than a tile
+  check<16, 32>(s, 5);
+  s.batch = 3;
+  s.h = 18;
+  s.w = 130;
+  s.ldx = 6;
+  s.x_c0 = 2;  // an input slice
+  check<16, 32>(s, 6);
+}
+
+TEST_CASE("conv2d_stem_pair_f16's shared memory fits two blocks per SM and its map rows fall in distinct banks",
+          "[stem_pair][layout]") {
+  CHECK(sp::Geom<16, 32>::kBytes <= 227 * 1024 / 3);
+  CHECK(sp::Geom<32, 64>::kBytes <= 227 * 1024 / 2);
+  // The 8 rows x 4 column pairs of an A register (lanes 0..31) hit 32 distinct 4-byte banks; so do B's.
+  const auto distinct = [](auto offset_of) {
+    bool bank[32] = {};
+    for (int lane = 0; lane < 32; ++lane) {
+      const int b = (offset_of(lane) / 2) % 32;
+      if (bank[b]) return false;
+      bank[b] = true;
+    }
+    return true;
+  };
+  CHECK(distinct([](int lane) { return sp::a_offset<16, 32>(3, lane, 0, 1, 2, 0); }));
+  CHECK(distinct([](int lane) { return sp::a_offset<32, 64>(3, lane, 1, 1, 2, 1); }));
+  CHECK(distinct([](int lane) { return sp::b_offset<16, 32>(lane, 0, 1, 48); }));
+  CHECK(distinct([](int lane) { return sp::b_offset<32, 64>(lane, 1, 2, 96); }));
+}
