@@ -160,6 +160,35 @@ int fuse_conv_chains(Graph& g, const ChainLimits& lim) {
   return chains;
 }
 
+int fuse_stride2_pairs(Graph& g) {
+  const Touches t(g);  // decided on the unchanged graph, then applied
+  std::vector<Op> ops;
+  int pairs = 0;
+  for (std::size_t i = 0; i < g.ops.size();) {
+    const ConvOp* a = g.ops[i].get_if<ConvOp>();
+    const ConvOp* b = i + 1 < g.ops.size() ? g.ops[i + 1].get_if<ConvOp>() : nullptr;
+    if (!a || !b || !chain_stride2(a->attrs) || !chain_stride2(b->attrs) || a->residual.valid() ||
+        b->residual.valid() || !same_slice(b->in, a->out) || t.writers(a->out) != 1 || overlap(b->out, a->in)) {
+      ops.push_back(std::move(g.ops[i]));
+      ++i;
+      continue;
+    }
+    ConvChainOp op;
+    op.attrs.links = 2;
+    const auto v = static_cast<std::size_t>(a->out.value);
+    bool stored = t.head_reads[v];
+    for (int other : t.ops[v]) stored = stored || (other != static_cast<int>(i) && other != static_cast<int>(i + 1));
+    op.attrs.stored[0] = stored;
+    op.attrs.stored[1] = true;
+    op.links = {*a, *b};
+    ops.push_back(Op{g.ops[i].name + " + " + g.ops[i + 1].name, std::move(op)});
+    ++pairs;
+    i += 2;
+  }
+  g.ops = std::move(ops);
+  return pairs;
+}
+
 void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& op_name) {
   auto bad = [&](const std::string& what) { throw ModelError("conv chain '" + op_name + "': " + what); };
   const int n = op.attrs.links;
@@ -175,6 +204,24 @@ void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& 
   const ValueRef& in0 = op.links[0].in;
   if (!inside(in0)) bad("link 0 reads no slice of a value");
   const Value& map = g.values[static_cast<std::size_t>(in0.value)];
+  if (chain_stride2_pair(op)) {  // the other form: two 3x3 stride-2 convs, each output at its own size
+    for (int i = 0; i < 2; ++i) {
+      const ConvOp& c = op.links[static_cast<std::size_t>(i)];
+      const std::string link = "link " + std::to_string(i) + ": ";
+      if (!inside(c.in) || !inside(c.out) || c.in.c != c.attrs.c_in || c.out.c != c.attrs.c_out)
+        bad(link + "its input or output is not a slice of " + std::to_string(c.attrs.c_in) + " -> " +
+            std::to_string(c.attrs.c_out) + " channels inside a value");
+      const Value& in = g.values[static_cast<std::size_t>(c.in.value)];
+      const Value& out = g.values[static_cast<std::size_t>(c.out.value)];
+      if (out.h != c.attrs.out_size(in.h) || out.w != c.attrs.out_size(in.w))
+        bad(link + "its output is not at its conv's output size");
+      if (c.residual.valid() || op.attrs.residual_link[i] != -1) bad(link + "a stride-2 pair has no residuals");
+    }
+    if (!same_slice(op.links[1].in, op.links[0].out)) bad("link 1 does not read exactly the output of link 0");
+    for (int i = 2; i < ConvChainAttrs::kMaxLinks; ++i)
+      if (op.attrs.residual_link[i] != -1 || op.attrs.stored[i]) bad("attributes set past the last link");
+    return;
+  }
   for (int i = 0; i < n; ++i) {
     const ConvOp& c = op.links[static_cast<std::size_t>(i)];
     const ConvAttrs& a = c.attrs;

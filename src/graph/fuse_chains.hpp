@@ -1,5 +1,5 @@
-// graph/fuse_chains.hpp - fusing runs of 1x1 convs into ConvChain ops (graph/ops.hpp, ConvChainAttrs), so that a
-// backend can keep the maps between them on chip.
+// graph/fuse_chains.hpp - fusing runs of 1x1 convs, and stride-2 pairs, into ConvChain ops (graph/ops.hpp,
+// ConvChainAttrs), so that a backend can keep the maps between them on chip.
 //
 // Why: the A2C2f attention blocks end in four 1x1 convs in a row (attn.proj, mlp.0, mlp.1 and the next block's
 // attn.qkv), each reading the whole map the one before wrote (and A2C2f's cv1 feeds its first block's qkv); on the GPU each is a pass over the map through
@@ -53,11 +53,21 @@ struct ChainLimits {
 // Fuses the chains above in place; returns how many it made (0: g is unchanged).
 int fuse_conv_chains(Graph& g, const ChainLimits& lim = {});
 
+// Makes a stride-2 pair (graph/ops.hpp, chain_stride2_pair) of every two CONSECUTIVE ConvOps that are both 3x3
+// convs at stride 2 with pad 1, groups 1, dilation 1 (chain_stride2), where the second reads through `in` exactly
+// the slice the first writes, no other op writes any of that slice, neither has a residual, and the second's output
+// does not overlap the first's input. stored[0] as fuse_conv_chains sets it; the pair takes the first conv's place,
+// named "first + second". Greedy from the first op; deterministic; returns how many pairs it made (0: g is
+// unchanged). Why: the network's stem and the conv after it (the CUDA backend's conv2d_stem_pair_f16 keeps the
+// stem's map on chip; variant f16_stem_pair).
+int fuse_stride2_pairs(Graph& g);
+
 // Checks what every backend's bind relies on (throws yolo12::ModelError naming op_name): 2..kMaxLinks links, as
 // many as attrs.links; each link chain_pointwise (link 0 chain_depthwise too: graph/ops.hpp), refs inside their values
 // and as wide as its attributes, all at the H x W of link 0's input; link i + 1 reads exactly link i's output
 // slice; residual_link[i] < i, and where it is set, links[i].residual is exactly the output
-// of that link; the last link stored.
+// of that link; the last link stored. A stride-2 pair (chain_stride2_pair) instead: two chain_stride2 links without
+// residuals, each output at its conv's output size.
 void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& op_name);
 
 }  // namespace yolo12::graph

@@ -156,7 +156,9 @@ struct AttentionOp {
 //   backend may use to run the links one by one (the CPU backend does), and they hold nothing afterwards.
 // Each link is a 1x1 conv with stride 1, no padding, groups 1, dilation 1 (chain_pointwise), except that link 0 may
 // be a depthwise k x k conv at stride 1 that keeps the map's size (chain_depthwise: the A2C2f attention's pe before
-// its proj, Detect's 3x3 class convs); all links have the same H x W.
+// its proj, Detect's 3x3 class convs); all links have the same H x W. The one other form is a stride-2 pair
+// (chain_stride2_pair, graph::fuse_stride2_pairs): two links, each a 3x3 conv at stride 2 with pad 1, groups 1,
+// dilation 1 (chain_stride2), link 1 reading link 0's output at its size (the network's stem and the conv after it).
 struct ConvChainAttrs {
   static constexpr int kMaxLinks = 5;
   int links = 0;                                        // 2..kMaxLinks
@@ -169,6 +171,9 @@ inline bool chain_pointwise(const ConvAttrs& a) {
 inline bool chain_depthwise(const ConvAttrs& a) {
   return a.groups > 1 && a.groups == a.c_in && a.groups == a.c_out && a.k % 2 == 1 && a.stride == 1 &&
          a.pad == a.k / 2 && a.dilation == 1;
+}
+inline bool chain_stride2(const ConvAttrs& a) {
+  return a.k == 3 && a.stride == 2 && a.pad == 1 && a.groups == 1 && a.dilation == 1;
 }
 
 struct ConvChainOp {
@@ -195,6 +200,11 @@ struct ConvChainOp {
     return w;
   }
 };
+// A chain of the stride-2 pair form (above): two links, both chain_stride2.
+inline bool chain_stride2_pair(const ConvChainOp& op) {
+  return op.attrs.links == 2 && op.links.size() == 2 && chain_stride2(op.links[0].attrs) &&
+         chain_stride2(op.links[1].attrs);
+}
 
 // The op table. X(Name) names NameOp above.
 #define YOLO12_GRAPH_OPS(X) X(Conv) X(Upsample) X(MaxPool) X(Copy) X(Attention) X(ConvChain)

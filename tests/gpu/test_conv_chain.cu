@@ -15,13 +15,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "backends/cuda/chain_layout.hpp"
 #include "backends/cuda/common.cuh"
@@ -32,6 +29,7 @@
 #include "catch.hpp"
 #include "core/half.hpp"
 #include "model/model_file.hpp"
+#include "model_fixtures.hpp"
 #include "support.hpp"
 #include "yolo12/yolo12.hpp"
 
@@ -492,52 +490,10 @@ struct ChainVariant {
   ~ChainVariant() { conv_detail::conv_variants().conv_chain = was; }
 };
 
-std::string test_models_dir() {
-  if (const char* env = std::getenv("YOLO12_TEST_MODELS")) return env;
-  return test::binary_dir() + "/models";
-}
-
-// The whole-model fixtures the chain cases run (yolo12n at 640, the narrow yolo12l at 320): f(name, model path, input,
-// Ultralytics' output, H, W, the fp16 bound, the fp16 CUDA options) for each whose model is exported. Returns how
-// many ran.
-struct ChainFixture {
-  std::string name, model;
-  test::NpyArray x, ref;
-  int h = 0, w = 0;
-  double bound16 = 0;
-  DetectorOptions options;
-};
+using ChainFixture = test::ModelFixture;
+// The whole-model fixtures the chain cases run: yolo12n at 640, the narrow yolo12l at 320.
 int for_each_chain_fixture(const std::function<void(const ChainFixture&)>& f) {
-  std::ifstream in(test::test_data_dir() + "/fixtures.json");
-  REQUIRE(in);
-  const nlohmann::json fixtures = nlohmann::json::parse(in);
-  int ran = 0;
-  for (const auto& fx : fixtures) {
-    ChainFixture c;
-    c.name = fx["name"].get<std::string>();
-    if (c.name != "yolo12n_rand_bus_640" && c.name != "yolo12l_narrow_rand_bus_320") continue;
-    std::string stem = fx["model"].get<std::string>();
-    stem = stem.substr(0, stem.find_last_of('.'));
-    c.model = test_models_dir() + "/" + stem + ".y12";
-    if (!test::file_exists(c.model)) {
-      WARN("SKIPPED " << c.name << ": " << c.model << " not exported (tools/gpu_check.sh)");
-      continue;
-    }
-    INFO("fixture " << c.name);
-    c.x = test::load_npy_any(test::test_data_dir() + "/" + fx["input"].get<std::string>());
-    c.ref = test::load_npy_any(test::test_data_dir() + "/" + fx["output"].get<std::string>());
-    c.h = static_cast<int>(c.x.shape.at(2));
-    c.w = static_cast<int>(c.x.shape.at(3));
-    c.bound16 = 2 * fx["fp16_vs_fp64_rel_l2"].get<double>();
-    c.options.device = Device::Cuda;
-    c.options.precision = Precision::Fp16;
-    c.options.input_height = c.h;
-    c.options.input_width = c.w;
-    f(c);
-    ++ran;
-  }
-  if (ran == 0) WARN("SKIPPED: no yolo12 fixture model exported");
-  return ran;
+  return test::for_each_model_fixture({"yolo12n_rand_bus_640", "yolo12l_narrow_rand_bus_320"}, f);
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 // - shapes: both channel pairs it takes (16 -> 32, 32 -> 64), partial tiles at the right and bottom edges, odd
 //   input sizes, an input slice (ldx > 3, offset), an output slice, SiLU off on either conv, a persistent grid of
 //   a few blocks (each walks many tiles), batch > 1;
-// - the pairs it refuses (other shapes and views) throw yolo12::Error.
+// - the pairs it refuses (other shapes and views) throw yolo12::Error;
+// - [model]: under the conv variant f16_stem_pair the whole model (the yolo12n and narrow yolo12l fixtures) with the
+//   pair fused, plain and tuned, within the fp16 bound against Ultralytics.
 // [.bench] (not run by default): yolo12n's and yolo12s's pair at 640x640, batch 1 and 32, timed with CUDA events
 // (median of 50 after 5 warm-up runs) against the two kernels; the floor from bytes at 3.0 TB/s (the H100's measured
 // copy bandwidth, nineteenth session).
@@ -29,10 +31,16 @@
 #include <cuda_runtime.h>
 
 #include "backends/cuda/conv.cuh"
+#include "backends/cuda/conv_detail.cuh"
 #include "backends/cuda/conv_stem.cuh"
 #include "backends/cuda/conv_stem_pair.cuh"
+#include "backends/cuda/executor.cuh"
+#include "model/model_file.hpp"
+#include "model_fixtures.hpp"
 #include "ops/op_suite.hpp"
+#include "support.hpp"
 #include "yolo12/errors.hpp"
+#include "yolo12/yolo12.hpp"
 
 using yolo12::cuda::ConvParams;
 using yolo12::cuda::ConvShape;
@@ -256,7 +264,7 @@ void check_pair(const PairCase& pc, std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("conv2d_stem_pair_f16 matches the reference of the two convs and the two kernels", "[stem_pair]") {
+TEST_CASE("conv2d_stem_pair_f16 matches the reference of the two convs and the two kernels", "[stem_pair][kernel]") {
   std::vector<PairCase> cases;
   const auto add = [&](int b, int h, int w, int c1) {
     PairCase c;
@@ -288,7 +296,7 @@ TEST_CASE("conv2d_stem_pair_f16 matches the reference of the two convs and the t
   for (const PairCase& pc : cases) check_pair(pc, ++seed);
 }
 
-TEST_CASE("conv2d_stem_pair_f16 refuses the pairs and views it does not take", "[stem_pair]") {
+TEST_CASE("conv2d_stem_pair_f16 refuses the pairs and views it does not take", "[stem_pair][kernel]") {
   PairCase pc;
   pc.h = pc.w = 32;
   PairRun run(pc, 7);
@@ -360,4 +368,73 @@ TEST_CASE("conv2d_stem_pair_f16 against the two kernels at 640x640 (timing)", "[
                   c1, 2 * c1, batch, fused, t_stem + t_next, t_stem, t_next,
                   yolo12::cuda::conv_plan_name(yolo12::cuda::conv_select(next)).c_str(), bytes / 3.0e9);
     }
+}
+
+namespace {
+
+// The conv variant f16_stem_pair for the life of this object.
+struct PairVariant {
+  bool was;
+  explicit PairVariant(bool on) : was(cd::conv_variants().f16_stem_pair) { cd::conv_variants().f16_stem_pair = on; }
+  ~PairVariant() { cd::conv_variants().f16_stem_pair = was; }
+};
+
+}  // namespace
+
+// Under f16_stem_pair the fp16 executor fuses the stem and the conv after it (graph::fuse_stride2_pairs): yolo12n's
+// pair runs on conv2d_stem_pair_f16; yolo12l's (3 -> 64 -> 128, not a pair the kernel has code for) link by link.
+TEST_CASE("the stem pair in the whole model: fused under f16_stem_pair, within the fp16 bound, plain and tuned",
+          "[stem_pair][model]") {
+  namespace test = yolo12::test;
+  test::for_each_model_fixture({"yolo12n_rand_bus_640", "yolo12l_narrow_rand_bus_320"}, [](const test::ModelFixture& c) {
+    const bool kernel_takes_it = c.name.rfind("yolo12n", 0) == 0;
+    std::vector<float> plain, paired, tuned;
+    {
+      PairVariant off(false);
+      yolo12::Detector d(c.model, c.options);
+      plain = d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
+    }
+    {
+      PairVariant on(true);
+      yolo12::Detector d(c.model, c.options);
+      paired = d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
+      CHECK(d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr) == paired);  // deterministic
+      yolo12::DetectorOptions t = c.options;
+      t.tune_kernels = true;
+      yolo12::Detector dt(c.model, t);
+      tuned = dt.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
+    }
+    REQUIRE(paired.size() == c.ref.data.size());
+    REQUIRE(tuned.size() == c.ref.data.size());
+    const double e_plain = test::rel_l2(plain.data(), c.ref.data.data(), c.ref.data.size());
+    const double e_pair = test::rel_l2(paired.data(), c.ref.data.data(), c.ref.data.size());
+    const double e_tuned = test::rel_l2(tuned.data(), c.ref.data.data(), c.ref.data.size());
+    std::printf("[stem_pair] %-28s fp16 vs Ultralytics: plain %.2e, pair %.2e, pair tuned %.2e (bound %.2e)\n",
+                c.name.c_str(), e_plain, e_pair, e_tuned, c.bound16);
+    CHECK(e_pair < c.bound16);
+    CHECK(e_tuned < c.bound16);
+    if (!kernel_takes_it) CHECK(paired == plain);  // the links one by one: the plain kernels, the same bits
+
+    // The executor's steps: one pair, on the fused kernel where it takes it (the label says which).
+    PairVariant on(true);
+    const auto file = yolo12::model::ModelFile::open(c.model);
+    const auto weights = yolo12::cuda::upload_weights(*file, yolo12::cuda::network_graph(file->header(), c.h, c.w),
+                                                      yolo12::Precision::Fp16, 0);
+    cudaStream_t stream = nullptr;
+    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+    yolo12::ExecutorConfig cfg;
+    cfg.input_h = c.h;
+    cfg.input_w = c.w;
+    {
+      const auto ex = yolo12::cuda::make_executor(weights, *file, cfg, stream);
+      int pairs = 0, fused = 0;
+      for (const yolo12::cuda::Step& step : ex->network()) {
+        pairs += step.label.find("conv pair") != std::string::npos ? 1 : 0;
+        fused += step.label.find("[stem_pair_f16]") != std::string::npos ? 1 : 0;
+      }
+      CHECK(pairs == 1);
+      CHECK(fused == (kernel_takes_it ? 1 : 0));
+    }
+    cudaStreamDestroy(stream);
+  });
 }

@@ -740,3 +740,88 @@ TEST_CASE("yolo12l_narrow: bit-identical on the CPU; after pad_channels the same
   CHECK_THROWS_WITH(yolo12::cpu::CpuExecutor(weights, padded, 1, 1),
                     Catch::Contains("was widened by graph::pad_channels"));
 }
+
+// ---- graph::fuse_stride2_pairs: the stem and the conv after it ---------------------------------------------------
+
+TEST_CASE("fuse_stride2_pairs on YOLO12n at 640: the stem and the conv after it, nothing else", "[graph][chains]") {
+  const Graph plain = yolo12::graph::build_graph(yolo12n_header(), 640, 640);
+  Graph g = plain;
+  REQUIRE(yolo12::graph::fuse_stride2_pairs(g) == 1);
+  check_fused(plain, g);
+  CHECK(g.ops.size() + 1 == plain.ops.size());
+  const std::vector<const Op*> found = chains(g);
+  REQUIRE(found.size() == 1);
+  const auto& pair = found[0]->get<ConvChainOp>();
+  CHECK(yolo12::graph::chain_stride2_pair(pair));
+  CHECK(found[0]->name == plain.ops[0].name + " + " + plain.ops[1].name);
+  CHECK(chain_str(pair) == "3->16->32 stored 01 residual -1 -1");
+  CHECK(pair.links[0].in.value == Graph::kInputValue);
+  CHECK(pair.scratch().size() == 1);  // the stem's map: nothing after the pair reads it
+  // The other stride-2 convs (model.3, .5, .7, Detect's downsampling) follow other ops: left alone, and the pass
+  // leaves a fused graph as it is.
+  Graph again = g;
+  CHECK(yolo12::graph::fuse_stride2_pairs(again) == 0);
+  CHECK(dump(again) == dump(g));
+  // With the 1x1 chains too, in the CUDA backend's order: the same pair, the same chains as without it.
+  Graph chained = plain;
+  const int alone = yolo12::graph::fuse_conv_chains(chained);
+  Graph both = plain;
+  REQUIRE(yolo12::graph::fuse_stride2_pairs(both) == 1);
+  CHECK(yolo12::graph::fuse_conv_chains(both) == alone);
+  check_fused(plain, both);
+}
+
+TEST_CASE("fuse_stride2_pairs' rules on YOLO12n's stem, changed by hand", "[graph][chains]") {
+  const Graph plain = yolo12::graph::build_graph(yolo12n_header(), 640, 640);
+  REQUIRE(plain.ops.size() > 2);
+  const auto fused_count = [](Graph g) { return yolo12::graph::fuse_stride2_pairs(g); };
+  const auto changed = [&](auto edit) {
+    Graph g = plain;
+    edit(g.ops[0].op, g.ops[1].op);
+    return g;
+  };
+  const auto conv0 = [](yolo12::graph::OpVariant& v) -> ConvOp& { return std::get<ConvOp>(v); };
+  CHECK(fused_count(changed([&](auto& a, auto&) { conv0(a).attrs.stride = 1; })) == 0);
+  CHECK(fused_count(changed([&](auto&, auto& b) { conv0(b).attrs.k = 1; })) == 0);
+  CHECK(fused_count(changed([&](auto&, auto& b) { conv0(b).attrs.pad = 0; })) == 0);
+  CHECK(fused_count(changed([&](auto&, auto& b) { conv0(b).attrs.groups = 2; })) == 0);
+  CHECK(fused_count(changed([&](auto&, auto& b) { conv0(b).residual = conv0(b).in; })) == 0);
+  CHECK(fused_count(changed([&](auto&, auto& b) { conv0(b).in.c -= 1; })) == 0);  // not exactly link 0's slice
+  // Something else reads the stem's map: still a pair, with the map stored (the CUDA backend then runs the links).
+  Graph read_twice = plain;
+  const ValueRef map = std::get<ConvOp>(read_twice.ops[0].op).out;
+  read_twice.outputs.push_back(map);
+  REQUIRE(yolo12::graph::fuse_stride2_pairs(read_twice) == 1);
+  CHECK(chain_str(chains(read_twice)[0]->get<ConvChainOp>()) == "3->16->32 stored 11 residual -1 -1");
+  // check_conv_chain: a pair with a residual, or whose second link does not read the first's output, is refused.
+  Graph g = plain;
+  REQUIRE(yolo12::graph::fuse_stride2_pairs(g) == 1);
+  const Op& op = *chains(g)[0];
+  ConvChainOp bad = op.get<ConvChainOp>();
+  bad.links[1].residual = bad.links[1].out;
+  CHECK_THROWS_AS(yolo12::graph::check_conv_chain(g, bad, op.name), yolo12::ModelError);
+  bad = op.get<ConvChainOp>();
+  bad.links[1].in = bad.links[0].in;
+  CHECK_THROWS_AS(yolo12::graph::check_conv_chain(g, bad, op.name), yolo12::ModelError);
+  bad = op.get<ConvChainOp>();
+  bad.attrs.stored[1] = false;
+  CHECK_THROWS_AS(yolo12::graph::check_conv_chain(g, bad, op.name), yolo12::ModelError);
+}
+
+TEST_CASE("the CPU executor gives bit-identical results on yolo12n with its stem pair fused", "[graph][chains][cpu]") {
+  std::vector<float> x;
+  std::string why;
+  const std::string y12 = fixture("yolo12n_rand.pt", x, why);
+  YOLO12_SKIP_IF(y12.empty(), why);
+  const auto file = yolo12::model::ModelFile::open(y12);
+  const auto weights = yolo12::cpu::load_weights(*file);
+  const Graph plain = yolo12::graph::build_graph(file->header(), 320, 320);
+  Graph fused = plain;
+  REQUIRE(yolo12::graph::fuse_stride2_pairs(fused) == 1);
+  const CpuRun want = run_cpu(weights, plain, x, 2);
+  const CpuRun got = run_cpu(weights, fused, x, 2);
+  CHECK(same_bits(got.raw, want.raw));
+  double sum = 0;
+  for (float f : got.raw) sum += std::fabs(f);
+  CHECK(sum > 0);
+}

@@ -140,7 +140,7 @@ constexpr VariantName kVariantNames[] = {
     {"f16_halo_wgmma", &ConvVariants::f16_halo_wgmma}, {"f16_halo_wgmma_s2", &ConvVariants::f16_halo_wgmma_s2},
     {"f16_stem_mma", &ConvVariants::f16_stem_mma}, {"f16_gemm_tma", &ConvVariants::f16_gemm_tma},
     {"f16_tall_1x1", &ConvVariants::f16_tall_1x1}, {"f16_wgmma_fewrows", &ConvVariants::f16_wgmma_fewrows},
-    {"conv_chain", &ConvVariants::conv_chain},
+    {"conv_chain", &ConvVariants::conv_chain},     {"f16_stem_pair", &ConvVariants::f16_stem_pair},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");
@@ -378,7 +378,7 @@ template void conv2d_forward_naive<float>(const ConvParams<float>&, cudaStream_t
 template void conv2d_forward_naive<__half>(const ConvParams<__half>&, cudaStream_t);
 
 template <typename T>
-Step bind(const graph::ConvOp& op, const BindContext<T>& ctx) {
+ConvParams<T> conv_params(const graph::ConvOp& op, const BindContext<T>& ctx) {
   ConvParams<T> p;
   static_cast<ConvShape&>(p) = conv_shape(ctx.graph, op, ctx.max_batch);
   const ConvShape& s = p;
@@ -397,6 +397,15 @@ Step bind(const graph::ConvOp& op, const BindContext<T>& ctx) {
   p.ldr = ctx.ld(op.residual);
   p.y = ctx.ptr(op.out);
   p.ldy = ctx.ld(op.out);
+  return p;
+}
+template ConvParams<float> conv_params<float>(const graph::ConvOp&, const BindContext<float>&);
+template ConvParams<__half> conv_params<__half>(const graph::ConvOp&, const BindContext<__half>&);
+
+template <typename T>
+Step bind(const graph::ConvOp& op, const BindContext<T>& ctx) {
+  const ConvParams<T> p = conv_params(op, ctx);
+  const ConvShape& s = p;
   // The model's channels, and "(+n)" where graph::pad_channels widened them: "conv 1x1/1 384->460(+4) ...".
   const auto channels = [](int tensor, int attrs) {
     return std::to_string(tensor) + (attrs > tensor ? "(+" + std::to_string(attrs - tensor) + ")" : "");

@@ -44,6 +44,7 @@
 #include "core/tune_cache.hpp"
 #include "conv.cuh"
 #include "conv_detail.cuh"
+#include "conv_stem_pair.cuh"
 #include "launch.cuh"
 #include "mma.cuh"
 #include "ops.cuh"
@@ -458,12 +459,84 @@ ChainRun chain_rule(const ConvChainParams* whole, const ConvChainParams* rest, i
   return ChainRun::links;
 }
 
+// A stride-2 pair (graph/ops.hpp, chain_stride2_pair: the stem and the conv after it): on conv2d_stem_pair_f16 where it
+// takes the pair (fp16, its shapes and views, the first link's output read by nothing else), else the two links one
+// by one. Tuning tunes the links, then times the two ways and keeps the pair's kernel unless the links are 3 %
+// faster, cached as "fused" or "links".
+template <typename T>
+Step bind_stride2_pair(const graph::ConvChainOp& op, const BindContext<T>& ctx) {
+  std::vector<Step> links;
+  for (const graph::ConvOp& l : op.links) links.push_back(bind<T>(l, ctx));
+  const ConvParams<T> p0 = conv_params(op.links[0], ctx), p1 = conv_params(op.links[1], ctx);
+  bool fused = false;
+  if constexpr (std::is_same_v<T, __half>)
+    fused = !op.attrs.stored[0] && conv_detail::stem_pair_supports(p0, p1) && conv_detail::stem_pair_views_ok(p0, p1);
+  Step step;
+  for (const Step& s : links) {
+    step.weight_bytes += s.weight_bytes;
+    step.flops_per_image += s.flops_per_image;
+    step.bytes_per_image += s.bytes_per_image;
+  }
+  if (fused)  // the input read and the output written; the map stays on chip
+    step.bytes_per_image = sizeof(T) * (1.0 * p0.h * p0.w_in * p0.c_in + 1.0 * p1.ho * p1.wo * p1.c_out);
+  std::ostringstream label;
+  label << "conv pair 3x3/2 " << p0.c_in << "->" << p0.c_out << "->" << p1.c_out << " " << p0.h << "x" << p0.w_in
+        << "->" << p1.ho << "x" << p1.wo << " [" << (fused ? "stem_pair_f16" : "links one by one") << "]";
+  step.label = label.str();
+  auto use_links = std::make_shared<std::map<int, bool>>();  // per batch, where tuning chose the links
+  auto run_as = [p0, p1, links](bool as_links, int batch, cudaStream_t stream) {
+    if constexpr (std::is_same_v<T, __half>) {
+      if (!as_links) {
+        ConvParams<T> q0 = p0, q1 = p1;
+        q0.batch = q1.batch = batch;
+        conv_detail::launch_conv2d_stem_pair_f16(q0, q1, stream);
+        return;
+      }
+    }
+    for (const Step& s : links) s.run(batch, stream);
+  };
+  step.run = [run_as, use_links, fused](int batch, cudaStream_t stream) {
+    const auto it = use_links->find(batch);
+    run_as(!fused || (it != use_links->end() && it->second), batch, stream);
+  };
+  step.tune = [run_as, use_links, fused, links, p0, p1](int batch, cudaStream_t stream, TuneCache* cache) {
+    for (const Step& s : links)
+      if (s.tune) s.tune(batch, stream, cache);
+    Step::Tuned out;
+    bool as_links = !fused;
+    if constexpr (std::is_same_v<T, __half>) {  // fp32 never fuses (and conv_tune_key is fp16's)
+      if (fused) {
+        ConvParams<T> q0 = p0, q1 = p1;
+        q0.batch = q1.batch = batch;
+        const std::string key = "stem_pair " + conv_tune_key(q0) + " | " + conv_tune_key(q1);
+        const std::string* hit = cache ? cache->find(key) : nullptr;
+        if (hit && (*hit == "fused" || *hit == "links")) {
+          as_links = *hit == "links";
+          out.cached = true;
+        } else {
+          const float ms_fused = tune_time([&](cudaStream_t s) { run_as(false, batch, s); }, stream);
+          const float ms_links = tune_time([&](cudaStream_t s) { run_as(true, batch, s); }, stream);
+          as_links = ms_links * kChainKeepWithin < ms_fused;
+          if (tune_log_enabled())
+            std::fprintf(stderr, "tune %s: pair fused %g; pair links %g\n", key.c_str(), ms_fused, ms_links);
+          if (cache) cache->put(key, as_links ? "links" : "fused");
+        }
+      }
+    }
+    (*use_links)[batch] = as_links;
+    out.plan = as_links ? "pair links" : "pair fused";
+    return out;
+  };
+  return step;
+}
+
 }  // namespace
 
 template <typename T>
 Step bind(const graph::ConvChainOp& op, const BindContext<T>& ctx) {
   const graph::ConvChainAttrs& a = op.attrs;
   graph::check_conv_chain(ctx.graph, op, ctx.op_name);  // the CPU backend's checks: a ModelError naming the op
+  if (graph::chain_stride2_pair(op)) return bind_stride2_pair(op, ctx);
   // The links one by one, as plain convs (their outputs in memory, scratch ones included): fp32, and fp16 wherever
   // conv2d_chain_f16 does not take the chain at a batch.
   std::vector<Step> links;

@@ -90,6 +90,10 @@ class ExecutorImpl final : public CudaExecutor {
     graph_ = network_graph(file.header(), cfg.input_h, cfg.input_w, weights_->padded_channels, &widened);
     // Chains of 1x1 convs as one op each (conv_chain.cuh), for fp16 under the conv variant conv_chain. The weights are
     // those of the links (the pass changes no tensor), so the packing above does not depend on it.
+    // The stem and the conv after it as one op (conv_stem_pair.cuh), for fp16 under the conv variant f16_stem_pair.
+    const int pairs = std::is_same<T, __half>::value && conv_detail::conv_variants().f16_stem_pair
+                          ? graph::fuse_stride2_pairs(graph_)
+                          : 0;
     const int chains = std::is_same<T, __half>::value && conv_detail::conv_variants().conv_chain
                            ? graph::fuse_conv_chains(graph_, chain_limits())
                            : 0;
@@ -102,7 +106,7 @@ class ExecutorImpl final : public CudaExecutor {
               mib(plan_.activations_naive) + "), workspace " + mib(plan_.workspace) + ", " +
               std::to_string(plan_.ops) + " ops, " + std::to_string(plan_.values) + " values (" +
               std::to_string(widened.size()) + " widened to a multiple of 8 channels, " + std::to_string(chains) +
-              " conv chains), " +
+              " conv chains, " + std::to_string(pairs) + " stride-2 pairs), " +
               std::to_string(sched_.streams) + " stream(s)");
     for (cudaEvent_t& e : ev_) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
   }

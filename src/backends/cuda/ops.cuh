@@ -18,6 +18,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "conv.cuh"
 #include "graph/graph.hpp"
 #include "yolo12/yolo12.hpp"
 
@@ -97,6 +98,12 @@ struct BindContext {
   Step bind(const graph::Name##Op& op, const BindContext<T>& ctx);
 YOLO12_GRAPH_OPS(YOLO12_CUDA_BIND)
 #undef YOLO12_CUDA_BIND
+
+// A conv op's kernel parameters on its buffers, for max_batch images (conv.cu): what bind<ConvOp> launches, and what
+// the stride-2 pair of bind<ConvChainOp> hands conv2d_stem_pair_f16. A ModelError (cannot_run) where no conv kernel
+// implements the shape.
+template <typename T>
+ConvParams<T> conv_params(const graph::ConvOp& op, const BindContext<T>& ctx);
 
 // The one dispatch: any op of the graph through its bind above (the executor's, and the shared op
 // tests', tests/ops).

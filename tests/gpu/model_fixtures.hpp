@@ -1,0 +1,67 @@
+// tests/gpu/model_fixtures.hpp - the whole-model fixtures (tests/data/fixtures.json) that the GPU kernel tests run a
+// Detector on: the exported model (tools/gpu_check.sh exports them into $YOLO12_TEST_MODELS, else <build>/models),
+// the input, Ultralytics' output and the fp16 bound. test_conv_chain and test_stem_pair share it.
+#pragma once
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "catch.hpp"
+#include "support.hpp"
+#include "yolo12/yolo12.hpp"
+
+namespace yolo12::test {
+
+inline std::string test_models_dir() {
+  if (const char* env = std::getenv("YOLO12_TEST_MODELS")) return env;
+  return binary_dir() + "/models";
+}
+
+struct ModelFixture {
+  std::string name, model;
+  NpyArray x, ref;  // the input (1, 3, H, W) and Ultralytics' raw output
+  int h = 0, w = 0;
+  double bound16 = 0;        // the fp16 bound: twice PyTorch's own fp16 error
+  DetectorOptions options;   // CUDA, fp16, at the fixture's input size
+};
+
+// f(fixture) for each fixture of `names` whose model is exported (a WARN for each that is not); returns how many ran.
+inline int for_each_model_fixture(const std::set<std::string>& names, const std::function<void(const ModelFixture&)>& f) {
+  std::ifstream in(test_data_dir() + "/fixtures.json");
+  REQUIRE(in);
+  const nlohmann::json fixtures = nlohmann::json::parse(in);
+  int ran = 0;
+  for (const auto& fx : fixtures) {
+    ModelFixture c;
+    c.name = fx["name"].get<std::string>();
+    if (!names.count(c.name)) continue;
+    std::string stem = fx["model"].get<std::string>();
+    stem = stem.substr(0, stem.find_last_of('.'));
+    c.model = test_models_dir() + "/" + stem + ".y12";
+    if (!file_exists(c.model)) {
+      WARN("SKIPPED " << c.name << ": " << c.model << " not exported (tools/gpu_check.sh)");
+      continue;
+    }
+    INFO("fixture " << c.name);
+    c.x = load_npy_any(test_data_dir() + "/" + fx["input"].get<std::string>());
+    c.ref = load_npy_any(test_data_dir() + "/" + fx["output"].get<std::string>());
+    c.h = static_cast<int>(c.x.shape.at(2));
+    c.w = static_cast<int>(c.x.shape.at(3));
+    c.bound16 = 2 * fx["fp16_vs_fp64_rel_l2"].get<double>();
+    c.options.device = Device::Cuda;
+    c.options.precision = Precision::Fp16;
+    c.options.input_height = c.h;
+    c.options.input_width = c.w;
+    f(c);
+    ++ran;
+  }
+  if (ran == 0) WARN("SKIPPED: no fixture model exported");
+  return ran;
+}
+
+}  // namespace yolo12::test
