@@ -1,6 +1,7 @@
 // tests/support.cpp - see support.hpp.
 #include "support.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -151,6 +152,15 @@ double rel_l2(const float* a, const float* b, std::size_t n) {
     den += static_cast<double>(b[i]) * b[i];
   }
   return std::sqrt(num) / (std::sqrt(den) + 1e-30);
+}
+
+double rel_l2(const std::vector<double>& a, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size() && i < ref.size(); ++i) {
+    num += (a[i] - ref[i]) * (a[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-300);
 }
 
 }  // namespace yolo12::test

@@ -41,6 +41,8 @@ void save_npy(const std::string& path, const std::vector<long long>& shape, cons
 
 // Relative L2 error ||a - b|| / ||b||, in double.
 double rel_l2(const float* a, const float* b, std::size_t n);
+// The same of two equally long vectors of doubles (a kernel's output against a double reference): 0 where both are 0.
+double rel_l2(const std::vector<double>& a, const std::vector<double>& ref);
 
 }  // namespace yolo12::test
 

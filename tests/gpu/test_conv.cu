@@ -129,14 +129,7 @@ std::vector<double> reference(const Case& c, const HostCase& h) {
   return out;
 }
 
-double rel_l2(const std::vector<double>& a, const std::vector<double>& ref) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += (a[i] - ref[i]) * (a[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return std::sqrt(num) / std::max(std::sqrt(den), 1e-300);
-}
+using yolo12::test::rel_l2;
 
 template <typename T> T to_t(float v);
 template <> float to_t<float>(float v) { return v; }

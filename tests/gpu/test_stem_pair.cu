@@ -93,14 +93,7 @@ struct DeviceArray {
   void download(std::vector<T>& v) const { REQUIRE(cudaMemcpy(v.data(), p, v.size() * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess); }
 };
 
-double rel_l2(const std::vector<double>& a, const std::vector<double>& ref) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += (a[i] - ref[i]) * (a[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return std::sqrt(num) / std::max(std::sqrt(den), 1e-300);
-}
+using yolo12::test::rel_l2;
 
 // The case's host data and its device buffers, packed as the executor packs them.
 struct PairRun {
