@@ -88,9 +88,9 @@ class ExecutorImpl final : public CudaExecutor {
                                                 tune_cache_scope(weights_->device, std::is_same<T, __half>::value));
     std::vector<int> widened;
     graph_ = network_graph(file.header(), cfg.input_h, cfg.input_w, weights_->padded_channels, &widened);
-    // Chains of 1x1 convs as one op each (conv_chain.cuh), for fp16 under the conv variant conv_chain. The weights are
-    // those of the links (the pass changes no tensor), so the packing above does not depend on it.
-    // The stem and the conv after it as one op (conv_stem_pair.cuh), for fp16 under the conv variant f16_stem_pair.
+    // The stem and the conv after it as one op (conv_stem_pair.cuh), for fp16 under the conv variant f16_stem_pair;
+    // chains of 1x1 convs as one op each (conv_chain.cuh), for fp16 under the conv variant conv_chain. The weights are
+    // those of the links (the passes change no tensor), so the packing above does not depend on them.
     const int pairs = std::is_same<T, __half>::value && conv_detail::conv_variants().f16_stem_pair
                           ? graph::fuse_stride2_pairs(graph_)
                           : 0;
