@@ -1224,6 +1224,8 @@ TEST_CASE("dwconv_rows_f16 takes every aligned stride-1 fp16 depthwise conv; its
     ConvShape s;
     int bn;  // channels per block the plan takes (the H200's 132 SMs)
   };
+  // The table: the eleventh session's order, 32 channels per block before 16 (dw_rows_c16 off); its case follows.
+  cd::conv_variants().dw_rows_c16 = false;
   const Expect expect[] = {
       {yolo_shape(32, 40, 384, 384, 7, 1, 384), 32},  // yolo12x's pe conv at P4, batch 32: 3840 blocks
       {yolo_shape(32, 20, 384, 384, 7, 1, 384), 32},
@@ -1251,6 +1253,14 @@ TEST_CASE("dwconv_rows_f16 takes every aligned stride-1 fp16 depthwise conv; its
   CHECK(label_of(expect[0].s, true) == "depthwise rows_f16");
   CHECK(cd::dwconv_rows_f16_plan(expect[0].s, one_sm()).bn == 32);
   CHECK(cd::dwconv_rows_f16_plan(expect[9].s, one_sm()).bn == 32);  // 12 blocks of 32 channels fill one SM
+  // dw_rows_c16 (the default since the nineteenth session): 16 channels per block wherever the table had 32.
+  cd::conv_variants().dw_rows_c16 = true;
+  for (const Expect& e : expect) {
+    INFO("B" << e.s.batch << " " << e.s.h << "x" << e.s.w_in << "x" << e.s.c_in << " k" << e.s.k);
+    CHECK(cd::dwconv_rows_f16_plan(e.s, yc::DeviceInfo()).bn == std::min(e.bn, 16));
+  }
+  CHECK(cd::dwconv_rows_f16_plan(expect[0].s, one_sm()).bn == 16);
+  cd::conv_variants().dw_rows_c16 = false;
   // Not taken: stride 2 (the tiled kernel), channels not a multiple of 8 or a view that is not 16-byte
   // vectors (dwconv_direct), and with the switch off (the tenth session's kernels).
   CHECK(plan_of(yolo_shape(32, 80, 64, 64, 3, 2, 64), true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
@@ -1299,8 +1309,8 @@ TEST_CASE("kernel tuning offers dwconv_rows_f16 at 8, 16 and 32 channels per blo
     REQUIRE(yc::conv_plan_decode(yc::conv_plan_encode(plan), q));
     CHECK(q == plan);
   }
-  const std::vector<std::string> expect = {"depthwise rows_f16 c32", "depthwise", "depthwise tiled_f16",
-                                           "depthwise rows_f16 c16", "depthwise rows_f16 c8"};
+  const std::vector<std::string> expect = {"depthwise rows_f16 c16", "depthwise", "depthwise tiled_f16",
+                                           "depthwise rows_f16 c32", "depthwise rows_f16 c8"};
   CHECK(names == expect);  // conv_select's plan first
   // Stride 2 and fp32: no rows plan.
   static_cast<ConvShape&>(p) = yolo_shape(32, 80, 64, 64, 3, 2, 64);

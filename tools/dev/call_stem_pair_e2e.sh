@@ -13,7 +13,8 @@
 #     measured only host frames at batch 32 (H100: 4,656 img/s with one detector, 9,776 with three);
 #   - last, test_stem_pair "[.bench]": the fused kernel against conv2d_stem_f16 + the second conv's plan, yolo12n's
 #     and yolo12s's pair at 640x640, batch 1 and 32, into $OUT/stem_pair_bench.txt; and yolo12-bench on yolo12n and
-#     yolo12s (the peer's weights) with YOLO12_CONV_VARIANTS=+f16_stem_pair beside the defaults (PERF_BENCH_VARIANTS).
+#     yolo12s (the peer's weights) with YOLO12_CONV_VARIANTS=+f16_stem_pair, and with -dw_rows_c16 (the depthwise
+#     rule before the nineteenth session), beside the defaults (PERF_BENCH_VARIANTS).
 # Run it on the device machine from the repository root with OUT set (the device tool's $OUT), carrying .whl and
 # .carry/catch2. Any gpu_check variable set in the environment wins over the values here.
 set -u
@@ -25,7 +26,7 @@ export PERF_ALL_TESTS=${PERF_ALL_TESTS:-1}  # the fixture models; PERF_TESTS sti
 export PERF_SAN_TAGS=${PERF_SAN_TAGS:-test_stem_pair:kernel}
 export PERF_SCALES=${PERF_SCALES:-n,s}
 export PERF_VARIANTS=${PERF_VARIANTS:-default}
-export PERF_BENCH_VARIANTS=${PERF_BENCH_VARIANTS:-"default pair=+f16_stem_pair"}
+export PERF_BENCH_VARIANTS=${PERF_BENCH_VARIANTS:-"default pair=+f16_stem_pair rows32=-dw_rows_c16"}
 export PERF_MULTI_SCALES=${PERF_MULTI_SCALES:-n}
 export PERF_MULTI_DEVICES=${PERF_MULTI_DEVICES:-"0 0,0,0 0,0,0,0"}
 export PERF_MULTI_BATCHES=${PERF_MULTI_BATCHES:-"1 32"}

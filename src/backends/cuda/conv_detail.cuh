@@ -242,6 +242,9 @@ struct ConvVariants {
                                   // dwconv_tiled_f16 / dwconv_direct as before. Only where its 8-channel warps are
                                   // 4+ per SM (call 3: slower at batch 1), unless:
   bool dw_rows_small = false;     // with dw_rows_f16: also on smaller grids
+  bool dw_rows_c16 = true;        // with dw_rows_f16: blocks of 16 channels before 32 (nineteenth session, from the
+                                  // tuning logs of four runs on two GPUs: the batch-32 sums 0.2-0.4 % lower; the
+                                  // outputs are the same bits either way; dwconv_rows_f16_plan)
   bool pad_channels = true;       // the graph the backend packs and runs widens conv-to-conv values to a multiple
                                   // of 8 channels with zero weights (graph/pad_channels.hpp: the A2C2f MLPs'
                                   // int(c * 1.2) of yolo12l/x), so that their convs take 16-byte loads and wgmma;
