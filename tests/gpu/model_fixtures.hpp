@@ -31,7 +31,8 @@ struct ModelFixture {
 };
 
 // f(fixture) for each fixture of `names` whose model is exported (a WARN for each that is not); returns how many ran.
-inline int for_each_model_fixture(const std::set<std::string>& names, const std::function<void(const ModelFixture&)>& f) {
+inline int for_each_model_fixture(const std::set<std::string>& names,
+                                  const std::function<void(const ModelFixture&)>& f) {
   std::ifstream in(test_data_dir() + "/fixtures.json");
   REQUIRE(in);
   const nlohmann::json fixtures = nlohmann::json::parse(in);

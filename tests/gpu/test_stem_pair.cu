@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,12 +86,18 @@ struct PairCase {
 template <typename T>
 struct DeviceArray {
   T* p = nullptr;
-  explicit DeviceArray(std::size_t n) { REQUIRE(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)) == cudaSuccess); }
+  explicit DeviceArray(std::size_t n) {
+    REQUIRE(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)) == cudaSuccess);
+  }
   ~DeviceArray() { cudaFree(p); }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
-  void upload(const std::vector<T>& v) { REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess); }
-  void download(std::vector<T>& v) const { REQUIRE(cudaMemcpy(v.data(), p, v.size() * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess); }
+  void upload(const std::vector<T>& v) {
+    REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+  void download(std::vector<T>& v) const {
+    REQUIRE(cudaMemcpy(v.data(), p, v.size() * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+  }
 };
 
 using yolo12::test::rel_l2;
@@ -104,7 +111,9 @@ struct PairRun {
   DeviceArray<__half> dx, dw0, dw1, dy, dmap;
   DeviceArray<float> db0, db1;
 
-  static std::size_t n_x(const PairCase& c) { return static_cast<std::size_t>(c.batch) * c.h * c.w * (c.x_c0 + 3 + c.x_extra); }
+  static std::size_t n_x(const PairCase& c) {
+    return static_cast<std::size_t>(c.batch) * c.h * c.w * (c.x_c0 + 3 + c.x_extra);
+  }
   static ConvShape stem_of(const PairCase& c) { return conv3x3s2(c.batch, c.h, c.w, 3, c.c1, c.silu0); }
   static ConvShape next_of(const PairCase& c) {
     const ConvShape s0 = stem_of(c);
@@ -250,7 +259,8 @@ void check_pair(const PairCase& pc, std::uint64_t seed) {
   const double err_split = rel_l2(split, ref);
   std::size_t differ = 0;
   for (std::size_t i = 0; i < fused.size(); ++i) differ += fused[i] != split[i];
-  INFO("two kernels: rel L2 " << err_split << "; " << differ << " of " << fused.size() << " outputs differ from the fused");
+  INFO("two kernels: rel L2 " << err_split << "; " << differ << " of " << fused.size()
+                               << " outputs differ from the fused");
   CHECK(err_split <= bound);
   CHECK(rel_l2(fused, split) <= bound);
 }
@@ -379,7 +389,8 @@ struct PairVariant {
 TEST_CASE("the stem pair in the whole model: fused under f16_stem_pair, within the fp16 bound, plain and tuned",
           "[stem_pair][model]") {
   namespace test = yolo12::test;
-  test::for_each_model_fixture({"yolo12n_rand_bus_640", "yolo12l_narrow_rand_bus_320"}, [](const test::ModelFixture& c) {
+  const std::set<std::string> fixtures = {"yolo12n_rand_bus_640", "yolo12l_narrow_rand_bus_320"};
+  test::for_each_model_fixture(fixtures, [](const test::ModelFixture& c) {
     std::vector<float> plain, paired, tuned;
     {
       PairVariant off(false);

@@ -57,7 +57,8 @@ std::vector<double> conv(const std::vector<double>& x, int batch, int h, int w, 
 // The replay of conv2d_stem_pair_f16 (SiLU off): (B, Ho, Wo, C2).
 template <int C1, int C2>
 std::vector<double> replay(const Shape& s, const std::vector<double>& x, const std::vector<double>& w0,
-                           const std::vector<double>& b0, const std::vector<double>& w1, const std::vector<double>& b1) {
+                           const std::vector<double>& b0, const std::vector<double>& w1,
+                           const std::vector<double>& b1) {
   using G = sp::Geom<C1, C2>;
   // The block's weights, as the kernel lays them out: the stem's (27, C1) [tap * 3 + ci][c], the next conv's
   // (C2, kK1S) [c][tap * C1 + ci] with its padding columns NaN (never read).
@@ -83,9 +84,9 @@ std::vector<double> replay(const Shape& s, const std::vector<double>& x, const s
     for (int e = 0; e < G::kIH * G::kXS; ++e) {
       int gy, gx, ci;
       sp::patch_source<C1, C2>(tile, e, gy, gx, ci);
-      xin[e] = gy >= 0 && gy < s.h && gx >= 0 && gx < s.w
-                   ? static_cast<float>(x[((static_cast<std::size_t>(tile.n) * s.h + gy) * s.w + gx) * s.ldx + s.x_c0 + ci])
-                   : 0.f;
+      const bool inside = gy >= 0 && gy < s.h && gx >= 0 && gx < s.w;
+      const std::size_t at = ((static_cast<std::size_t>(tile.n) * s.h + gy) * s.w + gx) * s.ldx + s.x_c0 + ci;
+      xin[e] = inside ? static_cast<float>(x[at]) : 0.f;
     }
     // 2. The map, by the stem's threads; NaN first, so a value this tile did not write reaches the output.
     std::fill(map.begin(), map.end(), NAN);
@@ -104,7 +105,8 @@ std::vector<double> replay(const Shape& s, const std::vector<double>& x, const s
                   ++bad_reads;
                   continue;
                 }
-                for (int j = 0; j < 4; ++j) acc[j] = std::fma(xin[at], w0s[((ky * 3 + kx) * 3 + ci) * C1 + cg * 4 + j], acc[j]);
+                for (int j = 0; j < 4; ++j)
+                  acc[j] = std::fma(xin[at], w0s[((ky * 3 + kx) * 3 + ci) * C1 + cg * 4 + j], acc[j]);
               }
           for (int j = 0; j < 4; ++j) acc[j] += static_cast<float>(b0[cg * 4 + j]);
         }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# tools/dev/call_stem_pair_e2e.sh - the call the nineteenth session wrote for the next GPU session (docs/kernels-conv.md,
-# "Next"), about 7-8 minutes (an estimate: it has not run), one `tools/gpu_check.sh perf` call and then the stem
-# pair's timings:
+# tools/dev/call_stem_pair_e2e.sh - the call the nineteenth session wrote for the next GPU session
+# (docs/kernels-conv.md, "Next"), about 7-8 minutes (an estimate: it has not run), one `tools/gpu_check.sh perf`
+# call and then the stem pair's timings:
 #   - test_stem_pair (ctest): conv2d_stem_pair_f16, written without a GPU, against the double reference of the stem
 #     and the conv after it, and against the two kernels it would replace; the whole model (the yolo12n and narrow
 #     yolo12l fixtures, exported because PERF_ALL_TESTS=1) with the pair fused under variant f16_stem_pair, plain and

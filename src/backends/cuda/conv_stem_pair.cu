@@ -120,8 +120,10 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
               acc[3] = fmaf(v, wv.w, acc[3]);
             }
         const float* bias = b0s + cg * 4;
-        out[0] = __floats2half2_rn(epilogue_with<kSilu0>(acc[0], bias[0], 1.f), epilogue_with<kSilu0>(acc[1], bias[1], 1.f));
-        out[1] = __floats2half2_rn(epilogue_with<kSilu0>(acc[2], bias[2], 1.f), epilogue_with<kSilu0>(acc[3], bias[3], 1.f));
+        out[0] = __floats2half2_rn(epilogue_with<kSilu0>(acc[0], bias[0], 1.f),
+                                   epilogue_with<kSilu0>(acc[1], bias[1], 1.f));
+        out[1] = __floats2half2_rn(epilogue_with<kSilu0>(acc[2], bias[2], 1.f),
+                                   epilogue_with<kSilu0>(acc[3], bias[3], 1.f));
       }
       __half2* dst = reinterpret_cast<__half2*>(map + px * G::kC1S + cg * 4);  // 8-byte aligned: kC1S, cg * 4 even
       dst[0] = out[0];
