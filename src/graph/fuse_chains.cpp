@@ -61,6 +61,14 @@ struct Touches {
     for (const ValueRef& w : writes[static_cast<std::size_t>(r.value)]) n += overlap(w, r) ? 1 : 0;
     return n;
   }
+  // Whether a link's output value r must be stored by a fused op over ops [first, last]: an op outside them
+  // touches it, or a graph output or the head reads it.
+  bool needed_outside(const ValueRef& r, int first, int last) const {
+    const auto v = static_cast<std::size_t>(r.value);
+    bool needed = head_reads[v];
+    for (int other : ops[v]) needed = needed || other < first || other > last;
+    return needed;
+  }
 };
 
 // The chain that starts at op `first` (at most lim.max_links ConvOps; fewer than 2: none) and its residual links.
@@ -146,10 +154,7 @@ int fuse_conv_chains(Graph& g, const ChainLimits& lim) {
     for (int k = 0; k < ch.n; ++k) {
       const ConvOp& c = g.ops[static_cast<std::size_t>(ch.first + k)].get<ConvOp>();
       op.attrs.residual_link[k] = ch.residual_link[k];
-      bool stored = k == ch.n - 1;
-      const auto v = static_cast<std::size_t>(c.out.value);
-      for (int other : t.ops[v]) stored = stored || other < ch.first || other > last;
-      op.attrs.stored[k] = stored || t.head_reads[v];
+      op.attrs.stored[k] = k == ch.n - 1 || t.needed_outside(c.out, ch.first, last);
       op.links.push_back(c);
     }
     ops.push_back(Op{joined_names(g, ch), std::move(op)});
@@ -175,10 +180,7 @@ int fuse_stride2_pairs(Graph& g) {
     }
     ConvChainOp op;
     op.attrs.links = 2;
-    const auto v = static_cast<std::size_t>(a->out.value);
-    bool stored = t.head_reads[v];
-    for (int other : t.ops[v]) stored = stored || (other != static_cast<int>(i) && other != static_cast<int>(i + 1));
-    op.attrs.stored[0] = stored;
+    op.attrs.stored[0] = t.needed_outside(a->out, static_cast<int>(i), static_cast<int>(i + 1));
     op.attrs.stored[1] = true;
     op.links = {*a, *b};
     ops.push_back(Op{g.ops[i].name + " + " + g.ops[i + 1].name, std::move(op)});

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -303,6 +304,34 @@ std::string chain_tune_key(const ConvChainParams& p) {
   return s.str();
 }
 
+// Tuning's choice among the ways a fused op can run, names[0] its own kernel (kept unless another way is 3 %
+// faster): the way the cache holds under `key`, else each way timed by time_of(k) on the op's buffers, logged
+// (YOLO12_CONV_TUNE_LOG: "tune KEY: PREFIX NAME MS; ...") and cached. Returns the index of the choice; *cached says
+// whether it came from the cache. The chains' tuning and the stride-2 pairs' share it.
+std::size_t tune_way(const std::string& key, const std::vector<const char*>& names, const char* prefix,
+                     const std::function<float(std::size_t)>& time_of, TuneCache* cache, bool* cached) {
+  *cached = false;
+  if (const std::string* hit = cache ? cache->find(key) : nullptr)
+    for (std::size_t k = 0; k < names.size(); ++k)
+      if (*hit == names[k]) {
+        *cached = true;
+        return k;
+      }
+  std::vector<float> ms;
+  for (std::size_t k = 0; k < names.size(); ++k) ms.push_back(time_of(k));
+  std::size_t best = 0;
+  for (std::size_t k = 1; k < names.size(); ++k)
+    if (ms[k] * kChainKeepWithin < ms[best]) best = k;
+  if (tune_log_enabled()) {
+    std::ostringstream line;
+    line << "tune " << key << ":";
+    for (std::size_t k = 0; k < names.size(); ++k) line << (k ? "; " : " ") << prefix << " " << names[k] << " " << ms[k];
+    std::fprintf(stderr, "%s\n", line.str().c_str());
+  }
+  if (cache) cache->put(key, names[best]);
+  return best;
+}
+
 bool aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 
 // The most weight stages that fit with bm rows on `warps` warps.
@@ -508,19 +537,11 @@ Step bind_stride2_pair(const graph::ConvChainOp& op, const BindContext<T>& ctx) 
       if (fused) {
         ConvParams<T> q0 = p0, q1 = p1;
         q0.batch = q1.batch = batch;
-        const std::string key = "stem_pair " + conv_tune_key(q0) + " | " + conv_tune_key(q1);
-        const std::string* hit = cache ? cache->find(key) : nullptr;
-        if (hit && (*hit == "fused" || *hit == "links")) {
-          as_links = *hit == "links";
-          out.cached = true;
-        } else {
-          const float ms_fused = tune_time([&](cudaStream_t s) { run_as(false, batch, s); }, stream);
-          const float ms_links = tune_time([&](cudaStream_t s) { run_as(true, batch, s); }, stream);
-          as_links = ms_links * kChainKeepWithin < ms_fused;
-          if (tune_log_enabled())
-            std::fprintf(stderr, "tune %s: pair fused %g; pair links %g\n", key.c_str(), ms_fused, ms_links);
-          if (cache) cache->put(key, as_links ? "links" : "fused");
-        }
+        const auto time_of = [&](std::size_t k) {
+          return tune_time([&](cudaStream_t s) { run_as(k == 1, batch, s); }, stream);
+        };
+        as_links = tune_way("stem_pair " + conv_tune_key(q0) + " | " + conv_tune_key(q1), {"fused", "links"}, "pair",
+                            time_of, cache, &out.cached) == 1;
       }
     }
     (*use_links)[batch] = as_links;
@@ -613,30 +634,12 @@ Step bind(const graph::ConvChainOp& op, const BindContext<T>& ctx) {
     ways.push_back(ChainRun::links);
     ChainRun pick = ways[0];
     if (ways.size() > 1) {
-      const std::string key = chain_tune_key(has_whole ? qw : qr);
-      const std::string* hit = cache ? cache->find(key) : nullptr;
-      bool found = false;
-      if (hit)
-        for (ChainRun r : ways)
-          if (*hit == run_name(r)) {
-            pick = r;
-            found = out.cached = true;
-          }
-      if (!found) {
-        std::vector<float> ms;
-        for (ChainRun r : ways) ms.push_back(tune_time([&](cudaStream_t s) { run_as(r, batch, s); }, stream));
-        std::size_t best = 0;
-        for (std::size_t k = 1; k < ways.size(); ++k)
-          if (ms[k] * kChainKeepWithin < ms[best]) best = k;
-        pick = ways[best];
-        if (tune_log_enabled()) {
-          std::ostringstream line;
-          line << "tune " << key << ":";
-          for (std::size_t k = 0; k < ways.size(); ++k) line << (k ? "; " : " ") << "chain " << run_name(ways[k]) << " " << ms[k];
-          std::fprintf(stderr, "%s\n", line.str().c_str());
-        }
-        if (cache) cache->put(key, run_name(pick));
-      }
+      std::vector<const char*> names;
+      for (ChainRun r : ways) names.push_back(run_name(r));
+      const auto time_of = [&](std::size_t k) {
+        return tune_time([&](cudaStream_t s) { run_as(ways[k], batch, s); }, stream);
+      };
+      pick = ways[tune_way(chain_tune_key(has_whole ? qw : qr), names, "chain", time_of, cache, &out.cached)];
     }
     (*chosen)[batch] = pick;
     out.plan = std::string("chain ") + run_name(pick);

@@ -4,7 +4,7 @@
 // Why: at batch 32 on yolo12n the two take 0.187 + 0.144 ms (H100, nineteenth session), 3.1x and 2.7x their floors,
 // and the stem's 320x320x16 map (105 MB) is written and read back for nothing else. Fused, the pair reads the input
 // (79 MB) and writes the output (52 MB) once; what is left is the stem's 1.4 G fp32 FMAs and 3.8 G MACs on the
-// tensor cores. Written without a GPU (nineteenth session): not measured, and no graph pass uses it yet.
+// tensor cores. Written without a GPU (nineteenth session): not measured; used under variant f16_stem_pair (off).
 //
 // A block walks output tiles of 8 rows x 16 columns of one image (persistent grid); per tile:
 // 1. The input patch the tile needs, 35 rows x 67 pixels x 3 channels from (4*oy0 - 3, 4*ox0 - 3), is read by
@@ -19,7 +19,8 @@
 //    32-bit loads from the map (pixel stride C1 + 4 halves: the 8 rows of a fragment fall in distinct banks), B
 //    fragments 32-bit loads from the weights, (C2, 9*C1 + 8) halves in shared memory (padded rows, same reason).
 //    The epilogue adds the bias, applies SiLU and stores half2 pairs.
-// Shared memory: (16, 32) 62 KB, (32, 64) 108 KB: 3 and 2 blocks of 256 threads per SM. Every index is
+// Shared memory: (16, 32) 62 KB, (32, 64) 108 KB, room for 3 and 2 blocks per SM; at 107-124 registers per thread
+// (ptxas, sm_90a) the registers allow 2 blocks of 256 threads in both. Every index is
 // stem_pair_layout.hpp's, which tests/unit/test_stem_pair_layout.cpp replays on the CPU.
 #include <cstdint>
 #include <string>

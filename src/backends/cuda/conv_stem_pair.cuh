@@ -1,8 +1,9 @@
 // src/backends/cuda/conv_stem_pair.cuh - conv2d_stem_pair_f16 (conv_stem_pair.cu): the network's first two convs in
 // one fp16 kernel, so that the stem's map (yolo12n at batch 32: 105 MB at 320x320x16) never goes through memory.
-// Not part of the executor's interface yet: written in the nineteenth session without a GPU; the tests
-// (tests/gpu/test_stem_pair.cu) check it against the double reference and time it against the two kernels it
-// would replace ([.bench]). No graph pass calls it until those timings say it is faster.
+// Not part of the executor's interface: the CUDA bind of a ConvChain op of the stride-2 pair form calls it
+// (conv_chain.cu), which the executor makes only under variant f16_stem_pair (off). Written in the nineteenth session
+// without a GPU; tests/gpu/test_stem_pair.cu checks it against the double reference and times it against the two
+// kernels it replaces ([.bench]).
 #pragma once
 
 #include <cuda_fp16.h>
