@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace yolo12::test {
 
@@ -23,6 +24,11 @@ std::string source_dir() {
 std::string binary_dir() {
   if (const char* env = std::getenv("YOLO12_BINARY_DIR")) return env;
   return YOLO12_BINARY_DIR;
+}
+std::string scratch_path(const std::string& name) {
+  const std::string dir = binary_dir() + "/test_tmp";
+  ::mkdir(dir.c_str(), 0755);
+  return dir + "/" + std::to_string(::getpid()) + "_" + name;
 }
 bool file_exists(const std::string& path) {
   struct stat st;

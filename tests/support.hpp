@@ -15,6 +15,9 @@ std::string shared_data_dir();
 // The committed fixtures folder, tests/data.
 std::string test_data_dir();
 bool file_exists(const std::string& path);
+// <build>/test_tmp/<pid>_<name>, the folder made: a scratch file of this process alone, so that two processes of one
+// test (memcheck and racecheck run side by side) never read each other's half-written file.
+std::string scratch_path(const std::string& name);
 // A file's whole content ("" if it cannot be read).
 std::string read_text_file(const std::string& path);
 

@@ -31,8 +31,6 @@
 #include <tuple>
 #include <vector>
 
-#include <sys/stat.h>
-
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -1656,9 +1654,7 @@ TEST_CASE("conv_tune_cached takes a cached candidate untimed, re-tunes and repla
   f32.ldy = s.c_out;
   CHECK(yc::conv_tune_key(f32) != key);
 
-  const std::string dir = yolo12::test::binary_dir() + "/test_tmp";
-  ::mkdir(dir.c_str(), 0755);
-  const std::string path = dir + "/conv_tune_cache.txt";
+  const std::string path = yolo12::test::scratch_path("conv_tune_cache.txt");
   std::remove(path.c_str());
   yolo12::TuneCache cache(path, "test gpu");
   cudaStream_t stream;
@@ -2288,6 +2284,10 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
   }
   // The twelfth session's rule (f16_wgmma_waves, the default) on grids of 4+ tiles of 128 x 64 per SM: the width
   // with the fewest waves times the tile's work over its speed (wgmma_plan_waves); below that, the rule above.
+  // The table is written with f16_wgmma_fewrows (a default since the nineteenth session) off; its rows of 1x1 convs
+  // with 2-4 K tiles over few rows are checked with it on after the loop.
+  cd::ConvVariants twelfth;
+  twelfth.f16_wgmma_fewrows = false;
   struct Waves {
     ConvShape s;
     int bn, stages;  // 0: mma.sync
@@ -2322,7 +2322,7 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
     INFO("waves rule: " << r.s.batch << " " << r.s.h << "x" << r.s.w_in << " " << r.s.c_in << "->" << r.s.c_out << " k"
                         << r.s.k << " s" << r.s.stride);
     yolo12::cuda::ConvPlan plan;
-    const bool takes = cd::wgmma_plan(r.s, dev, plan, cd::ConvVariants{});
+    const bool takes = cd::wgmma_plan(r.s, dev, plan, twelfth);
     CHECK(takes == (r.bn > 0));
     if (takes && r.bn > 0) {
       CHECK(plan.bn == r.bn);
@@ -2330,6 +2330,16 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       CHECK(plan.warps == r.warps);
       CHECK_FALSE(plan.pingpong);
     }
+  }
+  // f16_wgmma_fewrows moves yolo12s's 40x40 1x1 convs of 2 and 4 K tiles (400 row tiles) to wgmma; 80x80's 1600 row
+  // tiles, more than 4 per SM, stay on mma.sync.
+  for (const ConvShape& s : {shape(32, 40, 128, 256, 1, 1), shape(32, 40, 256, 256, 1, 1)}) {
+    yolo12::cuda::ConvPlan plan;
+    CHECK(cd::wgmma_plan(s, dev, plan, cd::ConvVariants{}));
+  }
+  {
+    yolo12::cuda::ConvPlan plan;
+    CHECK_FALSE(cd::wgmma_plan(shape(32, 80, 96, 96, 1, 1), dev, plan, cd::ConvVariants{}));
   }
   // Below 4 tiles of 128 x 64 per SM the rule is the eleventh session's (batch 1's long-K 3x3/2 at 160x160).
   {

@@ -2,7 +2,6 @@
 // on the GPUs this machine has: the device list `0`, `0,0` and, with two or more GPUs, `0,1` give
 // results identical to one Detector on cuda:0; an ordinal that does not exist is a clear OptionError.
 #include <cuda_runtime_api.h>
-#include <sys/stat.h>
 
 #include <cstdint>
 #include <random>
@@ -19,9 +18,7 @@ using namespace yolo12;
 namespace {
 
 std::string tiny_model_path() {
-  const std::string dir = test::binary_dir() + "/test_tmp";
-  ::mkdir(dir.c_str(), 0755);
-  const std::string path = dir + "/devices_gpu_tiny.y12";
+  const std::string path = test::scratch_path("devices_gpu_tiny.y12");
   test::write_file(path, test::serialize(test::tiny_model(3, 11)));
   return path;
 }
