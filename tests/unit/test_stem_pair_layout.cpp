@@ -3,8 +3,9 @@
 // the map from the patch, the A fragments read from the map and the B fragments from the weights at the layout's
 // offsets, an emulation of mma.sync m16n8k16 that places every lane's registers where the PTX fragment layout puts
 // them, and the stores of the D fragments. With small integer inputs and no SiLU every value is exact, so the result
-// must equal a direct computation of the two convs exactly. Also: each output written once, the map read only where
-// this tile wrote it, and no read outside the patch, the map or the weights' K columns. Runs without a GPU;
+// must equal a direct computation of the two convs exactly. Also: each patch float and map value written once per
+// tile and each output once, the patch and the map read only where this tile wrote them, and no read outside the
+// patch, the map or the weights' K columns. Runs without a GPU;
 // tests/gpu/test_stem_pair.cu runs the kernel itself on one.
 #include <cmath>
 #include <cstdint>
@@ -76,43 +77,69 @@ std::vector<double> replay(const Shape& s, const std::vector<double>& x, const s
   std::vector<double> y(static_cast<std::size_t>(s.batch) * ho * wo * C2, NAN);
   std::vector<int> stores(y.size(), 0);
   std::vector<float> xin(G::kIH * G::kXS), map(static_cast<std::size_t>(G::kSP) * G::kC1S);
-  int bad_reads = 0;
+  int bad_reads = 0, bad_slots = 0;
   const long long tiles = 1LL * tiles_x * tiles_y * s.batch;
   for (long long t = 0; t < tiles; ++t) {
     const sp::Tile tile = sp::tile_of(t, tiles_x, tiles_y);
-    // 1. The patch.
-    for (int e = 0; e < G::kIH * G::kXS; ++e) {
+    // 1. The patch; NaN first, so a float the stem reads that no load wrote reaches the output.
+    std::fill(xin.begin(), xin.end(), NAN);
+    std::vector<int> written(xin.size(), 0);
+    for (int e = 0; e < G::kPatch; ++e) {
       int gy, gx, ci;
-      sp::patch_source<C1, C2>(tile, e, gy, gx, ci);
+      const int slot = sp::patch_source<C1, C2>(tile, e, gy, gx, ci);
+      if (slot < 0 || slot >= G::kIH * G::kXS || written[slot]++) {
+        ++bad_slots;
+        continue;
+      }
       const bool inside = gy >= 0 && gy < s.h && gx >= 0 && gx < s.w;
       const std::size_t at = ((static_cast<std::size_t>(tile.n) * s.h + gy) * s.w + gx) * s.ldx + s.x_c0 + ci;
-      xin[e] = inside ? static_cast<float>(x[at]) : 0.f;
+      xin[slot] = inside ? static_cast<float>(x[at]) : 0.f;
     }
-    // 2. The map, by the stem's threads; NaN first, so a value this tile did not write reaches the output.
+    // 2. The map, item by item as the stem's threads take them; NaN first, so a value this tile did not write
+    //    reaches the output. The window is read as the kernel reads it: kWin floats per tap row.
     std::fill(map.begin(), map.end(), NAN);
-    for (int tid = 0; tid < sp::kThreads; ++tid) {
-      const int cg = tid % G::kGroups, pl = tid / G::kGroups;
-      for (int px = pl; px < G::kSP; px += G::kLanes) {
-        int sy, sx, patch0;
-        sp::map_pixel<C1, C2>(tile, px, sy, sx, patch0);
-        float acc[4] = {0.f, 0.f, 0.f, 0.f};
-        if (sy >= 0 && sy < hs && sx >= 0 && sx < ws) {
-          for (int ky = 0; ky < 3; ++ky)
-            for (int kx = 0; kx < 3; ++kx)
-              for (int ci = 0; ci < 3; ++ci) {
-                const int at = patch0 + sp::patch_tap<C1, C2>(ky, kx, ci);
-                if (at < 0 || at >= G::kIH * G::kXS) {
-                  ++bad_reads;
-                  continue;
-                }
-                for (int j = 0; j < 4; ++j)
-                  acc[j] = std::fma(xin[at], w0s[((ky * 3 + kx) * 3 + ci) * C1 + cg * 4 + j], acc[j]);
-              }
-          for (int j = 0; j < 4; ++j) acc[j] += static_cast<float>(b0[cg * 4 + j]);
+    std::vector<int> map_writes(static_cast<std::size_t>(G::kSP) * G::kC1S, 0);
+    for (int item = 0; item < G::kItems; ++item) {
+      int cb, syl, sxl, window0;
+      sp::stem_item<C1, C2>(item, cb, syl, sxl, window0);
+      if (window0 % 2 != 0) ++bad_reads;  // the float2 reads need an even start
+      float acc[G::kPP][G::kCB] = {};
+      for (int ky = 0; ky < 3; ++ky) {
+        const int row0 = window0 + ky * G::kXS;
+        if (row0 % 2 != 0 || row0 < 0 || row0 + G::kWin > G::kIH * G::kXS) {
+          ++bad_reads;
+          continue;
         }
-        for (int j = 0; j < 4; ++j) map[static_cast<std::size_t>(px) * G::kC1S + cg * 4 + j] = acc[j];
+        for (int kx = 0; kx < 3; ++kx)
+          for (int ci = 0; ci < 3; ++ci)
+            for (int q = 0; q < G::kPP; ++q) {
+              const int f = sp::window_tap(q, kx, ci);
+              if (f < 0 || f >= G::kWin) {
+                ++bad_reads;
+                continue;
+              }
+              for (int j = 0; j < G::kCB; ++j)
+                acc[q][j] = std::fma(xin[row0 + f], w0s[((ky * 3 + kx) * 3 + ci) * C1 + cb * G::kCB + j], acc[q][j]);
+            }
+      }
+      const int sy = 2 * tile.oy0 - 1 + syl;
+      for (int q = 0; q < G::kPP; ++q) {
+        const int sx = 2 * tile.ox0 - 1 + sxl + q;
+        const bool inside = sy >= 0 && sy < hs && sx >= 0 && sx < ws;
+        const int px = syl * G::kSW + sxl + q;
+        if (px < 0 || px >= G::kSP || sxl + q >= G::kSW) {
+          ++bad_reads;
+          continue;
+        }
+        for (int j = 0; j < G::kCB; ++j) {
+          const std::size_t at = static_cast<std::size_t>(px) * G::kC1S + cb * G::kCB + j;
+          map[at] = inside ? acc[q][j] + static_cast<float>(b0[cb * G::kCB + j]) : 0.f;
+          ++map_writes[at];
+        }
       }
     }
+    for (int px = 0; px < G::kSP; ++px)  // every map value of the tile written exactly once
+      for (int c = 0; c < C1; ++c) bad_slots += map_writes[static_cast<std::size_t>(px) * G::kC1S + c] != 1;
     // 3. The next conv: each warp's fragments, the MMAs emulated from all 32 lanes' registers.
     for (int warp = 0; warp < sp::kWarps; ++warp) {
       std::vector<float> acc(static_cast<std::size_t>(C2 / 8) * 32 * 4, 0.f);  // [j][lane][e]
@@ -171,6 +198,7 @@ std::vector<double> replay(const Shape& s, const std::vector<double>& x, const s
     }
   }
   CHECK(bad_reads == 0);
+  CHECK(bad_slots == 0);
   int not_once = 0;
   for (int n : stores) not_once += n != 1;
   CHECK(not_once == 0);

@@ -4,24 +4,32 @@
 // Why: at batch 32 on yolo12n the two take 0.187 + 0.144 ms (H100, nineteenth session), 3.1x and 2.7x their floors,
 // and the stem's 320x320x16 map (105 MB) is written and read back for nothing else. Fused, the pair reads the input
 // (79 MB) and writes the output (52 MB) once; what is left is the stem's 1.4 G fp32 FMAs and 3.8 G MACs on the
-// tensor cores. Written without a GPU (nineteenth session): not measured; used under variant f16_stem_pair (off).
+// tensor cores. Used under variant f16_stem_pair (off). History (H100, test_stem_pair "[.bench]", yolo12n's pair
+// at batch 32, against 0.35 ms for the two kernels): the first version (nineteenth session) took 0.55 ms; issuing
+// the patch loads in batches took it to 0.41 (twentieth); the stem's items below are written after that, and have
+// not run on a GPU yet.
 //
 // A block walks output tiles of 8 rows x 16 columns of one image (persistent grid); per tile:
 // 1. The input patch the tile needs, 35 rows x 67 pixels x 3 channels from (4*oy0 - 3, 4*ox0 - 3), is read by
-//    element (coalesced where ldx == 3), each thread's 28 loads in two batches of 14 in flight, and kept as fp32 in shared
-//    memory, zero outside the image.
+//    element (coalesced where ldx == 3), each thread's 28 loads in two batches of 14 in flight, and kept as fp32 in
+//    shared memory, zero outside the image.
 // 2. The stem's map over 17 x 33 pixels from (2*oy0 - 1, 2*ox0 - 1) is computed into shared memory as fp16, zero
-//    outside the map (the second conv's padding). Each thread computes 4 output channels of one pixel at a time:
-//    27 fmaf per channel in the order tap (ky, kx) then ci from 0, then epilogue_with (bias, SiLU), rounded once,
-//    the arithmetic of conv2d_stem_f16 (conv_stem.cu), so the map is the one that kernel would write. The stem's
-//    weights are fp32 in shared memory, (27, C1), read as broadcast float4s.
+//    outside the map (the second conv's padding). A thread takes items of 3 consecutive map pixels x 16 channels
+//    (187 per 16 channels: one pass for C1 = 16, two for 32): per tap row it reads the item's window of the patch
+//    as float2s, and each weight float4 (the same address for the whole warp: a broadcast) feeds 12 FMAs. Per value,
+//    27 fmaf in the order tap (ky, kx) then ci from 0, then epilogue_with (bias, SiLU), rounded once: the arithmetic
+//    of conv2d_stem_f16 (conv_stem.cu), so the map is the one that kernel would write. The stem's weights are fp32
+//    in shared memory, (27, C1).
+//    (Before, a thread took 4 channels of one pixel: each weight float4, 4 distinct addresses per warp, fed 4 FMAs.
+//    Counting shared-memory wavefronts, that made the stem wait on shared memory for ~4x its FMA time; this is an
+//    estimate, not a profile.)
 // 3. The second conv runs from that map on mma.sync m16n8k16: warp w takes output row w (16 pixels) and all C2
 //    channels; K = 9 taps x C1 channels in k16 steps, tap-major as the GEMM packing orders them. A fragments are
 //    32-bit loads from the map (pixel stride C1 + 4 halves: the 8 rows of a fragment fall in distinct banks), B
 //    fragments 32-bit loads from the weights, (C2, 9*C1 + 8) halves in shared memory (padded rows, same reason).
 //    The epilogue adds the bias, applies SiLU and stores half2 pairs.
-// Shared memory: (16, 32) 62 KB, (32, 64) 108 KB, room for 3 and 2 blocks per SM; at 89-110 registers per thread
-// (ptxas, sm_90a) the registers allow 2 blocks of 256 threads in both. Every index is
+// Shared memory: (16, 32) 62 KB, (32, 64) 108 KB, room for 3 and 2 blocks per SM; at 127-128 registers per thread
+// (ptxas, sm_90a, no spills) the registers allow 2 blocks of 256 threads in both. Every index is
 // stem_pair_layout.hpp's, which tests/unit/test_stem_pair_layout.cpp replays on the CPU.
 #include <cstdint>
 #include <string>
@@ -83,11 +91,10 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
         load_nc(reinterpret_cast<const __half2*>(p.w1 + static_cast<long long>(n) * p.k_pad1) + k2);
   }
 
-  constexpr int kPatchPerThread = (G::kIH * G::kXS + sp::kThreads - 1) / sp::kThreads;  // 28
+  constexpr int kPatchPerThread = (G::kPatch + sp::kThreads - 1) / sp::kThreads;  // 28
   constexpr int kPatchBatch = 14;  // loads in flight per thread: 28 at once spill (128 registers), 14 take 89-110
   static_assert(kPatchPerThread % kPatchBatch == 0, "whole batches of patch loads");
   const int warp = tid / 32, lane = tid % 32;
-  const int cg = tid % G::kGroups, pl = tid / G::kGroups;  // the stem: channels 4 cg.., map pixels pl, pl + kLanes..
 
   for (long long t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     const sp::Tile tile = sp::tile_of(t, p.tiles_x, p.tiles_y);
@@ -100,54 +107,85 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
 #pragma unroll 1
     for (int i0 = 0; i0 < kPatchPerThread; i0 += kPatchBatch) {
       __half v[kPatchBatch];
+      int slot[kPatchBatch];
 #pragma unroll
       for (int i = 0; i < kPatchBatch; ++i) {
         const int e = tid + (i0 + i) * sp::kThreads;
         v[i] = __ushort_as_half(0);
-        if (e < G::kIH * G::kXS) {
+        slot[i] = -1;
+        if (e < G::kPatch) {
           int gy, gx, ci;
-          sp::patch_source<C1, C2>(tile, e, gy, gx, ci);
+          slot[i] = sp::patch_source<C1, C2>(tile, e, gy, gx, ci);
           if (gy >= 0 && gy < p.h && gx >= 0 && gx < p.w)
             v[i] = load_nc(xn + (static_cast<long long>(gy) * p.w + gx) * p.ldx + ci);
         }
       }
 #pragma unroll
-      for (int i = 0; i < kPatchBatch; ++i) {
-        const int e = tid + (i0 + i) * sp::kThreads;
-        if (e < G::kIH * G::kXS) xin[e] = __half2float(v[i]);
-      }
+      for (int i = 0; i < kPatchBatch; ++i)
+        if (slot[i] >= 0) xin[slot[i]] = __half2float(v[i]);
     }
     __syncthreads();  // the patch is complete, and every warp is done with the previous tile's map
 
-    // 2. The stem's map.
-    for (int px = pl; px < G::kSP; px += G::kLanes) {
-      int sy, sx, patch0;
-      sp::map_pixel<C1, C2>(tile, px, sy, sx, patch0);
-      __half2 out[2] = {__floats2half2_rn(0.f, 0.f), __floats2half2_rn(0.f, 0.f)};
-      if (sy >= 0 && sy < p.hs && sx >= 0 && sx < p.ws) {
-        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    // 2. The stem's map, by items of kPP pixels x kCB channels (stem_pair_layout.hpp). Per value: 27 fmaf in the
+    //    order tap (ky, kx) then ci from 0, then epilogue_with, rounded once: conv2d_stem_f16's arithmetic.
+    for (int item = tid; item < G::kItems; item += sp::kThreads) {
+      int cb, syl, sxl, window0;
+      sp::stem_item<C1, C2>(item, cb, syl, sxl, window0);
+      const float* wb = w0s + cb * G::kCB;  // (27, C1) from channel cb * kCB
+      float acc[G::kPP][G::kCB];
 #pragma unroll
-        for (int ky = 0; ky < 3; ++ky)
+      for (int q = 0; q < G::kPP; ++q)
 #pragma unroll
-          for (int kx = 0; kx < 3; ++kx)
+        for (int j = 0; j < G::kCB; ++j) acc[q][j] = 0.f;
+#pragma unroll 1  // one tap row at a time keeps one row of the window in registers
+      for (int ky = 0; ky < 3; ++ky) {
+        float xv[G::kWin];
+        const float* xr = xin + window0 + ky * G::kXS;
 #pragma unroll
-            for (int ci = 0; ci < 3; ++ci) {
-              const float v = xin[patch0 + sp::patch_tap<C1, C2>(ky, kx, ci)];
-              const float4 wv = *reinterpret_cast<const float4*>(w0s + ((ky * 3 + kx) * 3 + ci) * C1 + cg * 4);
-              acc[0] = fmaf(v, wv.x, acc[0]);
-              acc[1] = fmaf(v, wv.y, acc[1]);
-              acc[2] = fmaf(v, wv.z, acc[2]);
-              acc[3] = fmaf(v, wv.w, acc[3]);
+        for (int f = 0; f + 1 < G::kWin; f += 2) {
+          const float2 two = *reinterpret_cast<const float2*>(xr + f);
+          xv[f] = two.x;
+          xv[f + 1] = two.y;
+        }
+        if (G::kWin % 2) xv[G::kWin - 1] = xr[G::kWin - 1];
+#pragma unroll
+        for (int kx = 0; kx < 3; ++kx)
+#pragma unroll
+          for (int ci = 0; ci < 3; ++ci) {
+            const float4* wp = reinterpret_cast<const float4*>(wb + ((ky * 3 + kx) * 3 + ci) * C1);
+#pragma unroll
+            for (int j4 = 0; j4 < G::kCB / 4; ++j4) {
+              const float4 w4 = wp[j4];
+#pragma unroll
+              for (int q = 0; q < G::kPP; ++q) {
+                const float v = xv[sp::window_tap(q, kx, ci)];
+                acc[q][4 * j4] = fmaf(v, w4.x, acc[q][4 * j4]);
+                acc[q][4 * j4 + 1] = fmaf(v, w4.y, acc[q][4 * j4 + 1]);
+                acc[q][4 * j4 + 2] = fmaf(v, w4.z, acc[q][4 * j4 + 2]);
+                acc[q][4 * j4 + 3] = fmaf(v, w4.w, acc[q][4 * j4 + 3]);
+              }
             }
-        const float* bias = b0s + cg * 4;
-        out[0] = __floats2half2_rn(epilogue_with<kSilu0>(acc[0], bias[0], 1.f),
-                                   epilogue_with<kSilu0>(acc[1], bias[1], 1.f));
-        out[1] = __floats2half2_rn(epilogue_with<kSilu0>(acc[2], bias[2], 1.f),
-                                   epilogue_with<kSilu0>(acc[3], bias[3], 1.f));
+          }
       }
-      __half2* dst = reinterpret_cast<__half2*>(map + px * G::kC1S + cg * 4);  // 8-byte aligned: kC1S, cg * 4 even
-      dst[0] = out[0];
-      dst[1] = out[1];
+      const int sy = 2 * tile.oy0 - 1 + syl;
+      const float* bias = b0s + cb * G::kCB;
+#pragma unroll
+      for (int q = 0; q < G::kPP; ++q) {
+        const int sx = 2 * tile.ox0 - 1 + sxl + q;
+        const bool inside = sy >= 0 && sy < p.hs && sx >= 0 && sx < p.ws;  // else the next conv's zero padding
+        uint2* dst = reinterpret_cast<uint2*>(map + (syl * G::kSW + sxl + q) * G::kC1S + cb * G::kCB);  // 8-byte
+#pragma unroll
+        for (int j4 = 0; j4 < G::kCB / 4; ++j4) {
+          __half2 lo = __floats2half2_rn(0.f, 0.f), hi = lo;
+          if (inside) {
+            lo = __floats2half2_rn(epilogue_with<kSilu0>(acc[q][4 * j4], bias[4 * j4], 1.f),
+                                   epilogue_with<kSilu0>(acc[q][4 * j4 + 1], bias[4 * j4 + 1], 1.f));
+            hi = __floats2half2_rn(epilogue_with<kSilu0>(acc[q][4 * j4 + 2], bias[4 * j4 + 2], 1.f),
+                                   epilogue_with<kSilu0>(acc[q][4 * j4 + 3], bias[4 * j4 + 3], 1.f));
+          }
+          dst[j4] = make_uint2(*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi));
+        }
+      }
     }
     __syncthreads();  // the map is complete
 

@@ -8,9 +8,14 @@
 // pixel (2 sy - 1 + ky, 2 sx - 1 + kx); taps outside the map or the image read zero.
 // A block: 256 threads = 8 warps; a tile is 8 output rows x 16 output columns of one image. Per tile:
 // - the input patch: kIH rows x kIW pixels x 3 channels from input pixel (4 oy0 - 3, 4 ox0 - 3), fp32, rows kXS
-//   floats apart, zero outside the image;
+//   floats apart (kIW * 3 = 201 values, then one float of padding, never written or read, so that every row starts 8-byte
+//   aligned), zero
+//   outside the image;
 // - the map: kSH x kSW pixels from map pixel (2 oy0 - 1, 2 ox0 - 1), fp16, kC1S halves per pixel (C1 + 4: the rows
-//   of an A fragment fall in distinct banks), zero outside the map;
+//   of an A fragment fall in distinct banks), zero outside the map. The stem's work is split into items of kPP
+//   consecutive map pixels of one map row x kCB channels; a thread takes one item at a time, reads its input window
+//   (kWin floats per tap row) as float2s and the weights of its kCB channels as float4s that are the same for every
+//   thread of a warp (one broadcast), so each weight read feeds kPP x 4 FMAs;
 // - the next conv as a GEMM: M = the tile's 128 pixels, warp w taking output row w (16 pixels, row m = column
 //   ox - ox0), N = C2, K = 9 taps x C1 channels, column k = tap * C1 + c, tap = ky * 3 + kx, as the GEMM packing
 //   orders the weights; its weights in shared memory as (C2, kK1S) halves, rows padded by 8 (distinct banks too).
@@ -36,14 +41,23 @@ struct Geom {
   static constexpr int kSP = kSH * kSW;    // map pixels
   static constexpr int kIH = 2 * kSH + 1;  // patch rows
   static constexpr int kIW = 2 * kSW + 1;  // patch pixels per row
-  static constexpr int kXS = kIW * 3;      // floats per patch row
+  static constexpr int kXV = kIW * 3;      // values per patch row
+  static constexpr int kXS = kXV + 1;      // floats per patch row: even, for the float2 window reads
+  static constexpr int kPatch = kIH * kXV;  // patch values loaded per tile
   static constexpr int kC1S = C1 + 4;      // halves per map pixel
   static constexpr int kK1 = 9 * C1;       // the next conv's K
   static constexpr int kK1S = kK1 + 8;     // halves per weight row
-  // The stem's threads: 4 channels of one map pixel each, kLanes pixels at a time.
-  static constexpr int kGroups = C1 / 4;
-  static constexpr int kLanes = kThreads / kGroups;
-  static_assert(kThreads % kGroups == 0, "whole channel groups per pass");
+  // The stem's items: kPP map pixels of a row x kCB channels; kSG items across a map row, kCB-channel blocks slowest,
+  // so a warp's items share their weights (except the one warp that straddles two blocks).
+  static constexpr int kPP = 3;
+  static constexpr int kCB = 16;
+  static constexpr int kSG = kSW / kPP;
+  static_assert(kSW % kPP == 0, "whole items across a map row");
+  static_assert(C1 % kCB == 0, "whole channel blocks");
+  static constexpr int kItems = (C1 / kCB) * kSH * kSG;
+  static constexpr int kWin = (2 * (kPP - 1) + 3) * 3;  // floats of an item's window per tap row: kWin / 2 float2
+                                                        // reads, then one float where kWin is odd
+  static_assert(kXS % 2 == 0 && (2 * kPP * 3) % 2 == 0, "windows start 8-byte aligned");
   // Shared memory (bytes), each part 16-byte aligned.
   static constexpr int kW0Off = 0;                                   // float (27, C1): [tap * 3 + ci][c]
   static constexpr int kB0Off = kW0Off + align16(27 * C1 * 4);       // float (C1)
@@ -67,30 +81,30 @@ YOLO12_HOST_DEVICE inline Tile tile_of(long long t, int tiles_x, int tiles_y) {
   return tile;
 }
 
-// Patch element e (< kIH * kXS): the input pixel (gy, gx) and channel ci it holds.
+// Patch value e (< kPatch) of a tile: the input pixel (gy, gx) and channel ci it holds, and its float in the patch.
 template <int C1, int C2>
-YOLO12_HOST_DEVICE inline void patch_source(const Tile& t, int e, int& gy, int& gx, int& ci) {
+YOLO12_HOST_DEVICE inline int patch_source(const Tile& t, int e, int& gy, int& gx, int& ci) {
   using G = Geom<C1, C2>;
-  const int row = e / G::kXS, col = e % G::kXS;
+  const int row = e / G::kXV, col = e % G::kXV;
   gy = 4 * t.oy0 - 3 + row;
   gx = 4 * t.ox0 - 3 + col / 3;
   ci = col % 3;
+  return row * G::kXS + col;
 }
 
-// Map pixel sp (< kSP) of a tile: its map coordinates, and the patch offset of the first element its taps read
-// (tap (ky, kx), channel ci at patch0 + ky * kXS + kx * 3 + ci).
+// Stem item i (< kItems): its channel block cb (channels cb * kCB ..), map row syl and first map column sxl of the
+// tile, and the patch float of its window's first value (tap row 0; tap row ky starts kXS * ky later).
 template <int C1, int C2>
-YOLO12_HOST_DEVICE inline void map_pixel(const Tile& t, int sp, int& sy, int& sx, int& patch0) {
+YOLO12_HOST_DEVICE inline void stem_item(int i, int& cb, int& syl, int& sxl, int& window0) {
   using G = Geom<C1, C2>;
-  const int syl = sp / G::kSW, sxl = sp % G::kSW;
-  sy = 2 * t.oy0 - 1 + syl;
-  sx = 2 * t.ox0 - 1 + sxl;
-  patch0 = 2 * syl * G::kXS + 2 * sxl * 3;
+  cb = i / (G::kSH * G::kSG);
+  const int r = i % (G::kSH * G::kSG);
+  syl = r / G::kSG;
+  sxl = (r % G::kSG) * G::kPP;
+  window0 = 2 * syl * G::kXS + 2 * sxl * 3;
 }
-template <int C1, int C2>
-YOLO12_HOST_DEVICE inline int patch_tap(int ky, int kx, int ci) {
-  return ky * Geom<C1, C2>::kXS + kx * 3 + ci;
-}
+// The window value that tap (kx, ci) of the item's pixel q (0..kPP-1) reads, within a tap row of the window.
+YOLO12_HOST_DEVICE constexpr int window_tap(int q, int kx, int ci) { return (2 * q + kx) * 3 + ci; }
 
 // Register r (0..3) of the A fragment of warp w, lane l, at the k16 step (ky, kx, cb): the map offset (halves) of
 // the two halves it holds, K columns k and k + 1. Rows: lane / 4 (registers 0, 2) and lane / 4 + 8 (1, 3); K
