@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# tools/dev/call_stem_pair_e2e.sh - the call the nineteenth session wrote for the next GPU session
-# (docs/kernels-conv.md, "Next"), about 7-8 minutes (an estimate: it has not run), one `tools/gpu_check.sh perf`
-# call and then the stem pair's timings:
-#   - test_stem_pair (ctest): conv2d_stem_pair_f16, written without a GPU, against the double reference of the stem
+# tools/dev/call_stem_pair_e2e.sh - the stem pair's call (docs/kernels-conv.md, "Next"): one `tools/gpu_check.sh perf`
+# call and then the stem pair's timings. With these defaults it took 236 s on a fresh H100 (twentieth session, call
+# 1; docs/results/2026-12-05-h100-session20/); narrowed by the environment (PERF_TESTS, PERF_MULTI_SCALES=none) less.
+# What it runs:
+#   - test_stem_pair (ctest): conv2d_stem_pair_f16 against the double reference of the stem
 #     and the conv after it, and against the two kernels it would replace; the whole model (the yolo12n and narrow
 #     yolo12l fixtures, exported because PERF_ALL_TESTS=1) with the pair fused under variant f16_stem_pair, plain and
 #     tuned; then, in the time PERF_BUDGET leaves, compute-sanitizer memcheck and racecheck on its [kernel] cases;
@@ -10,8 +11,8 @@
 #     record of this machine and call);
 #   - end to end (yolo12-multi-bench, yolo12n, 1280x720 frames): one, three and four detectors on the one GPU, at
 #     batch 1 and 32, with the frames in pageable host memory and already on the GPU (PERF_MULTI_INPUTS). The
-#     done-when asks for 10,000 img/s at batch 32 and at most 0.6 ms per image at batch 1; the nineteenth session
-#     measured only host frames at batch 32 (H100: 4,656 img/s with one detector, 9,776 with three);
+#     done-when asks for 10,000 img/s at batch 32 and at most 0.6 ms per image at batch 1 (twentieth session, H100:
+#     10,056 img/s with four detectors on host frames at batch 32; 0.54 ms per image from device memory at batch 1);
 #   - last, test_stem_pair "[.bench]": the fused kernel against conv2d_stem_f16 + the second conv's plan, yolo12n's
 #     and yolo12s's pair at 640x640, batch 1 and 32, into $OUT/stem_pair_bench.txt; and yolo12-bench on yolo12n and
 #     yolo12s (the peer's weights) with YOLO12_CONV_VARIANTS=+f16_stem_pair, and with -dw_rows_c16 (the depthwise
