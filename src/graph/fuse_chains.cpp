@@ -165,7 +165,7 @@ int fuse_conv_chains(Graph& g, const ChainLimits& lim) {
   return chains;
 }
 
-int fuse_stride2_pairs(Graph& g) {
+int fuse_stride2_pairs(Graph& g, const PairFilter& accept) {
   const Touches t(g);  // decided on the unchanged graph, then applied
   std::vector<Op> ops;
   int pairs = 0;
@@ -173,7 +173,8 @@ int fuse_stride2_pairs(Graph& g) {
     const ConvOp* a = g.ops[i].get_if<ConvOp>();
     const ConvOp* b = i + 1 < g.ops.size() ? g.ops[i + 1].get_if<ConvOp>() : nullptr;
     if (!a || !b || !chain_stride2(a->attrs) || !chain_stride2(b->attrs) || a->residual.valid() ||
-        b->residual.valid() || !same_slice(b->in, a->out) || t.writers(a->out) != 1 || overlap(b->out, a->in)) {
+        b->residual.valid() || !same_slice(b->in, a->out) || t.writers(a->out) != 1 || overlap(b->out, a->in) ||
+        (accept && !accept(a->attrs, b->attrs))) {
       ops.push_back(std::move(g.ops[i]));
       ++i;
       continue;

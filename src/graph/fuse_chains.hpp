@@ -35,6 +35,7 @@
 // untouched. Deterministic; a graph with nothing to fuse is unchanged.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "graph/graph.hpp"
@@ -58,9 +59,12 @@ int fuse_conv_chains(Graph& g, const ChainLimits& lim = {});
 // the slice the first writes, no other op writes any of that slice, neither has a residual, and the second's output
 // does not overlap the first's input. stored[0] as fuse_conv_chains sets it; the pair takes the first conv's place,
 // named "first + second". Greedy from the first op; deterministic; returns how many pairs it made (0: g is
-// unchanged). Why: the network's stem and the conv after it (the CUDA backend's conv2d_stem_pair_f16 keeps the
-// stem's map on chip; variant f16_stem_pair).
-int fuse_stride2_pairs(Graph& g);
+// unchanged). Where `accept` is given, a pair is made only where it also returns true for the two convs' attributes
+// (the CUDA backend: the channel counts its kernel takes, so that no pair is made only to run as its links). Why:
+// the network's stem and the conv after it (the CUDA backend's conv2d_stem_pair_f16 keeps the stem's map on chip;
+// variant f16_stem_pair).
+using PairFilter = std::function<bool(const ConvAttrs& first, const ConvAttrs& second)>;
+int fuse_stride2_pairs(Graph& g, const PairFilter& accept = nullptr);
 
 // Checks what every backend's bind relies on (throws yolo12::ModelError naming op_name): 2..kMaxLinks links, as
 // many as attrs.links; each link chain_pointwise (link 0 chain_depthwise too: graph/ops.hpp), refs inside their values

@@ -771,6 +771,29 @@ TEST_CASE("fuse_stride2_pairs on YOLO12n at 640: the stem and the conv after it,
   check_fused(plain, both);
 }
 
+TEST_CASE("fuse_stride2_pairs with a filter: only the pairs it accepts, and it sees the two convs", "[graph][chains]") {
+  const Graph plain = yolo12::graph::build_graph(yolo12n_header(), 640, 640);
+  std::vector<std::string> seen;
+  const auto record = [&](bool answer) {
+    return [&seen, answer](const yolo12::graph::ConvAttrs& a, const yolo12::graph::ConvAttrs& b) {
+      seen.push_back(std::to_string(a.c_in) + "->" + std::to_string(a.c_out) + "->" + std::to_string(b.c_out));
+      return answer;
+    };
+  };
+  Graph refused = plain;
+  CHECK(yolo12::graph::fuse_stride2_pairs(refused, record(false)) == 0);
+  CHECK(dump(refused) == dump(plain));  // nothing changed
+  REQUIRE(seen.size() == 1);           // asked only about the one pair that passes the other rules
+  CHECK(seen[0] == "3->16->32");
+  seen.clear();
+  Graph accepted = plain;
+  CHECK(yolo12::graph::fuse_stride2_pairs(accepted, record(true)) == 1);
+  Graph unfiltered = plain;
+  REQUIRE(yolo12::graph::fuse_stride2_pairs(unfiltered) == 1);
+  CHECK(dump(accepted) == dump(unfiltered));
+  CHECK(seen.size() == 1);
+}
+
 TEST_CASE("fuse_stride2_pairs' rules on YOLO12n's stem, changed by hand", "[graph][chains]") {
   const Graph plain = yolo12::graph::build_graph(yolo12n_header(), 640, 640);
   REQUIRE(plain.ops.size() > 2);

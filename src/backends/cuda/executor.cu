@@ -14,6 +14,7 @@
 #include "conv.cuh"
 #include "conv_chain.cuh"
 #include "conv_detail.cuh"
+#include "conv_stem_pair.cuh"
 #include "core/half.hpp"
 #include "core/log.hpp"
 #include "core/tune_cache.hpp"
@@ -88,11 +89,15 @@ class ExecutorImpl final : public CudaExecutor {
                                                 tune_cache_scope(weights_->device, std::is_same<T, __half>::value));
     std::vector<int> widened;
     graph_ = network_graph(file.header(), cfg.input_h, cfg.input_w, weights_->padded_channels, &widened);
-    // The stem and the conv after it as one op (conv_stem_pair.cuh), for fp16 under the conv variant f16_stem_pair;
+    // The stem and the conv after it as one op (conv_stem_pair.cuh), for fp16 under the conv variant f16_stem_pair,
+    // where the kernel takes the channel counts (yolo12n and s; m..x keep the two convs);
     // chains of 1x1 convs as one op each (conv_chain.cuh), for fp16 under the conv variant conv_chain. The weights are
     // those of the links (the passes change no tensor), so the packing above does not depend on them.
+    const auto kernel_takes = [](const graph::ConvAttrs& a, const graph::ConvAttrs& b) {
+      return conv_detail::stem_pair_channels(a.c_in, a.c_out, b.c_out);
+    };
     const int pairs = std::is_same<T, __half>::value && conv_detail::conv_variants().f16_stem_pair
-                          ? graph::fuse_stride2_pairs(graph_)
+                          ? graph::fuse_stride2_pairs(graph_, kernel_takes)
                           : 0;
     const int chains = std::is_same<T, __half>::value && conv_detail::conv_variants().conv_chain
                            ? graph::fuse_conv_chains(graph_, chain_limits())
