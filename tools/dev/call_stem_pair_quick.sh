@@ -16,7 +16,8 @@ if ! ls /usr/lib/cmake/Catch2/Catch2Config.cmake /usr/lib/*/cmake/Catch2/Catch2C
     /usr/local/lib/cmake/Catch2/Catch2Config.cmake > /dev/null 2>&1 && [ -d .carry/catch2 ]; then
   args+=(-DCatch2_DIR="$PWD/.carry/catch2/lib/cmake/Catch2")
 fi
-timeout 60 cmake -S . -B "$build" "${args[@]}" > "$out/configure.log" 2>&1 || { echo "configure FAILED"; tail -20 "$out/configure.log"; exit 1; }
+timeout 60 cmake -S . -B "$build" "${args[@]}" > "$out/configure.log" 2>&1 ||
+  { echo "configure FAILED"; tail -20 "$out/configure.log"; exit 1; }
 timeout "${BUILD_TIMEOUT:-200}" cmake --build "$build" -j "$(nproc)" --target test_stem_pair > "$out/build.log" 2>&1 ||
   { echo "build FAILED"; grep -E "error|Error" "$out/build.log" | head -20; exit 1; }
 timeout 60 "$build/tests/test_stem_pair" "[kernel]" > "$out/kernel.txt" 2>&1

@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
   }
 
   constexpr int kPatchPerThread = (G::kPatch + sp::kThreads - 1) / sp::kThreads;  // 28
-  constexpr int kPatchBatch = 14;  // loads in flight per thread: 28 at once spill (128 registers), 14 take 89-110
+  constexpr int kPatchBatch = 14;  // loads in flight per thread: 28 at once spilled (128 registers), 14 do not
   static_assert(kPatchPerThread % kPatchBatch == 0, "whole batches of patch loads");
   const int warp = tid / 32, lane = tid % 32;
 

@@ -8,9 +8,8 @@
 // pixel (2 sy - 1 + ky, 2 sx - 1 + kx); taps outside the map or the image read zero.
 // A block: 256 threads = 8 warps; a tile is 8 output rows x 16 output columns of one image. Per tile:
 // - the input patch: kIH rows x kIW pixels x 3 channels from input pixel (4 oy0 - 3, 4 ox0 - 3), fp32, rows kXS
-//   floats apart (kIW * 3 = 201 values, then one float of padding, never written or read, so that every row starts 8-byte
-//   aligned), zero
-//   outside the image;
+//   floats apart (kIW * 3 = 201 values, then one float of padding, never written or read, so that every row
+//   starts 8-byte aligned), zero outside the image;
 // - the map: kSH x kSW pixels from map pixel (2 oy0 - 1, 2 ox0 - 1), fp16, kC1S halves per pixel (C1 + 4: the rows
 //   of an A fragment fall in distinct banks), zero outside the map. The stem's work is split into items of kPP
 //   consecutive map pixels of one map row x kCB channels; a thread takes one item at a time, reads its input window
