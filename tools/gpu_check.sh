@@ -104,14 +104,11 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >> 
 
 # ---- build ---------------------------------------------------------------------------------------
 cmake_args=(-DCMAKE_BUILD_TYPE=Release -DYOLO12_BUILD_CLI=OFF -DCMAKE_CUDA_ARCHITECTURES=90a-real)
-# Use the machine's Catch2 package only if its compiled library is there too; else the carried one.
-have_catch2=0
-for f in /usr/lib/cmake/Catch2/Catch2Config.cmake /usr/lib/*/cmake/Catch2/Catch2Config.cmake \
-         /usr/lib64/cmake/Catch2/Catch2Config.cmake /usr/local/lib/cmake/Catch2/Catch2Config.cmake; do
-  [ -f "$f" ] && have_catch2=1
-done
-if [ $have_catch2 = 0 ] && [ -d "$root/.carry/catch2" ]; then
-  cmake_args+=(-DCatch2_DIR="$root/.carry/catch2/lib/cmake/Catch2")
+# The machine's Catch2 package where it has one; else the carried one (tools/dev/bench_build.sh: catch2_args).
+. "$root/tools/dev/bench_build.sh"
+c2=$(catch2_args "$root")
+if [ -n "$c2" ]; then
+  cmake_args+=("$c2")
   note "Catch2: carried v2 package (.carry/catch2)"
 fi
 # EXTRA_CMAKE_ARGS: more -D options, split on spaces (e.g. -DCMAKE_DISABLE_FIND_PACKAGE_spdlog=ON).

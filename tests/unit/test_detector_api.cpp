@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
-#include <sys/stat.h>
 
 #include "catch.hpp"
 #include "model_writer.hpp"
@@ -16,9 +15,7 @@ using namespace yolo12::test;
 namespace {
 
 std::string tiny_model_path() {
-  const std::string dir = binary_dir() + "/test_tmp";
-  ::mkdir(dir.c_str(), 0755);
-  const std::string path = dir + "/api_tiny.y12";
+  const std::string path = scratch_path("api_tiny.y12");
   write_file(path, serialize(tiny_model(3, 11)));
   return path;
 }
@@ -95,9 +92,7 @@ TEST_CASE("read_model_info runs the graph checks a detector runs: a file no dete
   // level at 4 x 4 for the 64 x 64 input, which a stride of 32 cannot give.
   TestModel m = tiny_model(3, 11);
   m.header["layers"][4]["s"] = 1;
-  const std::string dir = binary_dir() + "/test_tmp";
-  ::mkdir(dir.c_str(), 0755);
-  const std::string path = dir + "/api_bad_level.y12";
+  const std::string path = scratch_path("api_bad_level.y12");
   write_file(path, serialize(m));
   try {
     read_model_info(path);

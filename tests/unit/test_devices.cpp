@@ -1,6 +1,5 @@
 // test_devices.cpp - device lists and DetectorPool (yolo12/devices.hpp), on the CPU. The CUDA
 // paths of the pool (an entry per GPU, an invalid ordinal) run in tests/gpu/test_model_gpu.cpp.
-#include <sys/stat.h>
 
 #include <cstdint>
 #include <random>
@@ -16,9 +15,7 @@ using yolo12::Device;
 using yolo12::DeviceSpec;
 
 static std::string tiny_model_path() {
-  const std::string dir = yolo12::test::binary_dir() + "/test_tmp";
-  ::mkdir(dir.c_str(), 0755);
-  const std::string path = dir + "/devices_tiny.y12";
+  const std::string path = yolo12::test::scratch_path("devices_tiny.y12");
   yolo12::test::write_file(path, yolo12::test::serialize(yolo12::test::tiny_model(3, 11)));
   return path;
 }

@@ -33,15 +33,9 @@ using namespace yolo12::test;
 
 namespace {
 
-std::string tmp_path(const std::string& name) {
-  const std::string dir = binary_dir() + "/test_tmp";
-  ::mkdir(dir.c_str(), 0755);
-  return dir + "/" + name;
-}
-
 // Opens `bytes` as a model file and returns the error message ("" if it loaded).
 std::string load_error(const std::string& bytes, const std::string& name = "case.y12") {
-  const std::string path = tmp_path(name);
+  const std::string path = scratch_path(name);
   write_file(path, bytes);
   try {
     ModelFile::open(path);
@@ -97,7 +91,7 @@ TEST_CASE("a valid model file loads and reads back its tensors", "[model]") {
   TestModel m = tiny_model(3, 7);
   m.header["dtype"] = "f16";
   for (auto& t : m.tensors) t.dtype = "f16";
-  const std::string path = tmp_path("valid.y12");
+  const std::string path = scratch_path("valid.y12");
   write_file(path, serialize(m));
   auto mf = ModelFile::open(path);
   REQUIRE(mf->tensors().size() == m.tensors.size());
@@ -121,7 +115,7 @@ TEST_CASE("a valid model file loads and reads back its tensors", "[model]") {
 TEST_CASE("missing, empty and non-regular files", "[model]") {
   CHECK(contains(load_error("", "empty.y12"), "empty"));
   try {
-    ModelFile::open(tmp_path("does-not-exist.y12"));
+    ModelFile::open(scratch_path("does-not-exist.y12"));
     FAIL("no error");
   } catch (const ModelError& e) {
     CHECK(contains(e.what(), "cannot open"));
@@ -312,7 +306,7 @@ TEST_CASE("random byte flips anywhere in the header never crash the loader", "[m
       b[at] = static_cast<char>(static_cast<unsigned char>(b[at]) ^ (1u << (rng() % 8)));
     }
     // Either a clean load or a ModelError: anything else (another exception, a crash) fails the test.
-    const std::string path = tmp_path("fuzz.y12");
+    const std::string path = scratch_path("fuzz.y12");
     write_file(path, b);
     try {
       ModelFile::open(path)->info();
@@ -359,7 +353,7 @@ std::string with_raw_value(const std::string& bytes, const std::function<void(nl
 // Captures what the library writes to stderr (the log) while f runs.
 std::string capture_stderr(const std::function<void()>& f) {
   std::fflush(stderr);
-  const std::string path = tmp_path("stderr.txt");
+  const std::string path = scratch_path("stderr.txt");
   const int saved = ::dup(2);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ::dup2(fd, 2);
@@ -412,11 +406,11 @@ TEST_CASE("xxh64 matches the published vectors and the tree checksum its definit
 TEST_CASE("version 2: the checksum is verified, version 1 loads with a warning", "[model][checksum]") {
   const std::string v1 = serialize(tiny_model());
   const std::string v2 = to_v2(v1);
-  const std::string path = tmp_path("v2.y12");
+  const std::string path = scratch_path("v2.y12");
   write_file(path, v2);
   CHECK(ModelFile::open(path)->format_version() == 2);
 
-  const std::string v1_path = tmp_path("v1-warning.y12");
+  const std::string v1_path = scratch_path("v1-warning.y12");
   write_file(v1_path, v1);
   const auto saved_level = yolo12::log::level();
   yolo12::log::set_level(yolo12::log::Level::Warn);
@@ -504,7 +498,7 @@ TEST_CASE("untrusted values are described briefly in messages", "[model][limits]
 }
 
 TEST_CASE("a FIFO, a directory or a device is refused without blocking", "[model]") {
-  const std::string fifo = tmp_path("model.fifo");
+  const std::string fifo = scratch_path("model.fifo");
   ::unlink(fifo.c_str());
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   std::atomic<int> state{0};  // 0 running, 1 refused cleanly, 2 something else
@@ -650,8 +644,8 @@ TEST_CASE("tensor dtypes agree with the header's dtype; gamma is always f32", "[
     TestModel m = tiny_model();
     m.header["dtype"] = header_dtype;
     for (auto& t : m.tensors) t.dtype = header_dtype;
-    write_file(tmp_path("dtype.y12"), serialize(m));
-    CHECK_NOTHROW(ModelFile::open(tmp_path("dtype.y12")));
+    write_file(scratch_path("dtype.y12"), serialize(m));
+    CHECK_NOTHROW(ModelFile::open(scratch_path("dtype.y12")));
     for (std::size_t i : {std::size_t{0}, std::size_t{3}, m.tensors.size() - 1}) {
       TestModel bad = m;
       bad.tensors[i].dtype = other;
@@ -681,8 +675,8 @@ TEST_CASE("tensor dtypes agree with the header's dtype; gamma is always f32", "[
     if (spec.name == "model.5.gamma") t.dtype = "f32";
     m.tensors.push_back(t);
   }
-  write_file(tmp_path("gamma.y12"), serialize(m));
-  CHECK_NOTHROW(ModelFile::open(tmp_path("gamma.y12")));
+  write_file(scratch_path("gamma.y12"), serialize(m));
+  CHECK_NOTHROW(ModelFile::open(scratch_path("gamma.y12")));
   for (auto& t : m.tensors)
     if (t.name == "model.5.gamma") t.dtype = "f16";
   CHECK(contains(load_error(serialize(m)),
@@ -714,7 +708,7 @@ TEST_CASE("the loaded model is the engine's own copy: changing the file afterwar
   // Before, the tensors were a memory map: truncating the file under a loaded model made reading a
   // tensor a SIGBUS.
   TestModel m = tiny_model(3, 11);
-  const std::string path = tmp_path("owned.y12");
+  const std::string path = scratch_path("owned.y12");
   write_file(path, to_v2(serialize(m)));
   auto mf = ModelFile::open(path);
   ::truncate(path.c_str(), 0);
@@ -728,7 +722,7 @@ TEST_CASE("the loaded model is the engine's own copy: changing the file afterwar
 TEST_CASE("a model overwritten while it loads gives a clean error or the whole model", "[model]") {
   // `cp` onto a model being loaded: truncation then rewrite, over and over, while another thread loads.
   const std::string a = to_v2(serialize(tiny_model(3, 1))), b = to_v2(serialize(tiny_model(5, 2)));
-  const std::string path = tmp_path("rewritten.y12");
+  const std::string path = scratch_path("rewritten.y12");
   write_file(path, a);
   std::atomic<bool> stop{false};
   std::thread writer([&] {
@@ -760,7 +754,7 @@ TEST_CASE("a model overwritten while it loads gives a clean error or the whole m
 
 TEST_CASE("the plan's memory is computed from the metadata and refused above the caller's limit", "[model][memory]") {
   using yolo12::model::memory_budget;
-  const std::string path = tmp_path("budget.y12");
+  const std::string path = scratch_path("budget.y12");
   write_file(path, to_v2(serialize(tiny_model())));
   auto mf = ModelFile::open(path);
   const auto one = memory_budget(*mf, 64, 64, 1), four = memory_budget(*mf, 64, 64, 4), big = memory_budget(*mf, 256, 256, 1);

@@ -17,10 +17,8 @@ using namespace yolo12;
 
 namespace {
 
-std::string tmp_path(const std::string& name) {
-  const std::string dir = test::binary_dir() + "/test_tmp";
-  ::mkdir(dir.c_str(), 0755);
-  const std::string path = dir + "/" + name;
+std::string tmp_path(const std::string& name) {  // a scratch file of this process, not there yet
+  const std::string path = test::scratch_path(name);
   std::remove(path.c_str());
   return path;
 }
@@ -168,7 +166,7 @@ TEST_CASE("tune cache: bad keys and values, and a path that cannot be written", 
   CHECK_NOTHROW(TuneCache(path, TuneCache::printable("gpu\tA")));
   CHECK_THROWS_AS(TuneCache("", "gpu A"), OptionError);
   // A folder that does not exist: save() reports it and keeps the entries, it does not throw.
-  TuneCache lost(test::binary_dir() + "/test_tmp/no_such_folder/tc.txt", "gpu A");
+  TuneCache lost(test::scratch_path("no_such_folder") + "/tc.txt", "gpu A");
   lost.put("conv 1", "6 1");
   CHECK_FALSE(lost.save());
   CHECK(lost.dirty());
@@ -176,9 +174,7 @@ TEST_CASE("tune cache: bad keys and values, and a path that cannot be written", 
 }
 
 TEST_CASE("tune cache: a Detector refuses a file that is not a cache, before any work", "[tune_cache]") {
-  const std::string dir = test::binary_dir() + "/test_tmp";
-  ::mkdir(dir.c_str(), 0755);
-  const std::string model = dir + "/tune_cache_tiny.y12";
+  const std::string model = test::scratch_path("tune_cache_tiny.y12");
   test::write_file(model, test::serialize(test::tiny_model(3, 11)));
   const std::string path = tmp_path("tc_detector.txt");
   write_text(path, "precious notes\n");
