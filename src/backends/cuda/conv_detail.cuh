@@ -275,10 +275,10 @@ struct ConvVariants {
                                   // wgmma kernel instead of mma.sync (eighteenth session, from the H100's tune log).
                                   // Both on since the nineteenth: together at batch 32 yolo12n 2.883 -> 2.798 ms,
                                   // s 5.455 -> 5.322, x 27.542 -> 27.460 (H100, one call); batch 1 unchanged
-  bool f16_stem_pair = false;     // fp16 executors fuse the stem and the conv after it (graph::fuse_stride2_pairs) and
+  bool f16_stem_pair = true;      // fp16 executors fuse the stem and the conv after it (graph::fuse_stride2_pairs) and
                                   // run the pair on conv2d_stem_pair_f16, the stem's map on chip (conv_stem_pair.cuh;
                                   // nineteenth session; twentieth: faster than the two kernels, yolo12n 0.4-0.8 %
-                                  // faster; off until its sanitizer and whole-model runs)
+                                  // faster; on since the twenty-first, after its sanitizer and whole-model runs)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)
