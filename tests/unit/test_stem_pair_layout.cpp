@@ -1,12 +1,12 @@
 // tests/unit/test_stem_pair_layout.cpp - conv2d_stem_pair_f16's layout arithmetic (src/backends/cuda/
-// stem_pair_layout.hpp) replayed on the CPU: the kernel's tile walk, its patch loads, the stem's threads computing
-// the map from the patch, the A fragments read from the map and the B fragments from the weights at the layout's
-// offsets, an emulation of mma.sync m16n8k16 that places every lane's registers where the PTX fragment layout puts
-// them, and the stores of the D fragments. With small integer inputs and no SiLU every value is exact, so the result
-// must equal a direct computation of the two convs exactly. Also: each patch float and map value written once per
-// tile and each output once, the patch and the map read only where this tile wrote them, and no read outside the
-// patch, the map or the weights' K columns. Runs without a GPU;
-// tests/gpu/test_stem_pair.cu runs the kernel itself on one.
+// stem_pair_layout.hpp) replayed on the CPU: the kernel's tile walk, its patch (as stem_patch.cuh writes it), the
+// stem's threads computing the map from the patch, the A fragments read from the map and the B fragments from the
+// weights at the layout's offsets, an emulation of mma.sync m16n8k16 that places every lane's registers where the
+// PTX fragment layout puts them, and the stores of the D fragments. With small integer inputs and no SiLU every
+// value is exact, so the result must equal a direct computation of the two convs exactly. Also: each map value
+// written once per tile and each output once, the patch read only in its rows' values (never their padding), the
+// map only where this tile wrote it, and no read outside the patch, the map or the weights' K columns. Runs without
+// a GPU; tests/gpu/test_stem_pair.cu runs the kernel itself on one.
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -81,20 +81,19 @@ std::vector<double> replay(const Shape& s, const std::vector<double>& x, const s
   const long long tiles = 1LL * tiles_x * tiles_y * s.batch;
   for (long long t = 0; t < tiles; ++t) {
     const sp::Tile tile = sp::tile_of(t, tiles_x, tiles_y);
-    // 1. The patch; NaN first, so a float the stem reads that no load wrote reaches the output.
-    std::fill(xin.begin(), xin.end(), NAN);
-    std::vector<int> written(xin.size(), 0);
-    for (int e = 0; e < G::kPatch; ++e) {
-      int gy, gx, ci;
-      const int slot = sp::patch_source<C1, C2>(tile, e, gy, gx, ci);
-      if (slot < 0 || slot >= G::kIH * G::kXS || written[slot]++) {
-        ++bad_slots;
-        continue;
+    // 1. The patch as stem_patch.cuh writes it (raw copy and convert, or gather; run on the GPU by
+    //    tests/gpu/test_stem_pair.cu): value f < kXV of row r is input pixel (iy0 + r, ix0 + f / 3), channel f % 3,
+    //    zero outside the image. The kernel writes the row's padding (kXV..kXS) as zeros; here it is NaN, so a stem
+    //    read of it reaches the output.
+    int iy0, ix0;
+    sp::patch_origin(tile, iy0, ix0);
+    for (int r = 0; r < G::kIH; ++r)
+      for (int f = 0; f < G::kXS; ++f) {
+        const int gy = iy0 + r, gx = ix0 + f / 3, ci = f % 3;
+        const bool inside = gy >= 0 && gy < s.h && gx >= 0 && gx < s.w;
+        const std::size_t at = ((static_cast<std::size_t>(tile.n) * s.h + gy) * s.w + gx) * s.ldx + s.x_c0 + ci;
+        xin[static_cast<std::size_t>(r) * G::kXS + f] = f >= G::kXV ? NAN : inside ? static_cast<float>(x[at]) : 0.f;
       }
-      const bool inside = gy >= 0 && gy < s.h && gx >= 0 && gx < s.w;
-      const std::size_t at = ((static_cast<std::size_t>(tile.n) * s.h + gy) * s.w + gx) * s.ldx + s.x_c0 + ci;
-      xin[slot] = inside ? static_cast<float>(x[at]) : 0.f;
-    }
     // 2. The map, item by item as the stem's threads take them; NaN first, so a value this tile did not write
     //    reaches the output. The window is read as the kernel reads it: kWin floats per tap row.
     std::fill(map.begin(), map.end(), NAN);
@@ -259,6 +258,14 @@ TEST_CASE("conv2d_stem_pair_f16's layout computes the two convs exactly, replaye
 
 TEST_CASE("conv2d_stem_pair_f16's shared memory fits two blocks per SM and its map rows fall in distinct banks",
           "[stem_pair][layout]") {
+  // The patch rows as stem_patch.cuh needs them: whole chunks of 8 values covering a row, a raw row that holds a
+  // row plus its misalignment (< 8 halves) in whole 16-byte granules.
+  using A = sp::Geom<16, 32>;
+  STATIC_REQUIRE(A::kRS % 8 == 0);
+  STATIC_REQUIRE(A::kRS >= A::kPW * A::kCin);
+  STATIC_REQUIRE(A::kChunks * 8 == A::kRS);
+  STATIC_REQUIRE(A::kRawRS >= A::kPW * A::kCin + 7);
+  STATIC_REQUIRE(A::kGranules * 8 == A::kRawRS);
   CHECK(sp::Geom<16, 32>::kBytes <= 227 * 1024 / 3);
   CHECK(sp::Geom<32, 64>::kBytes <= 227 * 1024 / 2);
   // The 8 rows x 4 column pairs of an A register (lanes 0..31) hit 32 distinct 4-byte banks; so do B's.

@@ -28,11 +28,8 @@
 //   ldx == c_in, a patch row is one contiguous run of halves in global memory at any alignment, so the
 //   block copies the 16-byte granules that hold it (cp.async, raw fp16, in global alignment) into one
 //   of two raw buffers: the next tile's copy is in flight while the current tile computes. A convert
-//   pass then turns the raw rows into the aligned fp32 patch (a funnel shift by the row's misalignment,
-//   zero where outside the image). Only granules that hold an element of the patch are read, and a
-//   granule that reaches past either end of the x view is read half by half, so nothing outside the
-//   view is touched. With ldx > c_in the convert pass gathers the patch from global memory directly
-//   (scalar loads, no prefetch: not the network's case).
+//   pass then turns the raw rows into the aligned fp32 patch. With ldx > c_in the patch is gathered
+//   from global memory directly. Both are stem_patch.cuh's, shared with conv2d_stem_pair_f16.
 // - Epilogue: the operations of epilogue() (conv_detail.cuh) on the fp32 sums, bit for bit, with the
 //   bias and gamma loads and the SiLU / gamma branches once per pass rather than per value (per value
 //   they made the epilogue about 27 instructions against 27 FMAs; now ~15, most of it SiLU's IEEE
@@ -48,6 +45,7 @@
 #include "conv_stem.cuh"
 #include "launch.cuh"
 #include "mma.cuh"
+#include "stem_patch.cuh"
 
 namespace yolo12::cuda::conv_detail {
 
@@ -66,6 +64,7 @@ constexpr int cmax(int a, int b) { return a > b ? a : b; }
 // The tile's shared-memory geometry for a k x k, stride s conv over c_in = CIN channels.
 template <int K, int S, int CIN>
 struct StemGeom {
+  static constexpr int kCin = CIN;
   static constexpr int kPH = (kStemTH - 1) * S + K;                // patch rows
   static constexpr int kPW = (kStemTW - 1) * S + K;                // patch columns
   static constexpr int kWin = ((kStemPP - 1) * S + K) * CIN;       // floats of one thread's window in a row
@@ -94,29 +93,6 @@ int stem_smem_bytes(int c_out, bool contig) {
   return (c_out * G::kKKC + G::kPH * G::kRS) * 4 + (contig ? 2 * G::kPH * G::kRawRS * 2 : 0);
 }
 
-// Absolute half index (address / 2) of a pointer, and back: the raw copies work in these units.
-__host__ __device__ __forceinline__ long long half_index(const __half* p) {
-  return static_cast<long long>(reinterpret_cast<std::uintptr_t>(p) >> 1);
-}
-__host__ __device__ __forceinline__ const __half* half_at(long long h) {
-  return reinterpret_cast<const __half*>(static_cast<std::uintptr_t>(h) << 1);
-}
-
-// Halves [s/16, s/16 + 1] of the 64-bit (hi:lo), s = 0 or 16.
-__host__ __device__ __forceinline__ std::uint32_t shr_pair(std::uint32_t lo, std::uint32_t hi, int s) {
-#ifdef __CUDA_ARCH__
-  return __funnelshift_r(lo, hi, s);
-#else
-  return static_cast<std::uint32_t>(((static_cast<std::uint64_t>(hi) << 32) | lo) >> s);
-#endif
-}
-__host__ __device__ __forceinline__ float half_lo(std::uint32_t w) {
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(w & 0xffffu)));
-}
-__host__ __device__ __forceinline__ float half_hi(std::uint32_t w) {
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(w >> 16)));
-}
-
 // silu_fast (conv_detail.cuh) with __expf's exp2 taken flush-to-zero (ex2.approx.ftz): the two exponentials
 // differ only where 2^x is below 2^-126, and there 1 + e rounds to 1 either way, so the result is the same
 // bit for bit; it saves the three instructions per value that rescale subnormal results.
@@ -130,17 +106,24 @@ __host__ __device__ __forceinline__ float stem_silu(float v) {
 #endif
 }
 
-// One tile: where it sits and which floats of its patch rows lie inside the image.
+// One tile: its first output row and column, and where its patch sits (stem_patch.cuh).
 struct StemTile {
-  int n, oy0, ox0;   // image, first output row, first output column
-  int iy0, ix0;      // input row and column of patch element (0, 0) (negative where the pad reaches)
-  int f_lo, f_hi;    // floats [f_lo, f_hi) of a patch row are image columns (the rest reads zero)
-  long long a0;      // absolute half index of patch element (0, 0, ci 0) (contig views only)
+  int n, oy0, ox0;  // image, first output row, first output column
+  PatchTile in;     // the patch: (kPH, kPW) input pixels from (oy0 * S - pad, ox0 * S - pad)
 };
+
+__host__ __device__ __forceinline__ PatchSource stem_source(const StemParams& a) {
+  PatchSource s;
+  s.x = a.x;
+  s.ldx = a.ldx;
+  s.batch = a.batch;
+  s.h = a.h;
+  s.w = a.w_in;
+  return s;
+}
 
 template <int K, int S, int CIN>
 __host__ __device__ __forceinline__ StemTile stem_tile(const StemParams& a, int t) {
-  using G = StemGeom<K, S, CIN>;
   StemTile r;
   const int tx = t % a.tiles_x;
   const int rest = t / a.tiles_x;
@@ -148,115 +131,8 @@ __host__ __device__ __forceinline__ StemTile stem_tile(const StemParams& a, int 
   r.n = rest / a.tiles_y;
   r.oy0 = ty * kStemTH;
   r.ox0 = tx * kStemTW;
-  r.iy0 = r.oy0 * S - a.pad;
-  r.ix0 = r.ox0 * S - a.pad;
-  const int c_lo = r.ix0 < 0 ? -r.ix0 : 0;
-  int c_hi = a.w_in - r.ix0 < G::kPW ? a.w_in - r.ix0 : G::kPW;
-  if (c_hi < c_lo) c_hi = c_lo;
-  r.f_lo = c_lo * CIN;
-  r.f_hi = c_hi * CIN;
-  r.a0 = half_index(a.x) + ((static_cast<long long>(r.n) * a.h + r.iy0) * a.w_in + r.ix0) * CIN;
+  r.in = patch_tile<StemGeom<K, S, CIN>>(stem_source(a), r.n, r.oy0 * S - a.pad, r.ox0 * S - a.pad);
   return r;
-}
-
-// The 16-byte copy of the raw loads on the device: global (absolute half index h, a multiple of 8) ->
-// shared, through L2 only (neighbouring tiles share one halo row and column).
-struct StemCopy16 {
-  __device__ void operator()(__half* dst, long long h) const { cp_async_16(dst, half_at(h), 16); }
-};
-
-// Thread tid's share of tile t's raw rows (contig views): raw half j of patch row r holds absolute half
-// (a0 + r * W * c_in) - m + j, m = that row's misalignment (a0 + r * W * c_in) % 8, so patch float f of
-// the row is raw half f + m. Only the granules that hold a patch element inside the image are copied;
-// one that reaches past either end of the x view is copied half by half (zeros outside the view).
-#pragma nv_exec_check_disable
-template <int K, int S, int CIN, typename Copy16>
-__host__ __device__ void stem_copy_raw(const StemParams& a, const StemTile& t, int tid, __half* raw,
-                                       const Copy16& copy) {
-  using G = StemGeom<K, S, CIN>;
-  const long long row_halves = static_cast<long long>(a.w_in) * CIN;
-  const long long x_first = half_index(a.x);
-  const long long x_end = x_first + static_cast<long long>(a.batch) * a.h * row_halves;
-  for (int i = tid; i < G::kPH * G::kGranules; i += kStemThreads) {
-    const int row = i / G::kGranules;
-    const int g = i - row * G::kGranules;
-    const int iy = t.iy0 + row;
-    if (iy < 0 || iy >= a.h) continue;
-    const long long arow = t.a0 + row * row_halves;
-    const int mis = static_cast<int>(arow & 7);
-    if (8 * g >= t.f_hi + mis || 8 * g + 8 <= t.f_lo + mis) continue;  // no image element of this row
-    const long long h0 = arow - mis + 8 * g;
-    __half* dst = raw + row * G::kRawRS + 8 * g;  // (8) halves
-    if (h0 >= x_first && h0 + 8 <= x_end) {
-      copy(dst, h0);
-    } else {
-      for (int e = 0; e < 8; ++e)
-        dst[e] = h0 + e >= x_first && h0 + e < x_end ? load_nc(half_at(h0 + e)) : __float2half_rn(0.f);
-    }
-  }
-}
-
-// Thread tid's share of turning tile t's raw rows (stem_copy_raw) into its fp32 patch (kPH, kRS): 8 floats
-// per step, two 16-byte stores; zero outside the image and in the row's padding.
-template <int K, int S, int CIN>
-__host__ __device__ void stem_convert(const StemParams& a, const StemTile& t, int tid, const __half* raw, float* patch) {
-  using G = StemGeom<K, S, CIN>;
-  const int mis0 = static_cast<int>(t.a0 & 7);
-  const int mis_step = (a.w_in * CIN) & 7;  // misalignment change per row (mod 8)
-  for (int i = tid; i < G::kPH * G::kChunks; i += kStemThreads) {
-    const int row = i / G::kChunks;
-    const int f = (i - row * G::kChunks) * 8;
-    const int iy = t.iy0 + row;
-    float v[8];
-    if (iy < 0 || iy >= a.h || f >= t.f_hi || f + 8 <= t.f_lo) {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = 0.f;
-    } else {
-      const int mis = (mis0 + row * mis_step) & 7;
-      // Raw halves f + mis .. f + mis + 7 lie in the five 32-bit words from (f + mis) / 2.
-      const std::uint32_t* src = reinterpret_cast<const std::uint32_t*>(raw + row * G::kRawRS) + f / 2 + (mis >> 1);
-      std::uint32_t wd[5];
-#pragma unroll
-      for (int q = 0; q < 5; ++q) wd[q] = src[q];
-      const int sh = (mis & 1) * 16;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const std::uint32_t pair = shr_pair(wd[q], wd[q + 1], sh);
-        v[2 * q] = half_lo(pair);
-        v[2 * q + 1] = half_hi(pair);
-      }
-      if (f < t.f_lo || f + 8 > t.f_hi) {  // a row end: the raw halves outside the image were not copied
-#pragma unroll
-        for (int e = 0; e < 8; ++e) v[e] = f + e >= t.f_lo && f + e < t.f_hi ? v[e] : 0.f;
-      }
-    }
-    float4* dst = reinterpret_cast<float4*>(patch + row * G::kRS + f);
-    dst[0] = make_float4(v[0], v[1], v[2], v[3]);
-    dst[1] = make_float4(v[4], v[5], v[6], v[7]);
-  }
-}
-
-// The same patch gathered straight from x (views with ldx > c_in): scalar loads.
-template <int K, int S, int CIN>
-__host__ __device__ void stem_gather(const StemParams& a, const StemTile& t, int tid, float* patch) {
-  using G = StemGeom<K, S, CIN>;
-  for (int i = tid; i < G::kPH * G::kChunks; i += kStemThreads) {
-    const int row = i / G::kChunks;
-    const int f = (i - row * G::kChunks) * 8;
-    const int iy = t.iy0 + row;
-    const bool row_in = iy >= 0 && iy < a.h;
-    const long long pix0 = (static_cast<long long>(t.n) * a.h + iy) * a.w_in + t.ix0;  // pixel of patch column 0
-    float v[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const int ff = f + e;
-      const int col = ff / CIN, ci = ff - col * CIN;
-      v[e] = row_in && ff >= t.f_lo && ff < t.f_hi ? __half2float(load_nc(a.x + (pix0 + col) * a.ldx + ci)) : 0.f;
-    }
-    float4* dst = reinterpret_cast<float4*>(patch + row * G::kRS + f);
-    dst[0] = make_float4(v[0], v[1], v[2], v[3]);
-    dst[1] = make_float4(v[4], v[5], v[6], v[7]);
-  }
 }
 
 // Thread tid's share of the weights, as fp32 in blocks of 16 output channels: channel c's weight of
@@ -402,11 +278,13 @@ __global__ void __launch_bounds__(kStemThreads, kStemMinBlocks) conv2d_stem_f16(
   __half* raw = reinterpret_cast<__half*>(patch + G::kPH * G::kRS);  // (2, kPH, kRawRS) fp16 (contig only)
   constexpr int kRawElems = G::kPH * G::kRawRS;
   const int tid = threadIdx.x;
-  const StemCopy16 copy;
+  const PatchCopy16 copy;
+  const PatchSource src = stem_source(a);
 
   stem_load_weights<K, CIN>(a, tid, ws);
   if (a.contig) {  // the first tile's raw rows
-    if (static_cast<int>(blockIdx.x) < a.tiles) stem_copy_raw<K, S, CIN>(a, stem_tile<K, S, CIN>(a, blockIdx.x), tid, raw, copy);
+    if (static_cast<int>(blockIdx.x) < a.tiles)
+      patch_copy_raw<G, kStemThreads>(src, stem_tile<K, S, CIN>(a, blockIdx.x).in, tid, raw, copy);
     cp_async_commit();
   }
   int it = 0;
@@ -417,14 +295,15 @@ __global__ void __launch_bounds__(kStemThreads, kStemMinBlocks) conv2d_stem_f16(
       // left it at that pass's barrier); then this tile's rows, landed, become the fp32 patch.
       const int next = t + static_cast<int>(gridDim.x);
       if (next < a.tiles)
-        stem_copy_raw<K, S, CIN>(a, stem_tile<K, S, CIN>(a, next), tid, raw + ((it + 1) & 1) * kRawElems, copy);
+        patch_copy_raw<G, kStemThreads>(src, stem_tile<K, S, CIN>(a, next).in, tid, raw + ((it + 1) & 1) * kRawElems,
+                                        copy);
       cp_async_commit();
       cp_async_wait<1>();  // this tile's group has landed for this thread ...
       __syncthreads();     // ... and for every thread; every thread is done with the previous patch
-      stem_convert<K, S, CIN>(a, tile, tid, raw + (it & 1) * kRawElems, patch);
+      patch_convert<G, kStemThreads>(src, tile.in, tid, raw + (it & 1) * kRawElems, patch);
     } else {
       __syncthreads();  // every thread is done with the previous patch
-      stem_gather<K, S, CIN>(a, tile, tid, patch);
+      patch_gather<G, kStemThreads>(src, tile.in, tid, patch);
     }
     __syncthreads();  // the patch (and, at the first tile, the weights) are complete
     stem_tile_outputs<K, S, CIN>(a, tile, tid, patch, ws);

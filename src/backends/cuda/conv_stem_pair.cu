@@ -4,19 +4,23 @@
 // Why: at batch 32 on yolo12n the two take 0.187 + 0.144 ms (H100, nineteenth session), 3.1x and 2.7x their floors,
 // and the stem's 320x320x16 map (105 MB) is written and read back for nothing else. Fused, the pair reads the input
 // (79 MB) and writes the output (52 MB) once; what is left is the stem's 1.4 G fp32 FMAs and 3.8 G MACs on the
-// tensor cores. Used under variant f16_stem_pair (off). History (H100, test_stem_pair "[.bench]", yolo12n's pair
-// at batch 32, against 0.35 ms for the two kernels): the first version (nineteenth session) took 0.55 ms; issuing
-// the patch loads in batches took it to 0.41, and the stem by items (below) to 0.33 (twentieth session), faster
-// than the two kernels at batch 1 and 32 for both pairs.
+// tensor cores. Used under variant f16_stem_pair (on since the twenty-first session). History (H100, test_stem_pair
+// "[.bench]", yolo12n's pair at batch 32, against 0.35 ms for the two kernels): the first version (nineteenth
+// session) took 0.55 ms; issuing the patch loads in batches took it to 0.41, and the stem by items (below) to 0.33
+// (twentieth session), faster than the two kernels at batch 1 and 32 for both pairs. Twenty-first: the patch by
+// raw cp.async copies one tile ahead (step 1), kept as fp16.
 //
 // A block walks output tiles of 8 rows x 16 columns of one image (persistent grid); per tile:
-// 1. The input patch the tile needs, 35 rows x 67 pixels x 3 channels from (4*oy0 - 3, 4*ox0 - 3), is read by
-//    element (coalesced where ldx == 3), each thread's 28 loads in two batches of 14 in flight, and kept as fp32 in
-//    shared memory, zero outside the image.
+// 1. The input patch the tile needs, 35 rows x 67 pixels x 3 channels from (4*oy0 - 3, 4*ox0 - 3), kept as fp16 in
+//    shared memory, zero outside the image (stem_patch.cuh, as conv2d_stem_f16 reads its patch). Where ldx == 3 the
+//    tile's rows were copied raw (cp.async, 16-byte granules in global alignment) during the previous tile's steps
+//    2 and 3, and a convert pass aligns them; otherwise they are gathered by element. (Before, a thread's 28
+//    element loads were issued at the top of the tile, in two batches, with nothing to overlap their two round
+//    trips to memory, and converted to fp32 in place: about 4 us of a tile's 13.6, counted, not profiled.)
 // 2. The stem's map over 17 x 33 pixels from (2*oy0 - 1, 2*ox0 - 1) is computed into shared memory as fp16, zero
 //    outside the map (the second conv's padding). A thread takes items of 3 consecutive map pixels x 16 channels
 //    (187 per 16 channels: one pass for C1 = 16, two for 32): per tap row it reads the item's window of the patch
-//    as float2s, and each weight float4 (the same address for the whole warp: a broadcast) feeds 12 FMAs. Per value,
+//    as half2s, and each weight float4 (the same address for the whole warp: a broadcast) feeds 12 FMAs. Per value,
 //    27 fmaf in the order tap (ky, kx) then ci from 0, then epilogue_with (bias, SiLU), rounded once: the arithmetic
 //    of conv2d_stem_f16 (conv_stem.cu), so the map is the one that kernel would write. The stem's weights are fp32
 //    in shared memory, (27, C1).
@@ -28,8 +32,9 @@
 //    32-bit loads from the map (pixel stride C1 + 4 halves: the 8 rows of a fragment fall in distinct banks), B
 //    fragments 32-bit loads from the weights, (C2, 9*C1 + 8) halves in shared memory (padded rows, same reason).
 //    The epilogue adds the bias, applies SiLU and stores half2 pairs.
-// Shared memory: (16, 32) 62 KB, (32, 64) 108 KB, room for 3 and 2 blocks per SM; at 127-128 registers per thread
-// (ptxas, sm_90a, no spills) the registers allow 2 blocks of 256 threads in both. Every index is
+// Shared memory: (16, 32) 62 KB, (32, 64) 109 KB (the fp16 patch and its raw rows take what the fp32 patch took),
+// room for 3 and 2 blocks per SM; at 118-124 registers per thread (ptxas, sm_90a, no spills) the registers allow
+// 2 blocks of 256 threads in both. Every index is
 // stem_pair_layout.hpp's, which tests/unit/test_stem_pair_layout.cpp replays on the CPU.
 #include <cstdint>
 #include <string>
@@ -40,6 +45,7 @@
 #include "launch.cuh"
 #include "mma.cuh"
 #include "stem_pair_layout.hpp"
+#include "stem_patch.cuh"
 
 namespace yolo12::cuda::conv_detail {
 
@@ -48,9 +54,8 @@ namespace {
 namespace sp = stem_pair;
 
 struct StemPairKernelParams {
-  const __half* x = nullptr;  // (B, H, W, ldx): the input, channels [0, 3) read
-  int ldx = 0;
-  int batch = 0, h = 0, w = 0;  // the input
+  PatchSource src;  // the input x (B, H, W, ldx), channels [0, 3) read (stem_patch.cuh)
+  bool contig = false;  // ldx == 3: the patch rows are copied raw by cp.async, one tile ahead
   int hs = 0, ws = 0;           // the stem's map
   int ho = 0, wo = 0;           // the output
   const __half* w0 = nullptr;   // (C1, k_pad0): the stem's packed weights, [c][tap * cin_pad0 + ci]
@@ -73,7 +78,8 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
   float* w0s = reinterpret_cast<float*>(smem_raw + G::kW0Off);    // (27, C1): [tap * 3 + ci][c]
   float* b0s = reinterpret_cast<float*>(smem_raw + G::kB0Off);    // (C1)
   float* b1s = reinterpret_cast<float*>(smem_raw + G::kB1Off);    // (C2)
-  float* xin = reinterpret_cast<float*>(smem_raw + G::kXinOff);   // (kIH, kXS): the input patch
+  __half* xin = reinterpret_cast<__half*>(smem_raw + G::kXinOff);  // (kIH, kXS): the input patch
+  __half* raw = reinterpret_cast<__half*>(smem_raw + G::kRawOff);  // (kIH, kRawRS): raw patch rows (contig only)
   __half* map = reinterpret_cast<__half*>(smem_raw + G::kMapOff);  // (kSP, kC1S): the stem's map
   __half* w1s = reinterpret_cast<__half*>(smem_raw + G::kW1Off);   // (C2, kK1S): [c][tap * C1 + ci]
   const int tid = threadIdx.x;
@@ -91,40 +97,40 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
         load_nc(reinterpret_cast<const __half2*>(p.w1 + static_cast<long long>(n) * p.k_pad1) + k2);
   }
 
-  constexpr int kPatchPerThread = (G::kPatch + sp::kThreads - 1) / sp::kThreads;  // 28
-  constexpr int kPatchBatch = 14;  // loads in flight per thread: 28 at once spilled (128 registers), 14 do not
-  static_assert(kPatchPerThread % kPatchBatch == 0, "whole batches of patch loads");
   const int warp = tid / 32, lane = tid % 32;
+  const PatchCopy16 copy;
+  const auto patch_of = [&](const sp::Tile& tile) {
+    int iy0, ix0;
+    sp::patch_origin(tile, iy0, ix0);
+    return patch_tile<G>(p.src, tile.n, iy0, ix0);
+  };
+  if (p.contig) {  // the first tile's raw rows
+    if (blockIdx.x < p.tiles)
+      patch_copy_raw<G, sp::kThreads>(p.src, patch_of(sp::tile_of(blockIdx.x, p.tiles_x, p.tiles_y)), tid, raw, copy);
+    cp_async_commit();
+  }
 
   for (long long t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     const sp::Tile tile = sp::tile_of(t, p.tiles_x, p.tiles_y);
 
-    // 1. The input patch. (Every thread passed the last barrier of the previous tile: nobody reads xin now.)
-    //    A thread issues its loads 14 at a time before storing any, so they are in flight together: one load at a
-    //    time (the first version) left the SM waiting on 28 round trips to memory per tile, and the pair took
-    //    0.55 ms at batch 32 against 0.35 for the two kernels (H100, twentieth session).
-    const __half* xn = p.x + static_cast<long long>(tile.n) * p.h * p.w * p.ldx;
-#pragma unroll 1
-    for (int i0 = 0; i0 < kPatchPerThread; i0 += kPatchBatch) {
-      __half v[kPatchBatch];
-      int slot[kPatchBatch];
-#pragma unroll
-      for (int i = 0; i < kPatchBatch; ++i) {
-        const int e = tid + (i0 + i) * sp::kThreads;
-        v[i] = __ushort_as_half(0);
-        slot[i] = -1;
-        if (e < G::kPatch) {
-          int gy, gx, ci;
-          slot[i] = sp::patch_source<C1, C2>(tile, e, gy, gx, ci);
-          if (gy >= 0 && gy < p.h && gx >= 0 && gx < p.w)
-            v[i] = load_nc(xn + (static_cast<long long>(gy) * p.w + gx) * p.ldx + ci);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < kPatchBatch; ++i)
-        if (slot[i] >= 0) xin[slot[i]] = __half2float(v[i]);
+    // 1. The input patch. The barrier before it: every thread is done with the previous tile (its map, read by
+    //    step 3, and its patch, read by step 2), and, where contig, this tile's raw rows have landed.
+    if (p.contig) {
+      cp_async_wait<0>();
+      __syncthreads();
+      patch_convert<G, sp::kThreads>(p.src, patch_of(tile), tid, raw, xin);
+      __syncthreads();  // the patch is complete, and the raw rows are read: the next tile's copy may begin
+      // The next tile's raw rows, in flight during steps 2 and 3. Issued before, at the top of the loop, the pair
+      // waited on two round trips to memory per tile with nothing to overlap them (twentieth session).
+      const long long next = t + gridDim.x;
+      if (next < p.tiles)
+        patch_copy_raw<G, sp::kThreads>(p.src, patch_of(sp::tile_of(next, p.tiles_x, p.tiles_y)), tid, raw, copy);
+      cp_async_commit();
+    } else {
+      __syncthreads();
+      patch_gather<G, sp::kThreads>(p.src, patch_of(tile), tid, xin);
+      __syncthreads();  // the patch is complete
     }
-    __syncthreads();  // the patch is complete, and every warp is done with the previous tile's map
 
     // 2. The stem's map, by items of kPP pixels x kCB channels (stem_pair_layout.hpp). Per value: 27 fmaf in the
     //    order tap (ky, kx) then ci from 0, then epilogue_with, rounded once: conv2d_stem_f16's arithmetic.
@@ -140,14 +146,14 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
 #pragma unroll 1  // one tap row at a time keeps one row of the window in registers
       for (int ky = 0; ky < 3; ++ky) {
         float xv[G::kWin];
-        const float* xr = xin + window0 + ky * G::kXS;
+        const __half* xr = xin + window0 + ky * G::kXS;
 #pragma unroll
         for (int f = 0; f + 1 < G::kWin; f += 2) {
-          const float2 two = *reinterpret_cast<const float2*>(xr + f);
+          const float2 two = __half22float2(*reinterpret_cast<const __half2*>(xr + f));
           xv[f] = two.x;
           xv[f + 1] = two.y;
         }
-        if (G::kWin % 2) xv[G::kWin - 1] = xr[G::kWin - 1];
+        if (G::kWin % 2) xv[G::kWin - 1] = __half2float(xr[G::kWin - 1]);
 #pragma unroll
         for (int kx = 0; kx < 3; ++kx)
 #pragma unroll
@@ -222,8 +228,8 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
               __floats2half2_rn(epilogue_with<kSilu1>(acc[j][e], b1s[c], 1.f),
                                 epilogue_with<kSilu1>(acc[j][e + 1], b1s[c + 1], 1.f));
       }
-    // The next tile's patch may be written at once: the barrier after the map ordered every read of xin before it.
   }
+  if (p.contig) cp_async_wait<0>();  // nothing in flight at exit (the last tile's copy group is empty)
 }
 
 template <int C1, int C2, bool kSilu0, bool kSilu1>
@@ -274,11 +280,12 @@ void launch_conv2d_stem_pair_f16(const ConvParams<__half>& stem, const ConvParam
     throw Error("conv2d_stem_pair_f16: the pair " + std::to_string(stem.c_in) + "->" + std::to_string(stem.c_out) +
                 "->" + std::to_string(next.c_out) + " (or its views) is not one the kernel takes");
   StemPairKernelParams a;
-  a.x = stem.x;
-  a.ldx = stem.ldx;
-  a.batch = stem.batch;
-  a.h = stem.h;
-  a.w = stem.w_in;
+  a.src.x = stem.x;
+  a.src.ldx = stem.ldx;
+  a.src.batch = stem.batch;
+  a.src.h = stem.h;
+  a.src.w = stem.w_in;
+  a.contig = stem.ldx == 3;
   a.hs = stem.ho;
   a.ws = stem.wo;
   a.ho = next.ho;

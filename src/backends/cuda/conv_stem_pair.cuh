@@ -1,7 +1,7 @@
 // src/backends/cuda/conv_stem_pair.cuh - conv2d_stem_pair_f16 (conv_stem_pair.cu): the network's first two convs in
 // one fp16 kernel, so that the stem's map (yolo12n at batch 32: 105 MB at 320x320x16) never goes through memory.
 // Not part of the executor's interface: the CUDA bind of a ConvChain op of the stride-2 pair form calls it
-// (conv_chain.cu), which the executor makes only under variant f16_stem_pair (off), and only for the channel counts
+// (conv_chain.cu), which the executor makes only under variant f16_stem_pair (on by default), and only for the channel counts
 // the kernel takes. tests/gpu/test_stem_pair.cu checks it against the double reference and times it against the two
 // kernels it replaces ([.bench]).
 #pragma once
@@ -20,8 +20,8 @@ bool stem_pair_supports(const ConvShape& stem, const ConvShape& next);
 // The channel counts alone: c_in 3 and (c1, c2) one of the pairs above (the executor's filter for
 // graph::fuse_stride2_pairs, before any shape is bound).
 bool stem_pair_channels(int c_in, int c1, int c2);
-// The views it takes besides: no residual and no gamma on either conv; stem.x any view with ldx >= 3 (read by
-// element); next.y 4-byte aligned with an even ldy >= c_out (half2 stores); both weights packed as for every GEMM
+// The views it takes besides: no residual and no gamma on either conv; stem.x any view with ldx >= 3 (copied raw
+// by cp.async where ldx == 3, read by element otherwise; stem_patch.cuh); next.y 4-byte aligned with an even ldy >= c_out (half2 stores); both weights packed as for every GEMM
 // conv (conv_pack_weights), next's 4-byte aligned. stem.y and next.x are not read: the stem's map stays on chip.
 bool stem_pair_views_ok(const ConvParams<__half>& stem, const ConvParams<__half>& next);
 // Computes next(stem(stem.x)) into next.y, each conv with its bias and SiLU (graph::ConvAttrs::silu()). Throws

@@ -7,13 +7,13 @@
 // (oy, ox) of the next conv reads map pixel (2 oy - 1 + ky, 2 ox - 1 + kx), and map pixel (sy, sx) reads input
 // pixel (2 sy - 1 + ky, 2 sx - 1 + kx); taps outside the map or the image read zero.
 // A block: 256 threads = 8 warps; a tile is 8 output rows x 16 output columns of one image. Per tile:
-// - the input patch: kIH rows x kIW pixels x 3 channels from input pixel (4 oy0 - 3, 4 ox0 - 3), fp32, rows kXS
-//   floats apart (kIW * 3 = 201 values, then one float of padding, never written or read, so that every row
-//   starts 8-byte aligned), zero outside the image;
+// - the input patch: kIH rows x kIW pixels x 3 channels from input pixel (4 oy0 - 3, 4 ox0 - 3) (patch_origin), fp16
+//   as read, rows kXS halves apart (kIW * 3 = 201 values, then zeros to 208: the patch is written in chunks of 8,
+//   stem_patch.cuh), zero outside the image;
 // - the map: kSH x kSW pixels from map pixel (2 oy0 - 1, 2 ox0 - 1), fp16, kC1S halves per pixel (C1 + 4: the rows
 //   of an A fragment fall in distinct banks), zero outside the map. The stem's work is split into items of kPP
 //   consecutive map pixels of one map row x kCB channels; a thread takes one item at a time, reads its input window
-//   (kWin floats per tap row) as float2s and the weights of its kCB channels as float4s that are the same for every
+//   (kWin halves per tap row) as half2s and the weights of its kCB channels as float4s that are the same for every
 //   thread of a warp (one broadcast), so each weight read feeds kPP x 4 FMAs;
 // - the next conv as a GEMM: M = the tile's 128 pixels, warp w taking output row w (16 pixels, row m = column
 //   ox - ox0), N = C2, K = 9 taps x C1 channels, column k = tap * C1 + c, tap = ky * 3 + kx, as the GEMM packing
@@ -41,8 +41,16 @@ struct Geom {
   static constexpr int kIH = 2 * kSH + 1;  // patch rows
   static constexpr int kIW = 2 * kSW + 1;  // patch pixels per row
   static constexpr int kXV = kIW * 3;      // values per patch row
-  static constexpr int kXS = kXV + 1;      // floats per patch row: even, for the float2 window reads
-  static constexpr int kPatch = kIH * kXV;  // patch values loaded per tile
+  static constexpr int kXS = (kXV + 7) / 8 * 8;  // halves per patch row: whole chunks of 8 (stem_patch.cuh)
+  static constexpr int kPatch = kIH * kXV;  // patch values per tile
+  // The patch's geometry as stem_patch.cuh takes it: rows, pixels per row, channels, chunks, the raw rows.
+  static constexpr int kCin = 3;
+  static constexpr int kPH = kIH;
+  static constexpr int kPW = kIW;
+  static constexpr int kRS = kXS;
+  static constexpr int kChunks = kRS / 8;
+  static constexpr int kRawRS = kRS + 8;  // halves per raw row: a row plus its misalignment (< 8)
+  static constexpr int kGranules = kRawRS / 8;
   static constexpr int kC1S = C1 + 4;      // halves per map pixel
   static constexpr int kK1 = 9 * C1;       // the next conv's K
   static constexpr int kK1S = kK1 + 8;     // halves per weight row
@@ -54,15 +62,16 @@ struct Geom {
   static_assert(kSW % kPP == 0, "whole items across a map row");
   static_assert(C1 % kCB == 0, "whole channel blocks");
   static constexpr int kItems = (C1 / kCB) * kSH * kSG;
-  static constexpr int kWin = (2 * (kPP - 1) + 3) * 3;  // floats of an item's window per tap row: kWin / 2 float2
-                                                        // reads, then one float where kWin is odd
-  static_assert(kXS % 2 == 0 && (2 * kPP * 3) % 2 == 0, "windows start 8-byte aligned");
+  static constexpr int kWin = (2 * (kPP - 1) + 3) * 3;  // values of an item's window per tap row: kWin / 2 half2
+                                                        // reads, then one half where kWin is odd
+  static_assert(kXS % 2 == 0 && (2 * kPP * 3) % 2 == 0, "windows start 4-byte aligned");
   // Shared memory (bytes), each part 16-byte aligned.
   static constexpr int kW0Off = 0;                                   // float (27, C1): [tap * 3 + ci][c]
   static constexpr int kB0Off = kW0Off + align16(27 * C1 * 4);       // float (C1)
   static constexpr int kB1Off = kB0Off + align16(C1 * 4);            // float (C2)
-  static constexpr int kXinOff = kB1Off + align16(C2 * 4);           // float (kIH, kXS): the patch
-  static constexpr int kMapOff = kXinOff + align16(kIH * kXS * 4);   // half (kSP, kC1S): the map
+  static constexpr int kXinOff = kB1Off + align16(C2 * 4);           // half (kIH, kXS): the patch
+  static constexpr int kRawOff = kXinOff + align16(kIH * kXS * 2);   // half (kIH, kRawRS): the next tile's raw rows
+  static constexpr int kMapOff = kRawOff + align16(kIH * kRawRS * 2);  // half (kSP, kC1S): the map
   static constexpr int kW1Off = kMapOff + align16(kSP * kC1S * 2);   // half (C2, kK1S)
   static constexpr int kBytes = kW1Off + align16(C2 * kK1S * 2);
 };
@@ -80,19 +89,14 @@ YOLO12_HOST_DEVICE inline Tile tile_of(long long t, int tiles_x, int tiles_y) {
   return tile;
 }
 
-// Patch value e (< kPatch) of a tile: the input pixel (gy, gx) and channel ci it holds, and its float in the patch.
-template <int C1, int C2>
-YOLO12_HOST_DEVICE inline int patch_source(const Tile& t, int e, int& gy, int& gx, int& ci) {
-  using G = Geom<C1, C2>;
-  const int row = e / G::kXV, col = e % G::kXV;
-  gy = 4 * t.oy0 - 3 + row;
-  gx = 4 * t.ox0 - 3 + col / 3;
-  ci = col % 3;
-  return row * G::kXS + col;
+// The input pixel of a tile's patch element (0, 0): 3 map rows and 3 input rows of padding reach above and left.
+YOLO12_HOST_DEVICE inline void patch_origin(const Tile& t, int& iy0, int& ix0) {
+  iy0 = 4 * t.oy0 - 3;
+  ix0 = 4 * t.ox0 - 3;
 }
 
 // Stem item i (< kItems): its channel block cb (channels cb * kCB ..), map row syl and first map column sxl of the
-// tile, and the patch float of its window's first value (tap row 0; tap row ky starts kXS * ky later).
+// tile, and the patch half of its window's first value (tap row 0; tap row ky starts kXS * ky later).
 template <int C1, int C2>
 YOLO12_HOST_DEVICE inline void stem_item(int i, int& cb, int& syl, int& sxl, int& window0) {
   using G = Geom<C1, C2>;
