@@ -113,13 +113,7 @@ struct StemTile {
 };
 
 __host__ __device__ __forceinline__ PatchSource stem_source(const StemParams& a) {
-  PatchSource s;
-  s.x = a.x;
-  s.ldx = a.ldx;
-  s.batch = a.batch;
-  s.h = a.h;
-  s.w = a.w_in;
-  return s;
+  return PatchSource{a.x, a.ldx, a.batch, a.h, a.w_in};
 }
 
 template <int K, int S, int CIN>

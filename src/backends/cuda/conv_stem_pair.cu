@@ -280,11 +280,7 @@ void launch_conv2d_stem_pair_f16(const ConvParams<__half>& stem, const ConvParam
     throw Error("conv2d_stem_pair_f16: the pair " + std::to_string(stem.c_in) + "->" + std::to_string(stem.c_out) +
                 "->" + std::to_string(next.c_out) + " (or its views) is not one the kernel takes");
   StemPairKernelParams a;
-  a.src.x = stem.x;
-  a.src.ldx = stem.ldx;
-  a.src.batch = stem.batch;
-  a.src.h = stem.h;
-  a.src.w = stem.w_in;
+  a.src = PatchSource{stem.x, stem.ldx, stem.batch, stem.h, stem.w_in};
   a.contig = stem.ldx == 3;
   a.hs = stem.ho;
   a.ws = stem.wo;
