@@ -108,8 +108,8 @@ __host__ __device__ __forceinline__ float stem_silu(float v) {
 
 // One tile: its first output row and column, and where its patch sits (stem_patch.cuh).
 struct StemTile {
-  int n, oy0, ox0;  // image, first output row, first output column
-  PatchTile in;     // the patch: (kPH, kPW) input pixels from (oy0 * S - pad, ox0 * S - pad)
+  int oy0, ox0;  // first output row and column (of image in.n)
+  PatchTile in;  // the patch: (kPH, kPW) input pixels from (oy0 * S - pad, ox0 * S - pad)
 };
 
 __host__ __device__ __forceinline__ PatchSource stem_source(const StemParams& a) {
@@ -122,10 +122,9 @@ __host__ __device__ __forceinline__ StemTile stem_tile(const StemParams& a, int 
   const int tx = t % a.tiles_x;
   const int rest = t / a.tiles_x;
   const int ty = rest % a.tiles_y;
-  r.n = rest / a.tiles_y;
   r.oy0 = ty * kStemTH;
   r.ox0 = tx * kStemTW;
-  r.in = patch_tile<StemGeom<K, S, CIN>>(stem_source(a), r.n, r.oy0 * S - a.pad, r.ox0 * S - a.pad);
+  r.in = patch_tile<StemGeom<K, S, CIN>>(stem_source(a), rest / a.tiles_y, r.oy0 * S - a.pad, r.ox0 * S - a.pad);
   return r;
 }
 
@@ -197,7 +196,7 @@ __host__ __device__ __forceinline__ void stem_pass(const StemParams& a, const St
   const int oy = t.oy0 + gy;
   if (oy >= a.ho) return;
   const int ox0 = t.ox0 + gx * kStemPP;
-  const long long pix0 = (static_cast<long long>(t.n) * a.ho + oy) * a.wo + ox0;  // y row of pixel (oy, ox0)
+  const long long pix0 = (static_cast<long long>(t.in.n) * a.ho + oy) * a.wo + ox0;  // y row of pixel (oy, ox0)
   // epilogue() (conv_detail.cuh): the same operations in the same order, with its bias and gamma loads
   // taken out of the pixels and its branches out of the values.
 #pragma unroll

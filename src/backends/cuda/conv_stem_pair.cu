@@ -55,7 +55,6 @@ namespace sp = stem_pair;
 
 struct StemPairKernelParams {
   PatchSource src;              // the input x (B, H, W, ldx), channels [0, 3) read (stem_patch.cuh)
-  bool contig = false;          // ldx == 3: the patch rows are copied raw by cp.async, one tile ahead
   int hs = 0, ws = 0;           // the stem's map
   int ho = 0, wo = 0;           // the output
   const __half* w0 = nullptr;   // (C1, k_pad0): the stem's packed weights, [c][tap * cin_pad0 + ci]
@@ -98,13 +97,14 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
   }
 
   const int warp = tid / 32, lane = tid % 32;
+  const bool contig = p.src.ldx == G::kCin;  // the patch rows are copied raw by cp.async, one tile ahead
   const PatchCopy16 copy;
   const auto patch_of = [&](const sp::Tile& tile) {
     int iy0, ix0;
     sp::patch_origin(tile, iy0, ix0);
     return patch_tile<G>(p.src, tile.n, iy0, ix0);
   };
-  if (p.contig) {  // the first tile's raw rows
+  if (contig) {  // the first tile's raw rows
     if (blockIdx.x < p.tiles)
       patch_copy_raw<G, sp::kThreads>(p.src, patch_of(sp::tile_of(blockIdx.x, p.tiles_x, p.tiles_y)), tid, raw, copy);
     cp_async_commit();
@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
 
     // 1. The input patch. The barrier before it: every thread is done with the previous tile (its map, read by
     //    step 3, and its patch, read by step 2), and, where contig, this tile's raw rows have landed.
-    if (p.contig) {
+    if (contig) {
       cp_async_wait<0>();
       __syncthreads();
       patch_convert<G, sp::kThreads>(p.src, patch_of(tile), tid, raw, xin);
@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
                                 epilogue_with<kSilu1>(acc[j][e + 1], b1s[c + 1], 1.f));
       }
   }
-  if (p.contig) cp_async_wait<0>();  // nothing in flight at exit (the last tile's copy group is empty)
+  if (contig) cp_async_wait<0>();  // nothing in flight at exit (the last tile's copy group is empty)
 }
 
 template <int C1, int C2, bool kSilu0, bool kSilu1>
@@ -281,7 +281,6 @@ void launch_conv2d_stem_pair_f16(const ConvParams<__half>& stem, const ConvParam
                 "->" + std::to_string(next.c_out) + " (or its views) is not one the kernel takes");
   StemPairKernelParams a;
   a.src = PatchSource{stem.x, stem.ldx, stem.batch, stem.h, stem.w_in};
-  a.contig = stem.ldx == 3;
   a.hs = stem.ho;
   a.ws = stem.wo;
   a.ho = next.ho;

@@ -42,7 +42,6 @@ struct Geom {
   static constexpr int kIW = 2 * kSW + 1;  // patch pixels per row
   static constexpr int kXV = kIW * 3;      // values per patch row
   static constexpr int kXS = (kXV + 7) / 8 * 8;  // halves per patch row: whole chunks of 8 (stem_patch.cuh)
-  static constexpr int kPatch = kIH * kXV;  // patch values per tile
   // The patch's geometry as stem_patch.cuh takes it: rows, pixels per row, channels, chunks, the raw rows.
   static constexpr int kCin = 3;
   static constexpr int kPH = kIH;
