@@ -10,11 +10,12 @@
 // - shapes: both channel pairs it takes (16 -> 32, 32 -> 64), partial tiles at the right and bottom edges, odd
 //   input sizes, an input slice (ldx > 3, offset), an output slice, SiLU off on either conv, a persistent grid of
 //   a few blocks (each walks many tiles), batch > 1;
+// - both stems: on mma.sync (variant f16_stem_pair_mma, the default) and by fp32 FMAs;
 // - the pairs it refuses (other shapes and views) throw yolo12::Error;
 // - [model]: under the conv variant f16_stem_pair the whole model (the yolo12n and narrow yolo12l fixtures) with the
 //   pair fused, plain and tuned, within the fp16 bound against Ultralytics, and the executor's one pair on the kernel.
 // [.bench] (not run by default): yolo12n's and yolo12s's pair at 640x640, batch 1 and 32, timed with CUDA events
-// (median of 50 after 5 warm-up runs) against the two kernels; the floor from bytes at 3.0 TB/s (the H100's measured
+// (median of 50 after 5 warm-up runs), with either stem, against the two kernels; the floor from bytes at 3.0 TB/s (the H100's measured
 // copy bandwidth, nineteenth session).
 #include "catch.hpp"
 
@@ -52,6 +53,16 @@ namespace ops = yolo12::test::ops;
 namespace {
 
 constexpr float kGuardValue = 7.25f;
+
+// One conv variant switch set for the life of this object.
+struct VariantScope {
+  bool cd::ConvVariants::*field;
+  bool was;
+  VariantScope(bool cd::ConvVariants::*f, bool on) : field(f), was(cd::conv_variants().*f) {
+    cd::conv_variants().*f = on;
+  }
+  ~VariantScope() { cd::conv_variants().*field = was; }
+};
 
 ConvShape conv3x3s2(int batch, int h, int w, int c_in, int c_out, bool silu) {
   ConvShape s;
@@ -295,8 +306,12 @@ TEST_CASE("conv2d_stem_pair_f16 matches the reference of the two convs and the t
   c->y_c0 = 4;
   c = add(1, 33, 45, 16);
   c->silu1 = false;
-  std::uint64_t seed = 1900;
-  for (const PairCase& pc : cases) check_pair(pc, ++seed);
+  for (const bool stem_mma : {true, false}) {  // the stem on mma.sync (the default) and by fp32 FMAs
+    INFO("f16_stem_pair_mma " << stem_mma);
+    VariantScope v(&cd::ConvVariants::f16_stem_pair_mma, stem_mma);
+    std::uint64_t seed = 1900;
+    for (const PairCase& pc : cases) check_pair(pc, ++seed);
+  }
 }
 
 TEST_CASE("conv2d_stem_pair_f16 refuses the pairs and views it does not take", "[stem_pair][kernel]") {
@@ -361,14 +376,20 @@ TEST_CASE("conv2d_stem_pair_f16 against the two kernels at 640x640 (timing)", "[
       pc.c2 = 2 * c1;
       PairRun run(pc, 11);
       const ConvParams<__half> stem = run.stem(), next = run.next();
+      float fused_fma = 0;
+      {
+        VariantScope v(&cd::ConvVariants::f16_stem_pair_mma, false);
+        fused_fma = median_ms([&] { cd::launch_conv2d_stem_pair_f16(stem, next, nullptr); }, 50);
+      }
+      VariantScope v(&cd::ConvVariants::f16_stem_pair_mma, true);
       const float fused = median_ms([&] { cd::launch_conv2d_stem_pair_f16(stem, next, nullptr); }, 50);
       const float t_stem = median_ms([&] { cd::launch_conv2d_stem_f16(stem, nullptr); }, 50);
       const float t_next = median_ms([&] { yolo12::cuda::conv2d_forward<__half>(next, nullptr); }, 50);
       REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
       const double bytes = 2.0 * (PairRun::n_x(pc) + PairRun::n_y(pc));  // the input read, the output written
-      std::printf("stem_pair 3->%d->%d b%d 640x640: fused %.4f ms, two kernels %.4f ms (stem %.4f + next %.4f, %s), "
-                  "fused floor %.4f ms at 3.0 TB/s\n",
-                  c1, 2 * c1, batch, fused, t_stem + t_next, t_stem, t_next,
+      std::printf("stem_pair 3->%d->%d b%d 640x640: fused %.4f ms (stem on mma.sync; by FMAs %.4f), two kernels "
+                  "%.4f ms (stem %.4f + next %.4f, %s), fused floor %.4f ms at 3.0 TB/s\n",
+                  c1, 2 * c1, batch, fused, fused_fma, t_stem + t_next, t_stem, t_next,
                   yolo12::cuda::conv_plan_name(yolo12::cuda::conv_select(next)).c_str(), bytes / 3.0e9);
     }
 }
@@ -376,10 +397,8 @@ TEST_CASE("conv2d_stem_pair_f16 against the two kernels at 640x640 (timing)", "[
 namespace {
 
 // The conv variant f16_stem_pair for the life of this object.
-struct PairVariant {
-  bool was;
-  explicit PairVariant(bool on) : was(cd::conv_variants().f16_stem_pair) { cd::conv_variants().f16_stem_pair = on; }
-  ~PairVariant() { cd::conv_variants().f16_stem_pair = was; }
+struct PairVariant : VariantScope {
+  explicit PairVariant(bool on) : VariantScope(&cd::ConvVariants::f16_stem_pair, on) {}
 };
 
 }  // namespace

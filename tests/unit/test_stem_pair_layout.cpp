@@ -1,6 +1,6 @@
 // tests/unit/test_stem_pair_layout.cpp - conv2d_stem_pair_f16's layout arithmetic (src/backends/cuda/
 // stem_pair_layout.hpp) replayed on the CPU: the kernel's tile walk, its patch (as stem_patch.cuh writes it), the
-// stem's threads computing the map from the patch, the A fragments read from the map and the B fragments from the
+// stem's threads computing the map from the patch (by FMAs, or by the MMAs of the mma stem), the A fragments read from the map and the B fragments from the
 // weights at the layout's offsets, an emulation of mma.sync m16n8k16 that places every lane's registers where the
 // PTX fragment layout puts them, and the stores of the D fragments. With small integer inputs and no SiLU every
 // value is exact, so the result must equal a direct computation of the two convs exactly. Also: each map value
@@ -55,8 +55,64 @@ std::vector<double> conv(const std::vector<double>& x, int batch, int h, int w, 
   return y;
 }
 
-// The replay of conv2d_stem_pair_f16 (SiLU off): (B, Ho, Wo, C2).
+// Step 2 on mma.sync (kStemMma): each m16 tile's A fragments read from the patch at stem_a_offset, the B fragments
+// built as the kernel builds them (stem_b_element, stem_k_tap), the MMAs emulated from all 32 lanes' registers, and
+// the D fragments stored to the map at stem_acc_target.
 template <int C1, int C2>
+void stem_mma_replay(const sp::Tile& tile, int hs, int ws, const std::vector<float>& xin,
+                     const std::vector<double>& w0, const std::vector<double>& b0, std::vector<float>& map,
+                     std::vector<int>& map_writes, int& bad_reads) {
+  using G = sp::Geom<C1, C2>;
+  // B[s][j][k][n], all lanes' registers: weight (c = 8 j + n, tap, ci) of K column 16 s + k, or zero.
+  std::vector<float> B(2 * (C1 / 8) * 16 * 8, NAN);
+  const auto b_at = [&](int s, int j, int k, int n) -> float& { return B[((s * (C1 / 8) + j) * 16 + k) * 8 + n]; };
+  for (int s = 0; s < 2; ++s)
+    for (int j = 0; j < C1 / 8; ++j)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int r = 0; r < 2; ++r)
+          for (int h = 0; h < 2; ++h) {
+            int n, k, tap, ci;
+            sp::stem_b_element(lane, s, j, r, h, n, k);
+            const bool has = sp::stem_k_tap(k, tap, ci);
+            b_at(s, j, k - 16 * s, n - 8 * j) = has ? static_cast<float>(w0[(n * 3 + ci) * 9 + tap]) : 0.f;
+          }
+  for (const float v : B) bad_reads += std::isnan(v) ? 1 : 0;  // every B element placed by some lane
+  for (int mt = 0; mt < G::kStemMTiles; ++mt) {
+    float A[16][32];
+    for (int s = 0; s < 2; ++s)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int r = 0; r < 4; ++r) {
+          const int off = sp::stem_a_offset<C1, C2>(mt, lane, r, s);
+          const int m = lane / 4 + (r % 2) * 8, k = 16 * s + 2 * (lane % 4) + (r / 2) * 8;
+          if (off < 0 || off + 1 >= G::kIH * G::kXS || off % 2 != 0) {
+            ++bad_reads;
+            A[m][k] = A[m][k + 1] = NAN;
+            continue;
+          }
+          A[m][k] = xin[off];
+          A[m][k + 1] = xin[off + 1];
+        }
+    for (int j = 0; j < C1 / 8; ++j)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int e = 0; e < 4; ++e) {
+          int px, c;
+          sp::stem_acc_target(mt, lane, j, e, px, c);
+          if (px >= G::kSP) continue;
+          const int m = px - 16 * mt, n = c - 8 * j;
+          float sum = 0.f;
+          for (int k = 0; k < 32; ++k) sum += A[m][k] * b_at(k / 16, j, k % 16, n);
+          const int syl = px / G::kSW, sxl = px % G::kSW;
+          const int sy = 2 * tile.oy0 - 1 + syl, sx = 2 * tile.ox0 - 1 + sxl;
+          const bool inside = sy >= 0 && sy < hs && sx >= 0 && sx < ws;
+          const std::size_t at = static_cast<std::size_t>(px) * G::kC1S + c;
+          map[at] = inside ? sum + static_cast<float>(b0[c]) : 0.f;
+          ++map_writes[at];
+        }
+  }
+}
+
+// The replay of conv2d_stem_pair_f16 (SiLU off): (B, Ho, Wo, C2).
+template <int C1, int C2, bool kStemMma>
 std::vector<double> replay(const Shape& s, const std::vector<double>& x, const std::vector<double>& w0,
                            const std::vector<double>& b0, const std::vector<double>& w1,
                            const std::vector<double>& b1) {
@@ -98,7 +154,8 @@ std::vector<double> replay(const Shape& s, const std::vector<double>& x, const s
     //    reaches the output. The window is read as the kernel reads it: kWin floats per tap row.
     std::fill(map.begin(), map.end(), NAN);
     std::vector<int> map_writes(static_cast<std::size_t>(G::kSP) * G::kC1S, 0);
-    for (int item = 0; item < G::kItems; ++item) {
+    if (kStemMma) stem_mma_replay<C1, C2>(tile, hs, ws, xin, w0, b0, map, map_writes, bad_reads);
+    for (int item = 0; item < (kStemMma ? 0 : G::kItems); ++item) {
       int cb, syl, sxl, window0;
       sp::stem_item<C1, C2>(item, cb, syl, sxl, window0);
       if (window0 % 2 != 0) ++bad_reads;  // the float2 reads need an even start
@@ -218,16 +275,20 @@ void check(const Shape& s, std::uint64_t seed) {
   for (auto& v : b1) v = bias(rng);
   const std::vector<double> map = conv(x, s.batch, s.h, s.w, s.ldx, s.x_c0, 3, w0, b0, C1);
   const std::vector<double> want = conv(map, s.batch, s.hs(), s.ws(), C1, 0, C1, w1, b1, C2);
-  const std::vector<double> got = replay<C1, C2>(s, x, w0, b0, w1, b1);
-  REQUIRE(got.size() == want.size());
-  int differ = 0;
-  double norm = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    differ += !(got[i] == want[i]);
-    norm += want[i] * want[i];
+  for (const bool stem_mma : {false, true}) {
+    INFO((stem_mma ? "stem on mma.sync" : "stem by fp32 FMAs"));
+    const std::vector<double> got =
+        stem_mma ? replay<C1, C2, true>(s, x, w0, b0, w1, b1) : replay<C1, C2, false>(s, x, w0, b0, w1, b1);
+    REQUIRE(got.size() == want.size());
+    int differ = 0;
+    double norm = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      differ += !(got[i] == want[i]);
+      norm += want[i] * want[i];
+    }
+    CHECK(differ == 0);
+    CHECK(norm > 0);
   }
-  CHECK(differ == 0);
-  CHECK(norm > 0);
 }
 
 }  // namespace

@@ -141,7 +141,7 @@ constexpr VariantName kVariantNames[] = {
     {"f16_stem_mma", &ConvVariants::f16_stem_mma}, {"f16_gemm_tma", &ConvVariants::f16_gemm_tma},
     {"f16_tall_1x1", &ConvVariants::f16_tall_1x1}, {"f16_wgmma_fewrows", &ConvVariants::f16_wgmma_fewrows},
     {"conv_chain", &ConvVariants::conv_chain},     {"f16_stem_pair", &ConvVariants::f16_stem_pair},
-    {"dw_rows_c16", &ConvVariants::dw_rows_c16},
+    {"dw_rows_c16", &ConvVariants::dw_rows_c16},   {"f16_stem_pair_mma", &ConvVariants::f16_stem_pair_mma},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");

@@ -42,10 +42,6 @@ struct StemMmaParams {
   int tiles_x = 0, tiles_y = 0, tiles = 0;  // output tiles per row band, bands per image, all tiles
 };
 
-__device__ __forceinline__ std::uint32_t pack_halves(__half lo, __half hi) {
-  return static_cast<std::uint32_t>(__half_as_ushort(lo)) | static_cast<std::uint32_t>(__half_as_ushort(hi)) << 16;
-}
-
 // NT n8 blocks of output channels (c_out <= 8 NT).
 template <int NT>
 __global__ void __launch_bounds__(sm::kThreads) conv2d_stem_mma(const StemMmaParams p) {

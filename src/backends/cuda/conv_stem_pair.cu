@@ -69,7 +69,8 @@ struct StemPairKernelParams {
   long long tiles = 0;
 };
 
-template <int C1, int C2, bool kSilu0, bool kSilu1>
+// kStemMma: step 2 on mma.sync (variant f16_stem_pair_mma) instead of fp32 FMAs.
+template <int C1, int C2, bool kSilu0, bool kSilu1, bool kStemMma>
 __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const StemPairKernelParams p) {
   pdl_begin();  // launch.cuh: before any activation is touched
   using G = sp::Geom<C1, C2>;
@@ -97,6 +98,37 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
   }
 
   const int warp = tid / 32, lane = tid % 32;
+  // The mma stem's B fragments (all C1 channels, both k16 steps) and this lane's biases, for the whole kernel, and
+  // the patch offsets of its four K column pairs (stem_pair_layout.hpp: stem_k_offset).
+  std::uint32_t bs[kStemMma ? C1 / 8 : 1][2][2];
+  float bias_r[kStemMma ? C1 / 8 : 1][2];
+  int koff[2][2];
+  if constexpr (kStemMma) {
+#pragma unroll
+    for (int j = 0; j < C1 / 8; ++j) {
+#pragma unroll
+      for (int s = 0; s < 2; ++s)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          __half h2[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            int n, k, tap, ci;
+            sp::stem_b_element(lane, s, j, r, h, n, k);
+            h2[h] = sp::stem_k_tap(k, tap, ci) ? load_nc(p.w0 + static_cast<long long>(n) * p.k_pad0 +
+                                                         tap * p.cin_pad0 + ci)
+                                               : __float2half_rn(0.f);
+          }
+          bs[j][s][r] = pack_halves(h2[0], h2[1]);
+        }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) bias_r[j][i] = p.bias0 ? load_nc(p.bias0 + 8 * j + 2 * (lane % 4) + i) : 0.f;
+    }
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) koff[s][h] = sp::stem_k_offset<C1, C2>(16 * s + 2 * (lane % 4) + 8 * h);
+  }
   const bool contig = p.src.ldx == G::kCin;  // the patch rows are copied raw by cp.async, one tile ahead
   const PatchCopy16 copy;
   const auto patch_of = [&](const sp::Tile& tile) {
@@ -132,8 +164,49 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
       __syncthreads();  // the patch is complete
     }
 
-    // 2. The stem's map, by items of kPP pixels x kCB channels (stem_pair_layout.hpp). Per value: 27 fmaf in the
+    // 2. The stem's map. On mma.sync: warp w takes m16 tiles w, w + 8, ... of the map's pixels, all C1 channels;
+    //    its A fragments are 4-byte loads from the patch (stem_a_offset); bias, SiLU, one rounding, half2 stores.
+    if constexpr (kStemMma) {
+      for (int mt = warp; mt < G::kStemMTiles; mt += sp::kWarps) {
+        int base[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) base[h] = sp::stem_pixel_base<C1, C2>(sp::stem_row_pixel<C1, C2>(mt, lane / 4 + 8 * h));
+        float acc[C1 / 8][4];
+#pragma unroll
+        for (int j = 0; j < C1 / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          std::uint32_t a[4];
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            a[r] = *reinterpret_cast<const std::uint32_t*>(xin + base[r & 1] + koff[s][r >> 1]);
+#pragma unroll
+          for (int j = 0; j < C1 / 8; ++j) mma_16816(acc[j], a, bs[j][s][0], bs[j][s][1]);
+        }
+#pragma unroll
+        for (int e = 0; e < 4; e += 2) {
+          int px, c;
+          sp::stem_acc_target(mt, lane, 0, e, px, c);
+          if (px >= G::kSP) continue;
+          const int syl = px / G::kSW, sxl = px - syl * G::kSW;
+          const int sy = 2 * tile.oy0 - 1 + syl, sx = 2 * tile.ox0 - 1 + sxl;
+          const bool inside = sy >= 0 && sy < p.hs && sx >= 0 && sx < p.ws;  // else the next conv's zero padding
+#pragma unroll
+          for (int j = 0; j < C1 / 8; ++j) {
+            __half2 v = __floats2half2_rn(0.f, 0.f);
+            if (inside)
+              v = __floats2half2_rn(epilogue_with<kSilu0>(acc[j][e], bias_r[j][0], 1.f),
+                                    epilogue_with<kSilu0>(acc[j][e + 1], bias_r[j][1], 1.f));
+            *reinterpret_cast<__half2*>(map + px * G::kC1S + c + 8 * j) = v;
+          }
+        }
+      }
+    }
+    // 2. Or by fp32 FMAs, by items of kPP pixels x kCB channels (stem_pair_layout.hpp). Per value: 27 fmaf in the
     //    order tap (ky, kx) then ci from 0, then epilogue_with, rounded once: conv2d_stem_f16's arithmetic.
+    if constexpr (!kStemMma)
     for (int item = tid; item < G::kItems; item += sp::kThreads) {
       int cb, syl, sxl, window0;
       sp::stem_item<C1, C2>(item, cb, syl, sxl, window0);
@@ -232,9 +305,9 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
   if (contig) cp_async_wait<0>();  // nothing in flight at exit (the last tile's copy group is empty)
 }
 
-template <int C1, int C2, bool kSilu0, bool kSilu1>
+template <int C1, int C2, bool kSilu0, bool kSilu1, bool kStemMma>
 void launch_pair(const StemPairKernelParams& a, cudaStream_t stream, int max_grid) {
-  constexpr auto kKernel = conv2d_stem_pair_f16<C1, C2, kSilu0, kSilu1>;
+  constexpr auto kKernel = conv2d_stem_pair_f16<C1, C2, kSilu0, kSilu1, kStemMma>;
   constexpr int kSmem = sp::Geom<C1, C2>::kBytes;
   YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel), kSmem));
   const int grid = persistent_grid(kKernel, sp::kThreads, kSmem, a.tiles, max_grid);
@@ -242,12 +315,18 @@ void launch_pair(const StemPairKernelParams& a, cudaStream_t stream, int max_gri
                 a);
 }
 
-template <int C1, int C2>
+template <int C1, int C2, bool kStemMma>
 void launch_pair_silu(const StemPairKernelParams& a, bool silu0, bool silu1, cudaStream_t stream, int max_grid) {
-  if (silu0 && silu1) launch_pair<C1, C2, true, true>(a, stream, max_grid);
-  else if (silu0) launch_pair<C1, C2, true, false>(a, stream, max_grid);
-  else if (silu1) launch_pair<C1, C2, false, true>(a, stream, max_grid);
-  else launch_pair<C1, C2, false, false>(a, stream, max_grid);
+  if (silu0 && silu1) launch_pair<C1, C2, true, true, kStemMma>(a, stream, max_grid);
+  else if (silu0) launch_pair<C1, C2, true, false, kStemMma>(a, stream, max_grid);
+  else if (silu1) launch_pair<C1, C2, false, true, kStemMma>(a, stream, max_grid);
+  else launch_pair<C1, C2, false, false, kStemMma>(a, stream, max_grid);
+}
+template <int C1, int C2>
+void launch_pair_stem(const StemPairKernelParams& a, bool silu0, bool silu1, bool stem_mma, cudaStream_t stream,
+                      int max_grid) {
+  if (stem_mma) launch_pair_silu<C1, C2, true>(a, silu0, silu1, stream, max_grid);
+  else launch_pair_silu<C1, C2, false>(a, silu0, silu1, stream, max_grid);
 }
 
 bool k3_s2_p1(const ConvShape& s) {
@@ -299,9 +378,9 @@ void launch_conv2d_stem_pair_f16(const ConvParams<__half>& stem, const ConvParam
   a.tiles_y = ceil_div(next.ho, sp::kTH);
   a.tiles = 1LL * a.tiles_x * a.tiles_y * next.batch;
   if (a.tiles <= 0) return;
-  const bool silu0 = stem.silu(), silu1 = next.silu();
-  if (stem.c_out == 16) launch_pair_silu<16, 32>(a, silu0, silu1, stream, max_grid);
-  else launch_pair_silu<32, 64>(a, silu0, silu1, stream, max_grid);
+  const bool silu0 = stem.silu(), silu1 = next.silu(), stem_mma = conv_variants().f16_stem_pair_mma;
+  if (stem.c_out == 16) launch_pair_stem<16, 32>(a, silu0, silu1, stem_mma, stream, max_grid);
+  else launch_pair_stem<32, 64>(a, silu0, silu1, stem_mma, stream, max_grid);
 }
 
 }  // namespace yolo12::cuda::conv_detail

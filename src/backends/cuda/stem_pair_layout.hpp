@@ -7,14 +7,15 @@
 // (oy, ox) of the next conv reads map pixel (2 oy - 1 + ky, 2 ox - 1 + kx), and map pixel (sy, sx) reads input
 // pixel (2 sy - 1 + ky, 2 sx - 1 + kx); taps outside the map or the image read zero.
 // A block: 256 threads = 8 warps; a tile is 8 output rows x 16 output columns of one image. Per tile:
-// - the input patch: kIH rows x kIW pixels x 3 channels from input pixel (4 oy0 - 3, 4 ox0 - 3) (patch_origin), fp16
-//   as read, rows kXS halves apart (kIW * 3 = 201 values, then zeros to 208: the patch is written in chunks of 8,
+// - the input patch: kIH rows x kPW pixels x 3 channels from input pixel (4 oy0 - 3, 4 ox0 - 3) (patch_origin), fp16
+//   as read, rows kXS halves apart (kPW * 3 = 204 values, then zeros to 208: the patch is written in chunks of 8,
 //   stem_patch.cuh), zero outside the image;
 // - the map: kSH x kSW pixels from map pixel (2 oy0 - 1, 2 ox0 - 1), fp16, kC1S halves per pixel (C1 + 4: the rows
 //   of an A fragment fall in distinct banks), zero outside the map. The stem's work is split into items of kPP
 //   consecutive map pixels of one map row x kCB channels; a thread takes one item at a time, reads its input window
 //   (kWin halves per tap row) as half2s and the weights of its kCB channels as float4s that are the same for every
-//   thread of a warp (one broadcast), so each weight read feeds kPP x 4 FMAs;
+//   thread of a warp (one broadcast), so each weight read feeds kPP x 4 FMAs. Or (variant f16_stem_pair_mma) the
+//   map is a GEMM on mma.sync, M = the map's pixels, K = the 27 window values in 32 columns (stem_a_offset);
 // - the next conv as a GEMM: M = the tile's 128 pixels, warp w taking output row w (16 pixels, row m = column
 //   ox - ox0), N = C2, K = 9 taps x C1 channels, column k = tap * C1 + c, tap = ky * 3 + kx, as the GEMM packing
 //   orders the weights; its weights in shared memory as (C2, kK1S) halves, rows padded by 8 (distinct banks too).
@@ -39,13 +40,14 @@ struct Geom {
   static constexpr int kSW = 2 * kTW + 1;  // map columns
   static constexpr int kSP = kSH * kSW;    // map pixels
   static constexpr int kIH = 2 * kSH + 1;  // patch rows
-  static constexpr int kIW = 2 * kSW + 1;  // patch pixels per row
-  static constexpr int kXV = kIW * 3;      // values per patch row
+  static constexpr int kIW = 2 * kSW + 1;  // patch pixels per row the stem's windows cover
+  static constexpr int kPW = kIW + 1;      // patch pixels per row: one more, read by the mma stem's tenth window
+                                           // value per tap row, with a zero weight (stem_k_offset)
+  static constexpr int kXV = kPW * 3;      // values per patch row
   static constexpr int kXS = (kXV + 7) / 8 * 8;  // halves per patch row: whole chunks of 8 (stem_patch.cuh)
   // The patch's geometry as stem_patch.cuh takes it: rows, pixels per row, channels, chunks, the raw rows.
   static constexpr int kCin = 3;
   static constexpr int kPH = kIH;
-  static constexpr int kPW = kIW;
   static constexpr int kRS = kXS;
   static constexpr int kChunks = kRS / 8;
   static constexpr int kRawRS = kRS + 8;  // halves per raw row: a row plus its misalignment (< 8)
@@ -64,6 +66,9 @@ struct Geom {
   static constexpr int kWin = (2 * (kPP - 1) + 3) * 3;  // values of an item's window per tap row: kWin / 2 half2
                                                         // reads, then one half where kWin is odd
   static_assert(kXS % 2 == 0 && (2 * kPP * 3) % 2 == 0, "windows start 4-byte aligned");
+  // The stem on mma.sync (stem_a_offset): m16 tiles over the map's pixels, the last one partly past kSP.
+  static constexpr int kStemMTiles = (kSP + 15) / 16;
+  static_assert(2 * (kSW - 1) * 3 + 9 < kXV, "the tenth value of the last window's tap row is a patch value");
   // Shared memory (bytes), each part 16-byte aligned.
   static constexpr int kW0Off = 0;                                   // float (27, C1): [tap * 3 + ci][c]
   static constexpr int kB0Off = kW0Off + align16(27 * C1 * 4);       // float (C1)
@@ -107,6 +112,58 @@ YOLO12_HOST_DEVICE inline void stem_item(int i, int& cb, int& syl, int& sxl, int
 }
 // The window value that tap (kx, ci) of the item's pixel q (0..kPP-1) reads, within a tap row of the window.
 YOLO12_HOST_DEVICE constexpr int window_tap(int q, int kx, int ci) { return (2 * q + kx) * 3 + ci; }
+
+// The stem on mma.sync (variant f16_stem_pair_mma, conv2d_stem_pair_f16's kStemMma): the map as a GEMM. M = the
+// tile's kSP map pixels, pixel p = syl * kSW + sxl, in kStemMTiles m16 tiles (rows past kSP repeat pixel kSP - 1 and
+// are not stored); N = C1; K = 32, two k16 steps: column k = 10 ky + j reads value j of tap row ky of the pixel's
+// window, which for j < 9 is tap (ky, j / 3), channel j % 3 (the weight); j = 9, the next pixel's channel 0, and
+// k = 30, 31, values 0 and 1 of tap row 0, are read with zero weights. So each register's two K columns (k even)
+// are two adjacent halves at an even offset: one 4-byte load. Every value read is a patch value, finite where the
+// input is.
+// The patch half of window value 0, tap row 0, of map pixel p.
+template <int C1, int C2>
+YOLO12_HOST_DEVICE inline int stem_pixel_base(int p) {
+  using G = Geom<C1, C2>;
+  const int syl = p / G::kSW, sxl = p % G::kSW;
+  return 2 * syl * G::kXS + 2 * sxl * 3;
+}
+// The patch offset of K column k (0..31) from its pixel's base.
+template <int C1, int C2>
+YOLO12_HOST_DEVICE constexpr int stem_k_offset(int k) {
+  return k < 30 ? (k / 10) * Geom<C1, C2>::kXS + k % 10 : k - 30;
+}
+// Whether K column k has a weight, and which: tap (ky, kx), channel ci.
+YOLO12_HOST_DEVICE constexpr bool stem_k_tap(int k, int& tap, int& ci) {
+  const int ky = k / 10, j = k % 10;
+  tap = ky * 3 + j / 3;
+  ci = j % 3;
+  return k < 30 && j < 9;
+}
+// The map pixel of row m (0..15) of m16 tile mt, clamped to the map (rows past it compute a copy, not stored).
+template <int C1, int C2>
+YOLO12_HOST_DEVICE inline int stem_row_pixel(int mt, int m) {
+  const int p = mt * 16 + m;
+  return p < Geom<C1, C2>::kSP ? p : Geom<C1, C2>::kSP - 1;
+}
+// Register r (0..3) of lane l's A fragment at k16 step s of m16 tile mt: the patch offset of its two halves (K
+// columns k, k + 1; rows and columns placed as in a_offset below).
+template <int C1, int C2>
+YOLO12_HOST_DEVICE inline int stem_a_offset(int mt, int lane, int r, int s) {
+  const int m = lane / 4 + (r & 1) * 8;
+  const int k = 16 * s + 2 * (lane % 4) + (r >> 1) * 8;
+  return stem_pixel_base<C1, C2>(stem_row_pixel<C1, C2>(mt, m)) + stem_k_offset<C1, C2>(k);
+}
+// Half h of register r of lane l's B fragment of n8 tile j at k16 step s: channel n, K column k.
+YOLO12_HOST_DEVICE inline void stem_b_element(int lane, int s, int j, int r, int h, int& n, int& k) {
+  n = 8 * j + lane / 4;
+  k = 16 * s + 2 * (lane % 4) + 8 * r + h;
+}
+// Accumulator e (0..3) of n8 tile j of lane l for m16 tile mt: its map pixel (kSP or more: not stored) and channel
+// (the first of the pair e, e + 1 for e = 0, 2).
+YOLO12_HOST_DEVICE inline void stem_acc_target(int mt, int lane, int j, int e, int& p, int& c) {
+  p = mt * 16 + lane / 4 + (e >= 2 ? 8 : 0);
+  c = j * 8 + 2 * (lane % 4) + (e & 1);
+}
 
 // Register r (0..3) of the A fragment of warp w, lane l, at the k16 step (ky, kx, cb): the map offset (halves) of
 // the two halves it holds, K columns k and k + 1. Rows: lane / 4 (registers 0, 2) and lane / 4 + 8 (1, 3); K
