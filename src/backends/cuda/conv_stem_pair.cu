@@ -27,6 +27,14 @@
 //    (Before, a thread took 4 channels of one pixel: each weight float4, 4 distinct addresses per warp, fed 4 FMAs.
 //    Counting shared-memory wavefronts, that made the stem wait on shared memory for ~4x its FMA time; this is an
 //    estimate, not a profile.)
+//    Or, under variant f16_stem_pair_mma (kStemMma, twenty-second session, off until measured), the map as a GEMM
+//    on mma.sync: warp w takes m16 tiles w, w + 8, ... of the map's 561 pixels (36 tiles), all C1 channels; K is
+//    the 27 window values laid out as 3 tap rows x 10 in two k16 steps (stem_pair_layout.hpp: stem_a_offset), so
+//    each A register is one 4-byte load from the patch; the B fragments and biases stay in registers. Per 16 map
+//    pixels x 16 channels that is 8 loads and 4 MMAs where the FMA stem issues 216 FFMAs (Nsight Compute: the
+//    FFMAs were a third of the pair's instructions, twenty-first session). The products are fp16 x fp16 (the
+//    weights are fp16 in both stems), summed in fp32 in the MMA's order, so the map is within the fp16 bound of
+//    the two kernels' but not bit for bit.
 // 3. The second conv runs from that map on mma.sync m16n8k16: warp w takes output row w (16 pixels) and all C2
 //    channels; K = 9 taps x C1 channels in k16 steps, tap-major as the GEMM packing orders them. A fragments are
 //    32-bit loads from the map (pixel stride C1 + 4 halves: the 8 rows of a fragment fall in distinct banks), B
