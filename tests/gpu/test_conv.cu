@@ -2067,9 +2067,11 @@ TEST_CASE("conv2d_gemm_tma matches the reference: every tile, M, N and K edges, 
   cd::conv_variants() = saved;
 }
 
-// conv2d_stem_mma (conv_stem_mma.cu) on stem shapes against the double reference: sizes under and across the 8 x 64
-// tiles, odd sizes, pad 0, every N block count it is instantiated for (c_out 8 to 128, and not multiples of 8),
-// x rows wider than 3 channels, every fusion, the persistent grid uncapped and capped at 1 and 3 blocks.
+// conv2d_stem_mma (conv_stem_mma.cu) on stem shapes against the double reference: sizes under and across the 8 x 32
+// tiles, odd sizes, pad 0, every N block count it is instantiated for (c_out 8 to 128, and not multiples of 8: the
+// direct stores; multiples of 8: the staged 16-byte stores), x rows wider than 3 channels (the patch gathered by
+// element), every fusion, the persistent grid uncapped and capped at 1 and 3 blocks (each block walks many tiles,
+// the next tile's patch in flight).
 // (tests/unit/test_stem_mma_layout.cpp checks the same layout on the CPU.)
 TEST_CASE("conv2d_stem_mma matches the reference: tile edges, channel counts, views, grid caps",
           "[conv][gpu][stem_mma]") {
@@ -2080,6 +2082,7 @@ TEST_CASE("conv2d_stem_mma matches the reference: tile edges, channel counts, vi
   cases.push_back(with_options(make_case(1, 33, 129, 3, 96, 3, 2, 1), true, true, true));    // yolo12x's 96, fusions
   cases.push_back(with_options(make_case(1, 17, 40, 3, 128, 3, 2, 1), false, true, false));  // 128: 16 n8 blocks
   cases.push_back(with_options(make_case(1, 23, 45, 3, 32, 3, 2, 1), false, false, true));
+  cases.push_back(with_options(make_case(2, 70, 90, 3, 48, 3, 2, 1), false, false, true));   // yolo12m's 48: 6 n8 blocks
   cases.push_back(with_options(make_case(1, 18, 21, 3, 60, 3, 2, 1), false, true, true));    // 60: 8 n8 blocks, partial
   cases.push_back(with_options(make_case(1, 1, 1, 3, 8, 3, 2, 1), false, false, true));      // one pixel
   cases.push_back(with_options(make_case(1, 16, 16, 3, 20, 3, 2, 1), false, false, true, 0, 5));  // x rows of 8 halves

@@ -16,8 +16,8 @@
 //   pair fused, plain, tuned and with the stem on mma.sync, within the fp16 bound against Ultralytics, and the
 //   executor's one pair on the kernel.
 // [.bench] (not run by default): yolo12n's and yolo12s's pair at 640x640, batch 1 and 32, timed with CUDA events
-// (median of 50 after 5 warm-up runs), with either stem, against the two kernels; the floor from bytes at 3.0 TB/s (the H100's measured
-// copy bandwidth, nineteenth session).
+// (median of 50 after 5 warm-up runs), with either stem, against the two kernels; the floor from bytes at 3.0 TB/s
+// (the H100's measured copy bandwidth, nineteenth session).
 #include "catch.hpp"
 
 #include <algorithm>

@@ -1,8 +1,10 @@
 // tests/unit/test_stem_mma_layout.cpp - conv2d_stem_mma's layout arithmetic (src/backends/cuda/stem_mma_layout.hpp)
-// replayed on the CPU: the kernel's patch copy, the A fragments gathered from the patch at the kernel's offsets,
-// the B fragments from the packed weights, an emulation of mma.sync m16n8k16 that rebuilds the matrices from all
-// 32 lanes' fragments, and the stores of the D fragments. The result must equal a direct 3x3 stride-2 conv
-// exactly (small integer inputs). Runs without a GPU; test_conv [stem_mma] runs the kernel itself on one.
+// replayed on the CPU: the kernel's tile walk, its patch as stem_patch.cuh writes it (the rows' padding NaN, so a
+// read of it reaches the output), the A fragments read from the patch at the kernel's offsets, the B fragments from
+// the packed weights, an emulation of mma.sync m16n8k16 that rebuilds the matrices from all 32 lanes' fragments,
+// and the stores of the D fragments: straight to the output, or (16-byte output views) through the warp's stage
+// and its 16-byte chunks. The result must equal a direct 3x3 stride-2 conv exactly (small integer inputs). Runs
+// without a GPU; test_conv [stem_mma] runs the kernel itself on one.
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -16,14 +18,14 @@ namespace sm = yolo12::cuda::stem_mma;
 
 namespace {
 
-constexpr int kCin = 3, kStride = 2, kCinPad = 8;
-using G = sm::Geom<kCin, kStride>;
+constexpr int kCinPad = 8;
+using G = sm::Geom;
 
 struct Shape {
   int batch, h, w, cout, pad;
-  int ldx = kCin;  // x rows of ldx halves, the 3 channels first
-  int ho() const { return (h + 2 * pad - 3) / kStride + 1; }
-  int wo() const { return (w + 2 * pad - 3) / kStride + 1; }
+  int ldx = sm::kCin;  // x rows of ldx halves, the 3 channels first
+  int ho() const { return (h + 2 * pad - 3) / sm::kStride + 1; }
+  int wo() const { return (w + 2 * pad - 3) / sm::kStride + 1; }
   int k_pad() const { return (9 * kCinPad + 31) / 32 * 32; }
   std::string describe() const {
     return std::to_string(batch) + "x" + std::to_string(h) + "x" + std::to_string(w) + " -> " + std::to_string(cout) +
@@ -31,89 +33,128 @@ struct Shape {
   }
 };
 
-// The replay: (batch, ho, wo, cout), NaN where nothing was stored; checks every fragment element is one matrix
-// element, held by one register, and every output is stored once.
-std::vector<float> replay(const Shape& s, const std::vector<float>& x, const std::vector<float>& w) {
+// The replay for NT n8 blocks: (batch, ho, wo, cout), NaN where nothing was stored. Checks that every fragment
+// element is one matrix element held by one register, that every read is inside the patch, that every staged value
+// is written once before its chunk is stored, and that every output is stored once.
+template <int NT>
+std::vector<float> replay(const Shape& s, const std::vector<float>& x, const std::vector<float>& w, bool staged) {
   const int tiles_x = (s.wo() + sm::kTW - 1) / sm::kTW, tiles_y = (s.ho() + sm::kTH - 1) / sm::kTH;
   std::vector<float> y(static_cast<std::size_t>(s.batch) * s.ho() * s.wo() * s.cout, NAN);
   std::vector<int> stores(y.size(), 0);
-  const int nt = (s.cout + 7) / 8;
-  bool a_once = true, b_once = true, inside = true;
-  for (int t = 0; t < s.batch * tiles_x * tiles_y; ++t) {
-    const int per_image = tiles_x * tiles_y, img = t / per_image, rest = t - img * per_image;
-    const int oy0 = (rest / tiles_x) * sm::kTH, ox0 = (rest % tiles_x) * sm::kTW;
-    const int iy0 = oy0 * kStride - s.pad, ix0 = ox0 * kStride - s.pad;
-    std::vector<float> patch(G::kPatch, NAN);
+  bool a_once = true, b_once = true, inside = true, stage_once = true;
+  // B (8 NT x 32) as the lanes' fragments hold it: the same for every tile.
+  std::vector<float> b(static_cast<std::size_t>(8) * NT * 32, NAN);
+  std::vector<int> b_held(b.size(), 0);
+  for (int lane = 0; lane < 32; ++lane)
+    for (int st = 0; st < 2; ++st)
+      for (int j = 0; j < NT; ++j)
+        for (int r = 0; r < 2; ++r)
+          for (int hh = 0; hh < 2; ++hh) {
+            int n, k, tap, ci;
+            sm::b_element(lane, st, j, r, hh, n, k);
+            const bool has = sm::window_k_tap(k, tap, ci);
+            b[static_cast<std::size_t>(n) * 32 + k] =
+                n < s.cout && has ? w[static_cast<std::size_t>(sm::w_offset(n, tap, ci, s.k_pad(), kCinPad))] : 0.f;
+            ++b_held[static_cast<std::size_t>(n) * 32 + k];
+          }
+  for (const int n : b_held) b_once = b_once && n == 1;
+  const long long tiles = 1LL * s.batch * tiles_x * tiles_y;
+  for (long long t = 0; t < tiles; ++t) {
+    const sm::Tile tile = sm::tile_of(t, tiles_x, tiles_y);
+    int iy0, ix0;
+    sm::patch_origin(tile, s.pad, iy0, ix0);
+    // The patch as stem_patch.cuh writes it: value f < kPW * 3 of row r is input pixel (iy0 + r, ix0 + f / 3),
+    // channel f % 3, zero outside the image; the row's padding is written as zeros there, NaN here.
+    std::vector<float> patch(static_cast<std::size_t>(G::kPH) * G::kRS, NAN);
     for (int pr = 0; pr < G::kPH; ++pr)
-      for (int i = 0; i < G::kRun; ++i) {
-        int px, c;
-        sm::patch_element<kCin>(i, px, c);
-        const int iy = iy0 + pr, ix = ix0 + px;
+      for (int f = 0; f < G::kPW * G::kCin; ++f) {
+        const int iy = iy0 + pr, ix = ix0 + f / 3, c = f % 3;
         const bool in = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w;
-        patch[pr * G::kRS + i] = in ? x[((static_cast<std::size_t>(img) * s.h + iy) * s.w + ix) * s.ldx + c] : 0.f;
+        patch[static_cast<std::size_t>(pr) * G::kRS + f] =
+            in ? x[((static_cast<std::size_t>(tile.n) * s.h + iy) * s.w + ix) * s.ldx + c] : 0.f;
       }
     for (int warp = 0; warp < sm::kWarps; ++warp)
       for (int i = 0; i < sm::kM16PerWarp; ++i) {
         int oy_l, ox_l;
         sm::m16_origin(warp + sm::kWarps * i, oy_l, ox_l);
-        const int oy = oy0 + oy_l;
-        if (oy >= s.ho() || ox0 + ox_l >= s.wo()) continue;
-        // A (16 x 32) and B (8 nt x 32) as the lanes' fragments hold them.
-        std::vector<float> a(16 * 32, NAN), b(static_cast<std::size_t>(8) * nt * 32, NAN);
-        std::vector<int> a_held(16 * 32, 0), b_held(static_cast<std::size_t>(8) * nt * 32, 0);
+        const int oy = tile.oy0 + oy_l, ox_first = tile.ox0 + ox_l;
+        if (oy >= s.ho() || ox_first >= s.wo()) continue;
+        // A (16 x 32) as the lanes' fragments hold it: register r of step st is one 4-byte load of two halves.
+        std::vector<float> a(16 * 32, NAN);
+        std::vector<int> a_held(16 * 32, 0);
         for (int lane = 0; lane < 32; ++lane)
-          for (int st = 0; st < 2; ++st) {
-            for (int r = 0; r < 4; ++r)
-              for (int hh = 0; hh < 2; ++hh) {
-                int row, k;
-                sm::a_element(lane, st, r, hh, row, k);
-                float v = 0.f;
-                if (k < G::kKK) {
-                  const int off = sm::pixel_offset<kCin, kStride>(oy_l, ox_l + row) + sm::k_offset<kCin, kStride>(k);
-                  if (off < 0 || off >= G::kPatch)
-                    inside = false;
-                  else
-                    v = patch[off];
-                }
-                a[row * 32 + k] = v;
-                ++a_held[row * 32 + k];
+          for (int st = 0; st < 2; ++st)
+            for (int r = 0; r < 4; ++r) {
+              int row, k;
+              sm::a_element(lane, st, r, 0, row, k);
+              const int off = sm::pixel_offset(oy_l, ox_l + row) + sm::window_k_offset(k, G::kRS);
+              if (off < 0 || off + 1 >= G::kPH * G::kRS || off % 2 != 0) {
+                inside = false;
+                continue;
               }
-            for (int j = 0; j < nt; ++j)
-              for (int r = 0; r < 2; ++r)
-                for (int hh = 0; hh < 2; ++hh) {
-                  int n, k;
-                  sm::b_element(lane, st, j, r, hh, n, k);
-                  const float v = n < s.cout && k < G::kKK
-                                      ? w[static_cast<std::size_t>(sm::w_offset<kCin>(n, k, s.k_pad(), kCinPad))]
-                                      : 0.f;
-                  b[static_cast<std::size_t>(n) * 32 + k] = v;
-                  ++b_held[static_cast<std::size_t>(n) * 32 + k];
-                }
-          }
+              for (int hh = 0; hh < 2; ++hh) {
+                int row_h, k_h;
+                sm::a_element(lane, st, r, hh, row_h, k_h);
+                a[row_h * 32 + k_h] = patch[static_cast<std::size_t>(off + hh)];
+                ++a_held[row_h * 32 + k_h];
+              }
+            }
         for (const int n : a_held) a_once = a_once && n == 1;
-        for (const int n : b_held) b_once = b_once && n == 1;
+        const long long m0 = (static_cast<long long>(tile.n) * s.ho() + oy) * s.wo() + ox_first;
+        std::vector<float> stage(16 * sm::Smem<NT>::kStageRS, NAN);
+        std::vector<int> stage_writes(stage.size(), 0);
         for (int lane = 0; lane < 32; ++lane)
-          for (int j = 0; j < nt; ++j)
+          for (int j = 0; j < NT; ++j)
             for (int r = 0; r < 4; ++r) {
               int row, n;
               sm::d_element(lane, j, r, row, n);
               float d = 0.f;
               for (int k = 0; k < 32; ++k) d += a[row * 32 + k] * b[static_cast<std::size_t>(n) * 32 + k];
-              const int ox = ox0 + ox_l + row;
-              if (ox >= s.wo() || n >= s.cout) continue;
-              const std::size_t o = ((static_cast<std::size_t>(img) * s.ho() + oy) * s.wo() + ox) * s.cout + n;
+              if (staged) {
+                const int at = sm::stage_offset<NT>(row, n);
+                stage[at] = d;
+                ++stage_writes[at];
+                continue;
+              }
+              if (ox_first + row >= s.wo() || n >= s.cout) continue;
+              const std::size_t o = static_cast<std::size_t>(m0 + row) * s.cout + n;
               y[o] = d;
               ++stores[o];
             }
+        if (!staged) continue;
+        for (int row = 0; row < 16; ++row)
+          for (int n = 0; n < 8 * NT; ++n) stage_once = stage_once && stage_writes[sm::stage_offset<NT>(row, n)] == 1;
+        const int chunks = s.cout / 8;
+        for (int c = 0; c < 16 * chunks; ++c) {
+          int row, c0;
+          sm::stage_chunk(c, chunks, row, c0);
+          if (ox_first + row >= s.wo()) continue;
+          for (int e = 0; e < 8; ++e) {
+            const std::size_t o = static_cast<std::size_t>(m0 + row) * s.cout + c0 + e;
+            y[o] = stage[sm::stage_offset<NT>(row, c0 + e)];
+            ++stores[o];
+          }
+        }
       }
   }
   CHECK(a_once);
   CHECK(b_once);
   CHECK(inside);
+  CHECK(stage_once);
   bool once = true;
   for (const int n : stores) once = once && n == 1;
   CHECK(once);
   return y;
+}
+
+std::vector<float> replay_nt(const Shape& s, const std::vector<float>& x, const std::vector<float>& w, bool staged) {
+  const int blocks8 = (s.cout + 7) / 8;  // as launch_conv2d_stem_mma picks NT
+  if (blocks8 <= 2) return replay<2>(s, x, w, staged);
+  if (blocks8 <= 4) return replay<4>(s, x, w, staged);
+  if (blocks8 <= 6) return replay<6>(s, x, w, staged);
+  if (blocks8 <= 8) return replay<8>(s, x, w, staged);
+  if (blocks8 <= 12) return replay<12>(s, x, w, staged);
+  return replay<16>(s, x, w, staged);
 }
 
 void check_shape(const Shape& s, std::uint64_t seed) {
@@ -125,61 +166,86 @@ void check_shape(const Shape& s, std::uint64_t seed) {
   std::vector<float> w(static_cast<std::size_t>(s.cout) * s.k_pad(), 0.f);  // packed: tap * 8 + c
   for (int n = 0; n < s.cout; ++n)
     for (int tap = 0; tap < 9; ++tap)
-      for (int c = 0; c < kCin; ++c)
+      for (int c = 0; c < sm::kCin; ++c)
         w[static_cast<std::size_t>(n) * s.k_pad() + tap * kCinPad + c] = static_cast<float>(v(rng));
-  const std::vector<float> got = replay(s, x, w);
-  std::size_t bad = 0;
-  for (int b = 0; b < s.batch; ++b)
-    for (int oy = 0; oy < s.ho(); ++oy)
-      for (int ox = 0; ox < s.wo(); ++ox)
-        for (int n = 0; n < s.cout; ++n) {
-          double want = 0.0;
-          for (int ky = 0; ky < 3; ++ky)
-            for (int kx = 0; kx < 3; ++kx) {
-              const int iy = oy * kStride - s.pad + ky, ix = ox * kStride - s.pad + kx;
-              if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-              for (int c = 0; c < kCin; ++c)
-                want += static_cast<double>(x[((static_cast<std::size_t>(b) * s.h + iy) * s.w + ix) * s.ldx + c]) *
-                        w[static_cast<std::size_t>(n) * s.k_pad() + (ky * 3 + kx) * kCinPad + c];
-            }
-          const float g = got[((static_cast<std::size_t>(b) * s.ho() + oy) * s.wo() + ox) * s.cout + n];
-          bad += !(static_cast<double>(g) == want);
-        }
-  CHECK(bad == 0);
+  for (const bool staged : {false, true}) {
+    if (staged && s.cout % 8 != 0) continue;  // the kernel stages only 16-byte output views
+    INFO((staged ? "staged stores" : "direct stores"));
+    const std::vector<float> got = replay_nt(s, x, w, staged);
+    std::size_t bad = 0;
+    for (int b = 0; b < s.batch; ++b)
+      for (int oy = 0; oy < s.ho(); ++oy)
+        for (int ox = 0; ox < s.wo(); ++ox)
+          for (int n = 0; n < s.cout; ++n) {
+            double want = 0.0;
+            for (int ky = 0; ky < 3; ++ky)
+              for (int kx = 0; kx < 3; ++kx) {
+                const int iy = oy * sm::kStride - s.pad + ky, ix = ox * sm::kStride - s.pad + kx;
+                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                for (int c = 0; c < sm::kCin; ++c)
+                  want += static_cast<double>(x[((static_cast<std::size_t>(b) * s.h + iy) * s.w + ix) * s.ldx + c]) *
+                          w[static_cast<std::size_t>(n) * s.k_pad() + (ky * 3 + kx) * kCinPad + c];
+              }
+            const float g = got[((static_cast<std::size_t>(b) * s.ho() + oy) * s.wo() + ox) * s.cout + n];
+            bad += !(static_cast<double>(g) == want);
+          }
+    CHECK(bad == 0);
+  }
 }
 
 }  // namespace
 
 TEST_CASE("conv2d_stem_mma's layout replayed on the CPU computes the stem conv", "[stem_mma][host]") {
   check_shape({1, 20, 30, 16, 1}, 1);      // under one tile
-  check_shape({2, 40, 150, 16, 1}, 2);     // across the 8 x 64 tile edges, batch 2
+  check_shape({2, 40, 150, 16, 1}, 2);     // across the 8 x 32 tile edges, batch 2
   check_shape({1, 33, 129, 96, 1}, 3);     // odd sizes, yolo12x's 96 channels
-  check_shape({1, 24, 70, 20, 0}, 4);      // pad 0, c_out not a multiple of 8
-  check_shape({1, 17, 40, 128, 1, 8}, 5);  // 128 channels, x rows of 8 halves
-  check_shape({1, 1, 1, 32, 1}, 6);        // one pixel
+  check_shape({1, 36, 70, 48, 1}, 4);      // yolo12m's 48
+  check_shape({1, 24, 70, 20, 0}, 5);      // pad 0, c_out not a multiple of 8
+  check_shape({1, 17, 40, 128, 1, 8}, 6);  // 128 channels, x rows of 8 halves
+  check_shape({1, 1, 1, 32, 1}, 7);        // one pixel
+  check_shape({1, 30, 66, 64, 2}, 8);      // pad 2
 }
 
-TEST_CASE("conv2d_stem_mma's layout: the patch and the fragments", "[stem_mma][host]") {
-  CHECK(G::kKK == 27);
-  CHECK(G::kPH == 17);
-  CHECK(G::kPW == 129);
-  CHECK(G::kRS % 2 == 0);
-  CHECK(G::kPatch * 2 <= 48 * 1024);  // static shared memory
-  CHECK(sm::kM16 % sm::kWarps == 0);
-  // The kernel keeps one patch offset per K column for registers r and r + 1 (r even): they hold the same K
-  // columns of rows lane / 4 and lane / 4 + 8.
-  bool same_k = true;
-  for (int lane = 0; lane < 32; ++lane)
-    for (int st = 0; st < 2; ++st)
-      for (int r = 0; r < 4; ++r)
-        for (int h = 0; h < 2; ++h) {
-          int row, k, row0, k0;
-          sm::a_element(lane, st, r, h, row, k);
-          sm::a_element(lane, st, 2 * (r / 2), h, row0, k0);
-          same_k = same_k && k == k0 && row == row0 + 8 * (r % 2);
-        }
-  CHECK(same_k);
-  // The farthest element a tile reads: the last pixel's last tap.
-  CHECK(sm::pixel_offset<kCin, kStride>(sm::kTH - 1, sm::kTW - 1) + sm::k_offset<kCin, kStride>(G::kKK - 1) <
-        G::kPatch);
+TEST_CASE("conv2d_stem_mma's layout: the patch, the K layout and the fragments", "[stem_mma][host]") {
+  STATIC_REQUIRE(G::kPH == 17);
+  STATIC_REQUIRE(G::kRS % 8 == 0);
+  STATIC_REQUIRE(G::kRS >= G::kPW * G::kCin);
+  STATIC_REQUIRE(G::kRawRS >= G::kPW * G::kCin + 7);  // a raw row holds a row and its misalignment
+  STATIC_REQUIRE(sm::Smem<16>::kBytes <= 227 * 1024);
+  STATIC_REQUIRE(sm::Smem<8>::kBytes <= 227 * 1024 / 2);
+  // The K layout: the 27 window values once each, as (tap, channel), every other column without a weight; every
+  // column pair starts at an even offset in the window's tap row and both halves lie in the same tap row.
+  int seen[9][3] = {};
+  for (int k = 0; k < 32; ++k) {
+    int tap, ci;
+    if (sm::window_k_tap(k, tap, ci)) {
+      ++seen[tap][ci];
+      CHECK(sm::window_k_offset(k, G::kRS) == (tap / 3) * G::kRS + (tap % 3) * 3 + ci);
+    }
+    if (k % 2 == 0) {
+      const int off = sm::window_k_offset(k, G::kRS);
+      CHECK(off % 2 == 0);
+      CHECK(off / G::kRS == (off + 1) / G::kRS);
+    }
+  }
+  for (auto& tap : seen)
+    for (const int n : tap) CHECK(n == 1);
+  // The farthest value a tile reads: the last pixel's tap row 2, value 9, a patch value (not the row's padding).
+  const int last = sm::pixel_offset(sm::kTH - 1, sm::kTW - 1) + sm::window_k_offset(29, G::kRS);
+  CHECK(last < G::kPH * G::kRS);
+  CHECK(last % G::kRS < G::kPW * G::kCin);
+  // The rows of a D store to the stage (8 rows x 4 lanes) hit 32 distinct 4-byte banks.
+  const auto distinct = [](auto offset_of) {
+    bool bank[32] = {};
+    for (int lane = 0; lane < 32; ++lane) {
+      const int bk = (offset_of(lane) / 2) % 32;
+      if (bank[bk]) return false;
+      bank[bk] = true;
+    }
+    return true;
+  };
+  CHECK(distinct([](int lane) { return sm::stage_offset<2>(lane / 4, 2 * (lane % 4)); }));
+  CHECK(distinct([](int lane) { return sm::stage_offset<6>(lane / 4, 8 + 2 * (lane % 4)); }));
+  CHECK(distinct([](int lane) { return sm::stage_offset<12>(lane / 4, 16 + 2 * (lane % 4)); }));
+  CHECK(distinct([](int lane) { return sm::stage_offset<16>(lane / 4 + 8, 2 * (lane % 4)); }));
 }

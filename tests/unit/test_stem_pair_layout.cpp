@@ -1,12 +1,12 @@
 // tests/unit/test_stem_pair_layout.cpp - conv2d_stem_pair_f16's layout arithmetic (src/backends/cuda/
 // stem_pair_layout.hpp) replayed on the CPU: the kernel's tile walk, its patch (as stem_patch.cuh writes it), the
-// stem's threads computing the map from the patch (by FMAs, or by the MMAs of the mma stem), the A fragments read from the map and the B fragments from the
-// weights at the layout's offsets, an emulation of mma.sync m16n8k16 that places every lane's registers where the
-// PTX fragment layout puts them, and the stores of the D fragments. With small integer inputs and no SiLU every
-// value is exact, so the result must equal a direct computation of the two convs exactly. Also: each map value
-// written once per tile and each output once, the patch read only in its rows' values (never their padding), the
-// map only where this tile wrote it, and no read outside the patch, the map or the weights' K columns. Runs without
-// a GPU; tests/gpu/test_stem_pair.cu runs the kernel itself on one.
+// stem's threads computing the map from the patch (by FMAs, or by the MMAs of the mma stem), the A fragments read
+// from the map and the B fragments from the weights at the layout's offsets, an emulation of mma.sync m16n8k16
+// that places every lane's registers where the PTX fragment layout puts them, and the stores of the D fragments.
+// With small integer inputs and no SiLU every value is exact, so the result must equal a direct computation of the
+// two convs exactly. Also: each map value written once per tile and each output once, the patch read only in its
+// rows' values (never their padding), the map only where this tile wrote it, and no read outside the patch, the
+// map or the weights' K columns. Runs without a GPU; tests/gpu/test_stem_pair.cu runs the kernel itself on one.
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -17,6 +17,7 @@
 #include "catch.hpp"
 
 namespace sp = yolo12::cuda::stem_pair;
+namespace sm = yolo12::cuda::stem_mma;
 
 namespace {
 
@@ -56,7 +57,7 @@ std::vector<double> conv(const std::vector<double>& x, int batch, int h, int w, 
 }
 
 // Step 2 on mma.sync (kStemMma): each m16 tile's A fragments read from the patch at stem_a_offset, the B fragments
-// built as the kernel builds them (stem_b_element, stem_k_tap), the MMAs emulated from all 32 lanes' registers, and
+// built as the kernel builds them (stem_b_element, window_k_tap), the MMAs emulated from all 32 lanes' registers, and
 // the D fragments stored to the map at stem_acc_target.
 template <int C1, int C2>
 void stem_mma_replay(const sp::Tile& tile, int hs, int ws, const std::vector<float>& xin,
@@ -73,7 +74,7 @@ void stem_mma_replay(const sp::Tile& tile, int hs, int ws, const std::vector<flo
           for (int h = 0; h < 2; ++h) {
             int n, k, tap, ci;
             sp::stem_b_element(lane, s, j, r, h, n, k);
-            const bool has = sp::stem_k_tap(k, tap, ci);
+            const bool has = sm::window_k_tap(k, tap, ci);
             b_at(s, j, k - 16 * s, n - 8 * j) = has ? static_cast<float>(w0[(n * 3 + ci) * 9 + tap]) : 0.f;
           }
   for (const float v : B) bad_reads += std::isnan(v) ? 1 : 0;  // every B element placed by some lane

@@ -1,25 +1,31 @@
-// src/backends/cuda/conv_stem_mma.cu - conv2d_stem_mma: the network's stem (3x3 stride 2 from RGB, c_out 16..128)
-// on the tensor cores: mma.sync m16n8k16 with K = 27 (two k16 steps), fp32 accumulate, the fused epilogue.
+// src/backends/cuda/conv_stem_mma.cu - conv2d_stem_mma: the network's stem (3x3 stride 2 from RGB, c_out up to 128)
+// on the tensor cores: mma.sync m16n8k16, K = the window's 27 values in two k16 steps, fp32 accumulate, the fused
+// epilogue.
 //
-// Why: conv2d_stem_f16 (conv_stem.cu) computes the stem with fp32 FMAs, 27 per output value. At batch 32 on the
-// H200 it took 0.19 ms for yolo12n's 3->16 (4.4x its memory floor of 0.044 ms) and 0.84 ms for yolo12x's 3->96
-// (5x its 0.17 ms; twelfth session's per-op profiles). On the tensor cores the 27 products of a value are a
-// fraction of one MMA, so what is left is moving the input patch into shared memory, gathering the A fragments
-// from it, and the epilogue.
+// Why: conv2d_stem_f16 (conv_stem.cu) computes the stem with fp32 FMAs, 27 per output value: yolo12x's 3->96 at
+// batch 32 is 8.5 G FMAs, and took 0.82-0.84 ms (H200, twelfth and fifteenth sessions), 5x its memory floor of
+// about 0.17 ms (79 MB read, 629 MB written). On the tensor cores the 27 products of a value are a fraction of one
+// MMA; what is left is the input patch, the epilogue (its SiLU is two MUFU operations per value: about 0.15 ms of
+// x's stem at the H200's 16 per SM and clock) and the stores.
 //
-// The block (stem_mma_layout.hpp has every index): 128 threads, a persistent grid walking output tiles of 8 x 64
-// pixels of one image. Per tile the block copies the input patch (17 x 129 pixels x 3 channels at stride 2) into
-// shared memory as halves, element by element (any ldx and alignment; zero outside the image), then each warp
-// walks 8 m16 tiles (16 neighbouring output pixels of one row): its A fragments are gathered from the patch
-// with one 2-byte load per element at offsets fixed per lane (K column k of a pixel is at the pixel's offset
-// plus k_offset(k)), the B fragments (all c_out channels x 32 K columns) stay in registers for the whole
-// kernel, and NT n8 blocks x 2 k16 steps of MMAs give the pixels' c_out sums. Epilogue: bias, SiLU (silu_fast),
-// gamma, residual, one rounding, channel pairs stored as half2 where the views allow (else one by one).
-//
+// Second version (twenty-second session; the first, thirteenth session, took 1.28 ms for x's stem, slower than
+// conv2d_stem_f16: it copied its patch element by element at the top of each tile, gathered its A fragments by
+// 2-byte loads, tested its fusions per value and stored 4-byte channel pairs across 8 pixel rows per instruction):
+// - A block of 256 threads walks output tiles of 8 x 32 pixels of one image (persistent grid). The tile's input
+//   patch, 17 rows x 66 pixels x 3 channels, is stem_patch.cuh's: where ldx == 3 its rows are copied raw by
+//   cp.async during the previous tile's MMAs and epilogue, then a convert pass aligns them (fp16, zero outside the
+//   image); other views are gathered by element. The same code writes conv2d_stem_f16's and the stem pair's patch.
+// - K is laid out as 3 tap rows x 10 window values (stem_mma_layout.hpp: window_k_offset; the stem pair's stem uses
+//   it too), so every A register is one 4-byte load from the patch at an offset fixed per lane. The B fragments
+//   (all c_out channels, both k16 steps) stay in registers for the whole kernel.
+// - Warp w takes m16 tiles w and w + 8 (16 neighbouring pixels of one output row), NT n8 blocks of channels.
+//   Epilogue: bias, SiLU (a template flag: one branch per launch), gamma from shared memory. Where the output
+//   allows 16-byte stores and there is no residual (the network's case), the warp stages its 16 pixels x c_out in
+//   shared memory and writes them as 16-byte chunks, whole pixel rows at a time; otherwise the residual is added
+//   and channel pairs (or single channels) are stored from the registers.
 // Requirements (stem_mma_supports): fp16, groups 1, c_in 3, k 3, stride 2, dilation 1, any pad, c_out <= 128.
-// Status (fifteenth session): passes test_conv [stem_mma] on the H200 (clean under memcheck and racecheck); the
-// layout is also replayed on the CPU by tests/unit/test_stem_mma_layout.cpp. Variant f16_stem_mma is off: slower
-// than conv2d_stem_f16 (yolo12x's stem at batch 32: 1.28 vs 0.82 ms).
+// Used under variant f16_stem_mma (off): test_conv [stem_mma] checks it against the reference on a GPU, and
+// tests/unit/test_stem_mma_layout.cpp replays the layout on the CPU. The second version has not yet run on a GPU.
 #include <cstdint>
 
 #include "common.cuh"
@@ -28,6 +34,7 @@
 #include "launch.cuh"
 #include "mma.cuh"
 #include "stem_mma_layout.hpp"
+#include "stem_patch.cuh"
 
 namespace yolo12::cuda::conv_detail {
 
@@ -35,24 +42,31 @@ namespace {
 
 namespace sm = stem_mma;  // stem_mma_layout.hpp
 
-constexpr int kStemCin = 3, kStemStride = 2;
-
 struct StemMmaParams {
   ImplicitGemmParams<__half> g;
-  int tiles_x = 0, tiles_y = 0, tiles = 0;  // output tiles per row band, bands per image, all tiles
+  PatchSource src;         // g.x as stem_patch.cuh reads it
+  bool staged = false;     // 16-byte stores through the warp's stage (g.vec_out, no residual)
+  int tiles_x = 0, tiles_y = 0;
+  long long tiles = 0;     // output tiles of all images
 };
 
-// NT n8 blocks of output channels (c_out <= 8 NT).
-template <int NT>
-__global__ void __launch_bounds__(sm::kThreads) conv2d_stem_mma(const StemMmaParams p) {
+// NT n8 blocks of output channels (c_out <= 8 NT); kSilu: the conv ends in SiLU.
+template <int NT, bool kSilu>
+__global__ void __launch_bounds__(sm::kThreads, NT >= 12 ? 1 : 2) conv2d_stem_mma(const StemMmaParams p) {
   pdl_begin();  // launch.cuh: before any activation is touched
-  using G = sm::Geom<kStemCin, kStemStride>;
+  using G = sm::Geom;
+  using S = sm::Smem<NT>;
+  constexpr int kNH = NT >= 12 ? 2 : 1, NC = NT / kNH;
   const ImplicitGemmParams<__half>& a = p.g;
-  __shared__ __half patch[G::kPatch];  // (kPH, kRS) halves
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __half* patch = reinterpret_cast<__half*>(smem_raw + S::kPatchOff);  // (kPH, kRS): the tile's input patch
+  __half* raw = reinterpret_cast<__half*>(smem_raw + S::kRawOff);      // (kPH, kRawRS): raw rows (ldx == 3 only)
+  float* bias_s = reinterpret_cast<float*>(smem_raw + S::kBiasOff);    // (8 NT): 0 past c_out or without bias
+  float* gamma_s = reinterpret_cast<float*>(smem_raw + S::kGammaOff);  // (8 NT): 1 past c_out or without gamma
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const __half zero = __float2half_rn(0.f);
+  __half* stage = reinterpret_cast<__half*>(smem_raw + S::kStageOff) + warp * S::kStageWarp;  // (16, kStageRS)
 
-  // The B fragments of every n8 block and k step, for the whole kernel (zero past c_out and past K).
+  // The B fragments of every n8 block and k step, for the whole kernel (zero past c_out and where K has no weight).
   std::uint32_t bf[NT][2][2];
 #pragma unroll
   for (int j = 0; j < NT; ++j)
@@ -63,135 +77,168 @@ __global__ void __launch_bounds__(sm::kThreads) conv2d_stem_mma(const StemMmaPar
         __half h2[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          int n, k;
+          int n, k, tap, ci;
           sm::b_element(lane, s, j, r, h, n, k);
-          h2[h] = n < a.n_g && k < G::kKK ? a.w[sm::w_offset<kStemCin>(n, k, a.k_pad, a.cin_pad)] : zero;
+          h2[h] = n < a.n_g && sm::window_k_tap(k, tap, ci) ? load_nc(a.w + sm::w_offset(n, tap, ci, a.k_pad, a.cin_pad))
+                                                            : __float2half_rn(0.f);
         }
         bf[j][s][r] = pack_halves(h2[0], h2[1]);
       }
-  // This lane's A elements: register r, half h of k step s is K column k of row lane / 4 (r even) or lane / 4 + 8
-  // (r odd) of the m16 tile, the same K column for r and r + 1: its patch offset from the row's pixel, or -1 past K.
-  int koff[2][2][2];
+  for (int i = tid; i < 8 * NT; i += sm::kThreads) {
+    bias_s[i] = a.bias && i < a.n_g ? load_nc(a.bias + i) : 0.f;
+    gamma_s[i] = a.gamma && i < a.n_g ? load_nc(a.gamma + i) : 1.f;
+  }
+  // This lane's A registers: register r of k step s holds K columns 16 s + 2 (lane % 4) + 8 (r / 2) and the next,
+  // of row lane / 4 (r even) or lane / 4 + 8 (r odd): the patch offsets of the columns from the row's window.
+  int koff[2][2];
 #pragma unroll
   for (int s = 0; s < 2; ++s)
 #pragma unroll
-    for (int r2 = 0; r2 < 2; ++r2)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        int row, k;
-        sm::a_element(lane, s, 2 * r2, h, row, k);
-        koff[s][r2][h] = k < G::kKK ? sm::k_offset<kStemCin, kStemStride>(k) : -1;
-      }
-  const bool pairs = a.pair_out;
+    for (int h = 0; h < 2; ++h) koff[s][h] = sm::window_k_offset(16 * s + 2 * (lane % 4) + 8 * h, G::kRS);
 
-  for (int t = blockIdx.x; t < p.tiles; t += gridDim.x) {
-    const int per_image = p.tiles_x * p.tiles_y;
-    const int img = t / per_image, rest = t - img * per_image;
-    const int oy0 = (rest / p.tiles_x) * sm::kTH, ox0 = (rest % p.tiles_x) * sm::kTW;
-    const int iy0 = oy0 * kStemStride - a.pad, ix0 = ox0 * kStemStride - a.pad;
-    const __half* ximg = a.x + static_cast<long long>(img) * a.h * a.w_in * a.ldx;  // (H, W, ldx)
+  const bool contig = p.src.ldx == G::kCin;  // the patch rows are copied raw by cp.async, one tile ahead
+  const PatchCopy16 copy;
+  const auto patch_of = [&](const sm::Tile& tile) {
+    int iy0, ix0;
+    sm::patch_origin(tile, a.pad, iy0, ix0);
+    return patch_tile<G>(p.src, tile.n, iy0, ix0);
+  };
+  if (contig) {  // the first tile's raw rows
+    if (blockIdx.x < p.tiles)
+      patch_copy_raw<G, sm::kThreads>(p.src, patch_of(sm::tile_of(blockIdx.x, p.tiles_x, p.tiles_y)), tid, raw, copy);
+    cp_async_commit();
+  }
 
-    __syncthreads();  // every warp is done with the previous tile's patch
-    for (int pr = 0; pr < G::kPH; ++pr) {
-      const int iy = iy0 + pr;
-      const bool row_inside = iy >= 0 && iy < a.h;
-      for (int i = tid; i < G::kRun; i += sm::kThreads) {
-        int px, c;
-        sm::patch_element<kStemCin>(i, px, c);
-        const int ix = ix0 + px;
-        patch[pr * G::kRS + i] =
-            row_inside && ix >= 0 && ix < a.w_in ? ximg[(static_cast<long long>(iy) * a.w_in + ix) * a.ldx + c] : zero;
-      }
+  for (long long t = blockIdx.x; t < p.tiles; t += gridDim.x) {
+    const sm::Tile tile = sm::tile_of(t, p.tiles_x, p.tiles_y);
+    // The patch. The barrier before it: every warp is done with the previous tile's patch (and, where contig, this
+    // tile's raw rows have landed; the first pass also orders the bias and gamma stores before their reads).
+    if (contig) {
+      cp_async_wait<0>();
+      __syncthreads();
+      patch_convert<G, sm::kThreads>(p.src, patch_of(tile), tid, raw, patch);
+      __syncthreads();  // the patch is complete and the raw rows are read: the next tile's copy may begin
+      const long long next = t + gridDim.x;
+      if (next < p.tiles)
+        patch_copy_raw<G, sm::kThreads>(p.src, patch_of(sm::tile_of(next, p.tiles_x, p.tiles_y)), tid, raw, copy);
+      cp_async_commit();
+    } else {
+      __syncthreads();
+      patch_gather<G, sm::kThreads>(p.src, patch_of(tile), tid, patch);
+      __syncthreads();
     }
-    __syncthreads();
 
 #pragma unroll 1
     for (int i = 0; i < sm::kM16PerWarp; ++i) {
       int oy_l, ox_l;
       sm::m16_origin(warp + sm::kWarps * i, oy_l, ox_l);
-      const int oy = oy0 + oy_l;
-      if (oy >= a.ho || ox0 + ox_l >= a.wo) continue;  // uniform over the warp
-      std::uint32_t af[2][4];
+      const int oy = tile.oy0 + oy_l, ox_first = tile.ox0 + ox_l;
+      if (oy >= a.ho || ox_first >= a.wo) continue;  // uniform over the warp
+      int base[2];  // rows lane / 4 and lane / 4 + 8 (within the patch even past the output's right edge)
 #pragma unroll
-      for (int s = 0; s < 2; ++s)
+      for (int h = 0; h < 2; ++h) base[h] = sm::pixel_offset(oy_l, ox_l + lane / 4 + 8 * h);
+      const long long m0 = (static_cast<long long>(tile.n) * a.ho + oy) * a.wo + ox_first;  // the row's pixel 0
+      // The n8 blocks in kNH groups of NC (two groups from 12 blocks: fewer accumulators live, the A registers
+      // loaded again).
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          int row, k;
-          sm::a_element(lane, s, r, 0, row, k);
-          const __half* px = patch + sm::pixel_offset<kStemCin, kStemStride>(oy_l, ox_l + row);
-          const int* off = koff[s][r / 2];
-          af[s][r] = pack_halves(off[0] >= 0 ? px[off[0]] : zero, off[1] >= 0 ? px[off[1]] : zero);
+      for (int nh = 0; nh < kNH; ++nh) {
+        float acc[NC][4];
+#pragma unroll
+        for (int j = 0; j < NC; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          std::uint32_t af[4];
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            af[r] = *reinterpret_cast<const std::uint32_t*>(patch + base[r & 1] + koff[s][r >> 1]);
+#pragma unroll
+          for (int j = 0; j < NC; ++j) mma_16816(acc[j], af, bf[nh * NC + j][s][0], bf[nh * NC + j][s][1]);
         }
-      float acc[NT][4];
 #pragma unroll
-      for (int j = 0; j < NT; ++j) {
+        for (int j = 0; j < NC; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
-#pragma unroll
-        for (int s = 0; s < 2; ++s) mma_16816(acc[j], af[s], bf[j][s][0], bf[j][s][1]);
+          for (int e = 0; e < 4; e += 2) {
+            int row, n;
+            sm::d_element(lane, nh * NC + j, e, row, n);
+            const float v0 = epilogue_with<kSilu>(acc[j][e], bias_s[n], gamma_s[n]);
+            const float v1 = epilogue_with<kSilu>(acc[j][e + 1], bias_s[n + 1], gamma_s[n + 1]);
+            if (p.staged) {  // D (row, n) to the stage; the 16-byte stores follow
+              *reinterpret_cast<__half2*>(stage + sm::stage_offset<NT>(row, n)) = __floats2half2_rn(v0, v1);
+              continue;
+            }
+            if (n >= a.n_g || ox_first + row >= a.wo) continue;
+            __half* yp = a.y + (m0 + row) * a.ldy + n;
+            const bool two = n + 1 < a.n_g;
+            float w0 = v0, w1 = v1;
+            if (a.residual) {
+              const __half* rp = a.residual + (m0 + row) * a.ldr + n;
+              w0 += __half2float(rp[0]);
+              if (two) w1 += __half2float(rp[1]);
+            }
+            if (a.pair_out && two) {
+              *reinterpret_cast<__half2*>(yp) = __floats2half2_rn(w0, w1);
+            } else {
+              yp[0] = __float2half_rn(w0);
+              if (two) yp[1] = __float2half_rn(w1);
+            }
+          }
       }
-      // Epilogue: D registers 0-1 are row lane / 4, 2-3 row lane / 4 + 8, channels 8 j + 2 (lane % 4) + 0/1.
-#pragma unroll
-      for (int half_rows = 0; half_rows < 2; ++half_rows) {
-        int row, n;
-        sm::d_element(lane, 0, 2 * half_rows, row, n);
-        const int ox = ox0 + ox_l + row;
-        if (ox >= a.wo) continue;
-        const long long m = (static_cast<long long>(img) * a.ho + oy) * a.wo + ox;
-        __half* yp = a.y + m * a.ldy;
-        const __half* rp = a.residual ? a.residual + m * a.ldr : nullptr;
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          sm::d_element(lane, j, 2 * half_rows, row, n);
-          if (n >= a.n_g) continue;
-          float v[2];
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float x = acc[j][2 * half_rows + e] + (a.bias && n + e < a.n_g ? __ldg(a.bias + n + e) : 0.f);
-            if (a.silu()) x = silu_fast(x);
-            if (a.gamma && n + e < a.n_g) x *= __ldg(a.gamma + n + e);
-            if (rp && n + e < a.n_g) x += __half2float(rp[n + e]);
-            v[e] = x;
-          }
-          if (pairs && n + 1 < a.n_g) {
-            *reinterpret_cast<__half2*>(yp + n) = __floats2half2_rn(v[0], v[1]);
-          } else {
-            yp[n] = __float2half_rn(v[0]);
-            if (n + 1 < a.n_g) yp[n + 1] = __float2half_rn(v[1]);
-          }
+      if (p.staged) {  // 16-byte chunks of whole pixel rows from the stage to y
+        __syncwarp();
+        const int chunks = a.n_g / 8;
+        for (int c = lane; c < 16 * chunks; c += 32) {
+          int row, c0;
+          sm::stage_chunk(c, chunks, row, c0);
+          if (ox_first + row < a.wo)
+            *reinterpret_cast<uint4*>(a.y + (m0 + row) * a.ldy + c0) =
+                *reinterpret_cast<const uint4*>(stage + sm::stage_offset<NT>(row, c0));
         }
+        __syncwarp();  // the stage is read before the next m16 tile writes it
       }
     }
   }
+  if (contig) cp_async_wait<0>();  // nothing in flight at exit
+}
+
+template <int NT, bool kSilu>
+void launch_stem_mma(const StemMmaParams& p, int max_grid, cudaStream_t stream) {
+  constexpr auto kKernel = conv2d_stem_mma<NT, kSilu>;
+  constexpr int kSmem = sm::Smem<NT>::kBytes;
+  YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel), kSmem));
+  const int grid = persistent_grid(kKernel, sm::kThreads, kSmem, p.tiles, max_grid);
+  launch_kernel(kKernel, dim3(static_cast<unsigned>(grid)), dim3(sm::kThreads), static_cast<std::size_t>(kSmem),
+                stream, p);
 }
 
 template <int NT>
-void launch_stem_mma(const StemMmaParams& p, int max_grid, cudaStream_t stream) {
-  constexpr auto kKernel = conv2d_stem_mma<NT>;
-  launch_kernel(kKernel, static_cast<unsigned>(persistent_grid(kKernel, sm::kThreads, 0, p.tiles, max_grid)),
-                sm::kThreads, 0, stream, p);
+void launch_stem_mma_silu(const StemMmaParams& p, int max_grid, cudaStream_t stream) {
+  if (p.g.silu()) launch_stem_mma<NT, true>(p, max_grid, stream);
+  else launch_stem_mma<NT, false>(p, max_grid, stream);
 }
 
 }  // namespace
 
 bool stem_mma_supports(const ConvShape& s) {
-  return s.groups == 1 && s.c_in == kStemCin && s.k == sm::kK && s.stride == kStemStride && s.dilation == 1 &&
+  return s.groups == 1 && s.c_in == sm::kCin && s.k == sm::kK && s.stride == sm::kStride && s.dilation == 1 &&
          s.pad >= 0 && s.c_out >= 1 && s.c_out <= 128;
 }
 
 void launch_conv2d_stem_mma(const ConvParams<__half>& cp, cudaStream_t stream, int max_grid) {
   StemMmaParams p;
   p.g = make_params(cp);
+  p.src = PatchSource{cp.x, cp.ldx, cp.batch, cp.h, cp.w_in};
+  p.staged = p.g.vec_out && !cp.residual;
   p.tiles_x = ceil_div(cp.wo, sm::kTW);
   p.tiles_y = ceil_div(cp.ho, sm::kTH);
-  const long long tiles = 1LL * cp.batch * p.tiles_x * p.tiles_y;
-  p.tiles = static_cast<int>(tiles);
+  p.tiles = 1LL * cp.batch * p.tiles_x * p.tiles_y;
+  if (p.tiles <= 0) return;
   const int blocks8 = ceil_div(cp.c_out, 8);
-  if (blocks8 <= 2) launch_stem_mma<2>(p, max_grid, stream);
-  else if (blocks8 <= 4) launch_stem_mma<4>(p, max_grid, stream);
-  else if (blocks8 <= 8) launch_stem_mma<8>(p, max_grid, stream);
-  else if (blocks8 <= 12) launch_stem_mma<12>(p, max_grid, stream);
-  else launch_stem_mma<16>(p, max_grid, stream);
+  if (blocks8 <= 2) launch_stem_mma_silu<2>(p, max_grid, stream);
+  else if (blocks8 <= 4) launch_stem_mma_silu<4>(p, max_grid, stream);
+  else if (blocks8 <= 6) launch_stem_mma_silu<6>(p, max_grid, stream);
+  else if (blocks8 <= 8) launch_stem_mma_silu<8>(p, max_grid, stream);
+  else if (blocks8 <= 12) launch_stem_mma_silu<12>(p, max_grid, stream);
+  else launch_stem_mma_silu<16>(p, max_grid, stream);
 }
 
 }  // namespace yolo12::cuda::conv_detail

@@ -123,9 +123,9 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
           for (int h = 0; h < 2; ++h) {
             int n, k, tap, ci;
             sp::stem_b_element(lane, s, j, r, h, n, k);
-            h2[h] = sp::stem_k_tap(k, tap, ci) ? load_nc(p.w0 + static_cast<long long>(n) * p.k_pad0 +
-                                                         tap * p.cin_pad0 + ci)
-                                               : __float2half_rn(0.f);
+            h2[h] = stem_mma::window_k_tap(k, tap, ci)
+                        ? load_nc(p.w0 + stem_mma::w_offset(n, tap, ci, p.k_pad0, p.cin_pad0))
+                        : __float2half_rn(0.f);
           }
           bs[j][s][r] = pack_halves(h2[0], h2[1]);
         }
@@ -178,7 +178,8 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
       for (int mt = warp; mt < G::kStemMTiles; mt += sp::kWarps) {
         int base[2];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) base[h] = sp::stem_pixel_base<C1, C2>(sp::stem_row_pixel<C1, C2>(mt, lane / 4 + 8 * h));
+        for (int h = 0; h < 2; ++h)
+          base[h] = sp::stem_pixel_base<C1, C2>(sp::stem_row_pixel<C1, C2>(mt, lane / 4 + 8 * h));
         float acc[C1 / 8][4];
 #pragma unroll
         for (int j = 0; j < C1 / 8; ++j)

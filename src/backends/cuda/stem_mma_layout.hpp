@@ -1,45 +1,99 @@
-// src/backends/cuda/stem_mma_layout.hpp - the layout arithmetic of conv2d_stem_mma (conv_stem_mma.cu): the tile,
-// the input patch in shared memory, and which matrix element each register of the mma.sync m16n8k16 fragments
-// holds. Plain C++, so that the kernel and its CPU replay (tests/unit/test_stem_mma_layout.cpp, which emulates
-// the MMAs from the fragments) share one copy of it.
+// src/backends/cuda/stem_mma_layout.hpp - the layout arithmetic of conv2d_stem_mma (conv_stem_mma.cu): the tiles,
+// the input patch in shared memory, the K layout of a 3x3 window of RGB values (shared with the stem pair's stem,
+// stem_pair_layout.hpp), which matrix element each register of the mma.sync m16n8k16 fragments holds, and the
+// per-warp staging of the output. Plain C++, so that the kernel and its CPU replay
+// (tests/unit/test_stem_mma_layout.cpp, which emulates the MMAs from the fragments) share one copy of it.
 //
-// The conv: 3x3 over CIN (<= 3) input channels at stride S, as a GEMM with K = 9 CIN <= 32 (two k16 steps,
-// zero past K): K column k = tap * CIN + c, tap = ky * 3 + kx; output pixel (oy, ox) reads input pixel
-// (S oy - pad + ky, S ox - pad + kx). (The packed weights pad each tap to cin_pad = 8 channels: w_offset.)
-// A block: 128 threads = 4 warps; an output tile of 8 rows x 64 columns of one image = 32 m16 tiles (16
-// neighbouring pixels of one row); warp w computes m16 tiles w, w + 4, ... The input patch of the tile,
-// ((8 - 1) S + 3) rows x ((64 - 1) S + 3) pixels x CIN halves, zero outside the image, is one run of kRun
-// halves per row, rows kRS halves apart.
+// The conv: 3x3, stride 2, any pad, 3 input channels -> c_out <= 128, as a GEMM with M = output pixels, N = c_out and
+// K = the 27 values of a pixel's input window, laid out as 3 tap rows x 10 (window_k_offset): output pixel (oy, ox)
+// reads input pixel (2 oy - pad + ky, 2 ox - pad + kx).
+// A block: 256 threads = 8 warps; an output tile of kTH x kTW pixels of one image = 16 m16 tiles (16 neighbouring
+// pixels of one row); warp w computes m16 tiles w and w + 8. The tile's input patch, kPH rows x kPW pixels x 3
+// channels from input pixel (2 oy0 - pad, 2 ox0 - pad), zero outside the image, is written by stem_patch.cuh
+// (rows of kRS halves, whole chunks of 8).
 #pragma once
 
 #include "core/host_device.hpp"
 
 namespace yolo12::cuda::stem_mma {
 
-constexpr int kK = 3;  // the kernel size
-constexpr int kThreads = 128;
+constexpr int kK = 3;       // the kernel size
+constexpr int kCin = 3;     // input channels
+constexpr int kStride = 2;
+constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kTH = 8, kTW = 64;        // output tile
+constexpr int kTH = 8, kTW = 32;        // output tile
 constexpr int kM16PerRow = kTW / 16;    // m16 tiles per output row of the tile
 constexpr int kM16 = kTH * kM16PerRow;  // m16 tiles per output tile
 constexpr int kM16PerWarp = kM16 / kWarps;
+static_assert(kM16 % kWarps == 0, "whole m16 tiles per warp");
 
-template <int CIN, int S>
+YOLO12_HOST_DEVICE constexpr int align16(int bytes) { return (bytes + 15) / 16 * 16; }
+
+// The K layout of a window of 3 x 3 pixels x 3 channels, in 32 columns (two k16 steps): column k = 10 ky + j reads
+// value j of the window's tap row ky, and for j < 9 that is tap (ky, j / 3), channel j % 3; j = 9 (the next
+// pixel's channel 0) and k = 30, 31 (values 0 and 1 of tap row 0) are read with zero weights. So the two K columns
+// of every fragment register (k even) are two adjacent halves at an even offset: one 4-byte load, and every value
+// read is a patch value (finite where the input is). The patch offset of column k from the window's value 0, tap
+// row 0, with tap rows `row_stride` halves apart:
+YOLO12_HOST_DEVICE constexpr int window_k_offset(int k, int row_stride) {
+  return k < 30 ? (k / 10) * row_stride + k % 10 : k - 30;
+}
+// Whether K column k has a weight, and which: tap (ky * 3 + kx), channel ci.
+YOLO12_HOST_DEVICE constexpr bool window_k_tap(int k, int& tap, int& ci) {
+  const int ky = k / 10, j = k % 10;
+  tap = ky * 3 + j / 3;
+  ci = j % 3;
+  return k < 30 && j < 9;
+}
+// The packed weight of output channel n at tap, channel ci: (n, k_pad) rows, taps cin_pad apart (conv_pack_weights).
+YOLO12_HOST_DEVICE inline long long w_offset(int n, int tap, int ci, int k_pad, int cin_pad) {
+  return static_cast<long long>(n) * k_pad + tap * cin_pad + ci;
+}
+
+// The patch as stem_patch.cuh takes it: rows, pixels per row (one more than the windows cover: the tenth value of
+// the last window's tap rows), channels, halves per row, chunks, the raw rows.
 struct Geom {
-  static_assert(CIN >= 1 && 9 * CIN <= 32, "K = 9 CIN fits two k16 steps");
-  static constexpr int kKK = kK * kK * CIN;       // K columns that are not zero
-  static constexpr int kPH = (kTH - 1) * S + kK;  // patch rows
-  static constexpr int kPW = (kTW - 1) * S + kK;  // patch pixels per row
-  static constexpr int kRun = kPW * CIN;          // halves of one patch row
-  static constexpr int kRS = (kRun + 1) / 2 * 2;  // halves between patch rows
-  static constexpr int kPatch = kPH * kRS;        // halves of the patch
+  static constexpr int kCin = stem_mma::kCin;
+  static constexpr int kPH = (kTH - 1) * kStride + kK;      // 17
+  static constexpr int kPW = (kTW - 1) * kStride + kK + 1;  // 66
+  static constexpr int kRS = (kPW * kCin + 7) / 8 * 8;      // 200
+  static constexpr int kChunks = kRS / 8;
+  static constexpr int kRawRS = kRS + 8;  // a row plus its misalignment (< 8 halves)
+  static constexpr int kGranules = kRawRS / 8;
+};
+static_assert(((kTW - 1) * kStride) * kCin + 9 < Geom::kPW * kCin, "the last window's tenth value is a patch value");
+
+// Shared memory of the kernel for NT n8 blocks of output channels (bytes, each part 16-byte aligned).
+template <int NT>
+struct Smem {
+  static constexpr int kStageRS = 8 * NT + 8;  // halves per staged output pixel (the rows of a D store in distinct
+                                               // banks, 16-byte aligned)
+  static constexpr int kPatchOff = 0;                                                   // half (kPH, kRS)
+  static constexpr int kRawOff = kPatchOff + align16(Geom::kPH * Geom::kRS * 2);        // half (kPH, kRawRS)
+  static constexpr int kBiasOff = kRawOff + align16(Geom::kPH * Geom::kRawRS * 2);      // float (8 NT)
+  static constexpr int kGammaOff = kBiasOff + align16(8 * NT * 4);                      // float (8 NT)
+  static constexpr int kStageOff = kGammaOff + align16(8 * NT * 4);                     // half (kWarps, 16, kStageRS)
+  static constexpr int kStageWarp = 16 * kStageRS;                                      // halves per warp
+  static constexpr int kBytes = kStageOff + align16(kWarps * kStageWarp * 2);
 };
 
-// Element i (< kRun) of a patch row: its pixel within the row and its channel.
-template <int CIN>
-YOLO12_HOST_DEVICE inline void patch_element(int i, int& px, int& c) {
-  px = i / CIN;
-  c = i - px * CIN;
+struct Tile {
+  int n = 0, oy0 = 0, ox0 = 0;  // the image and the output tile's first row and column
+};
+// Tile t of the grid: columns fastest, then rows, then images.
+YOLO12_HOST_DEVICE inline Tile tile_of(long long t, int tiles_x, int tiles_y) {
+  Tile tile;
+  tile.ox0 = static_cast<int>(t % tiles_x) * kTW;
+  const long long r = t / tiles_x;
+  tile.oy0 = static_cast<int>(r % tiles_y) * kTH;
+  tile.n = static_cast<int>(r / tiles_y);
+  return tile;
+}
+// The input pixel of the tile's patch element (0, 0).
+YOLO12_HOST_DEVICE inline void patch_origin(const Tile& t, int pad, int& iy0, int& ix0) {
+  iy0 = t.oy0 * kStride - pad;
+  ix0 = t.ox0 * kStride - pad;
 }
 
 // m16 tile mt (< kM16) of the output tile: its output row and first output column.
@@ -47,6 +101,8 @@ YOLO12_HOST_DEVICE inline void m16_origin(int mt, int& oy, int& ox0) {
   oy = mt / kM16PerRow;
   ox0 = (mt - oy * kM16PerRow) * 16;
 }
+// Output pixel (oy, ox) of the tile: the patch offset of its window's value 0, tap row 0.
+YOLO12_HOST_DEVICE inline int pixel_offset(int oy, int ox) { return kStride * oy * Geom::kRS + kStride * ox * kCin; }
 
 // Fragments of mma.sync m16n8k16 (mma.cuh), for lane `lane`:
 //   A: register r (0-3), half h (0-1) of k step s (0-1): row (0-15) of the m16 tile and K column;
@@ -64,24 +120,16 @@ YOLO12_HOST_DEVICE inline void d_element(int lane, int j, int r, int& row, int& 
   row = lane / 4 + 8 * (r / 2);
   n = 8 * j + 2 * (lane % 4) + r % 2;
 }
-
-// K column k (< kKK): its offset in the patch from the tile's output pixel (oy, ox) at tap (0, 0).
-template <int CIN, int S>
-YOLO12_HOST_DEVICE inline int k_offset(int k) {
-  const int tap = k / CIN, c = k - tap * CIN;
-  const int ky = tap / kK, kx = tap - ky * kK;
-  return ky * Geom<CIN, S>::kRS + kx * CIN + c;
+// The staged store (views with 16-byte output stores): D element (row, n) goes to the warp's stage at
+// row * kStageRS + n; then chunk i (< 16 * chunks, chunks = c_out / 8) of the stage, pixel row i / chunks, channels
+// 8 (i % chunks) .. + 7, is one 16-byte store to the output.
+template <int NT>
+YOLO12_HOST_DEVICE inline int stage_offset(int row, int n) {
+  return row * Smem<NT>::kStageRS + n;
 }
-// Output pixel (oy, ox) of the tile: the patch offset of its tap (0, 0).
-template <int CIN, int S>
-YOLO12_HOST_DEVICE inline int pixel_offset(int oy, int ox) {
-  return S * oy * Geom<CIN, S>::kRS + S * ox * CIN;
-}
-// The packed weight of output channel n at K column k (< kKK): (n, k_pad) rows, taps cin_pad apart.
-template <int CIN>
-YOLO12_HOST_DEVICE inline long long w_offset(int n, int k, int k_pad, int cin_pad) {
-  const int tap = k / CIN, c = k - tap * CIN;
-  return static_cast<long long>(n) * k_pad + tap * cin_pad + c;
+YOLO12_HOST_DEVICE inline void stage_chunk(int i, int chunks, int& row, int& c0) {
+  row = i / chunks;
+  c0 = (i - row * chunks) * 8;
 }
 
 }  // namespace yolo12::cuda::stem_mma

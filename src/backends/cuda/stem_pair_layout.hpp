@@ -22,6 +22,7 @@
 #pragma once
 
 #include "core/host_device.hpp"
+#include "stem_mma_layout.hpp"
 
 namespace yolo12::cuda::stem_pair {
 
@@ -42,7 +43,7 @@ struct Geom {
   static constexpr int kIH = 2 * kSH + 1;  // patch rows
   static constexpr int kIW = 2 * kSW + 1;  // patch pixels per row the stem's windows cover
   static constexpr int kPW = kIW + 1;      // patch pixels per row: one more, read by the mma stem's tenth window
-                                           // value per tap row, with a zero weight (stem_k_offset)
+                                           // value per tap row, with a zero weight (window_k_offset)
   static constexpr int kXV = kPW * 3;      // values per patch row
   static constexpr int kXS = (kXV + 7) / 8 * 8;  // halves per patch row: whole chunks of 8 (stem_patch.cuh)
   // The patch's geometry as stem_patch.cuh takes it: rows, pixels per row, channels, chunks, the raw rows.
@@ -115,11 +116,8 @@ YOLO12_HOST_DEVICE constexpr int window_tap(int q, int kx, int ci) { return (2 *
 
 // The stem on mma.sync (variant f16_stem_pair_mma, conv2d_stem_pair_f16's kStemMma): the map as a GEMM. M = the
 // tile's kSP map pixels, pixel p = syl * kSW + sxl, in kStemMTiles m16 tiles (rows past kSP repeat pixel kSP - 1 and
-// are not stored); N = C1; K = 32, two k16 steps: column k = 10 ky + j reads value j of tap row ky of the pixel's
-// window, which for j < 9 is tap (ky, j / 3), channel j % 3 (the weight); j = 9, the next pixel's channel 0, and
-// k = 30, 31, values 0 and 1 of tap row 0, are read with zero weights. So each register's two K columns (k even)
-// are two adjacent halves at an even offset: one 4-byte load. Every value read is a patch value, finite where the
-// input is.
+// are not stored); N = C1; K = the window's 27 values in 32 columns, as conv2d_stem_mma lays them out
+// (stem_mma_layout.hpp: window_k_offset, window_k_tap): each register's two K columns are one 4-byte load.
 // The patch half of window value 0, tap row 0, of map pixel p.
 template <int C1, int C2>
 YOLO12_HOST_DEVICE inline int stem_pixel_base(int p) {
@@ -130,14 +128,7 @@ YOLO12_HOST_DEVICE inline int stem_pixel_base(int p) {
 // The patch offset of K column k (0..31) from its pixel's base.
 template <int C1, int C2>
 YOLO12_HOST_DEVICE constexpr int stem_k_offset(int k) {
-  return k < 30 ? (k / 10) * Geom<C1, C2>::kXS + k % 10 : k - 30;
-}
-// Whether K column k has a weight, and which: tap (ky, kx), channel ci.
-YOLO12_HOST_DEVICE constexpr bool stem_k_tap(int k, int& tap, int& ci) {
-  const int ky = k / 10, j = k % 10;
-  tap = ky * 3 + j / 3;
-  ci = j % 3;
-  return k < 30 && j < 9;
+  return stem_mma::window_k_offset(k, Geom<C1, C2>::kXS);
 }
 // The map pixel of row m (0..15) of m16 tile mt, clamped to the map (rows past it compute a copy, not stored).
 template <int C1, int C2>
