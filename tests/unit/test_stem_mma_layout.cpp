@@ -50,11 +50,10 @@ std::vector<float> replay(const Shape& s, const std::vector<float>& x, const std
       for (int j = 0; j < NT; ++j)
         for (int r = 0; r < 2; ++r)
           for (int hh = 0; hh < 2; ++hh) {
-            int n, k, tap, ci;
+            int n, k;
             sm::b_element(lane, st, j, r, hh, n, k);
-            const bool has = sm::window_k_tap(k, tap, ci);
-            b[static_cast<std::size_t>(n) * 32 + k] =
-                n < s.cout && has ? w[static_cast<std::size_t>(sm::w_offset(n, tap, ci, s.k_pad(), kCinPad))] : 0.f;
+            const long long o = sm::b_weight_offset(lane, st, j, r, hh, s.cout, s.k_pad(), kCinPad);
+            b[static_cast<std::size_t>(n) * 32 + k] = o >= 0 ? w[static_cast<std::size_t>(o)] : 0.f;
             ++b_held[static_cast<std::size_t>(n) * 32 + k];
           }
   for (const int n : b_held) b_once = b_once && n == 1;
@@ -163,7 +162,7 @@ void check_shape(const Shape& s, std::uint64_t seed) {
   std::uniform_int_distribution<int> v(-3, 3);
   std::vector<float> x(static_cast<std::size_t>(s.batch) * s.h * s.w * s.ldx);
   for (float& e : x) e = static_cast<float>(v(rng));
-  std::vector<float> w(static_cast<std::size_t>(s.cout) * s.k_pad(), 0.f);  // packed: tap * 8 + c
+  std::vector<float> w(static_cast<std::size_t>(s.cout) * s.k_pad(), NAN);  // packed: tap * 8 + c; padding NaN
   for (int n = 0; n < s.cout; ++n)
     for (int tap = 0; tap < 9; ++tap)
       for (int c = 0; c < sm::kCin; ++c)

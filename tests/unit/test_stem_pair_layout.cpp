@@ -57,14 +57,21 @@ std::vector<double> conv(const std::vector<double>& x, int batch, int h, int w, 
 }
 
 // Step 2 on mma.sync (kStemMma): each m16 tile's A fragments read from the patch at stem_a_offset, the B fragments
-// built as the kernel builds them (stem_b_element, window_k_tap), the MMAs emulated from all 32 lanes' registers, and
-// the D fragments stored to the map at stem_acc_target.
+// built from the packed weights as the kernel builds them (stem_mma's b_element and b_weight_offset), the MMAs
+// emulated from all 32 lanes' registers, and the D fragments stored to the map at stem_acc_target.
 template <int C1, int C2>
 void stem_mma_replay(const sp::Tile& tile, int hs, int ws, const std::vector<float>& xin,
                      const std::vector<double>& w0, const std::vector<double>& b0, std::vector<float>& map,
                      std::vector<int>& map_writes, int& bad_reads) {
   using G = sp::Geom<C1, C2>;
-  // B[s][j][k][n], all lanes' registers: weight (c = 8 j + n, tap, ci) of K column 16 s + k, or zero.
+  // The stem's weights packed as for every GEMM conv: (C1, kKPad) rows, tap * kCinPad + ci, the padding NaN.
+  constexpr int kCinPad = 8, kKPad = 96;
+  std::vector<float> packed(static_cast<std::size_t>(C1) * kKPad, NAN);
+  for (int c = 0; c < C1; ++c)
+    for (int tap = 0; tap < 9; ++tap)
+      for (int ci = 0; ci < 3; ++ci)
+        packed[c * kKPad + tap * kCinPad + ci] = static_cast<float>(w0[(c * 3 + ci) * 9 + tap]);
+  // B[s][j][k][n], all lanes' registers: the packed weight of channel 8 j + n at K column 16 s + k, or zero.
   std::vector<float> B(2 * (C1 / 8) * 16 * 8, NAN);
   const auto b_at = [&](int s, int j, int k, int n) -> float& { return B[((s * (C1 / 8) + j) * 16 + k) * 8 + n]; };
   for (int s = 0; s < 2; ++s)
@@ -72,10 +79,10 @@ void stem_mma_replay(const sp::Tile& tile, int hs, int ws, const std::vector<flo
       for (int lane = 0; lane < 32; ++lane)
         for (int r = 0; r < 2; ++r)
           for (int h = 0; h < 2; ++h) {
-            int n, k, tap, ci;
-            sp::stem_b_element(lane, s, j, r, h, n, k);
-            const bool has = sm::window_k_tap(k, tap, ci);
-            b_at(s, j, k - 16 * s, n - 8 * j) = has ? static_cast<float>(w0[(n * 3 + ci) * 9 + tap]) : 0.f;
+            int n, k;
+            sm::b_element(lane, s, j, r, h, n, k);
+            const long long o = sm::b_weight_offset(lane, s, j, r, h, C1, kKPad, kCinPad);
+            b_at(s, j, k - 16 * s, n - 8 * j) = o >= 0 ? packed[static_cast<std::size_t>(o)] : 0.f;
           }
   for (const float v : B) bad_reads += std::isnan(v) ? 1 : 0;  // every B element placed by some lane
   for (int mt = 0; mt < G::kStemMTiles; ++mt) {

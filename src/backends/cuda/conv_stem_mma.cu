@@ -77,10 +77,8 @@ __global__ void __launch_bounds__(sm::kThreads, NT >= 12 ? 1 : 2) conv2d_stem_mm
         __half h2[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          int n, k, tap, ci;
-          sm::b_element(lane, s, j, r, h, n, k);
-          h2[h] = n < a.n_g && sm::window_k_tap(k, tap, ci) ? load_nc(a.w + sm::w_offset(n, tap, ci, a.k_pad, a.cin_pad))
-                                                            : __float2half_rn(0.f);
+          const long long o = sm::b_weight_offset(lane, s, j, r, h, a.n_g, a.k_pad, a.cin_pad);
+          h2[h] = o >= 0 ? load_nc(a.w + o) : __float2half_rn(0.f);
         }
         bf[j][s][r] = pack_halves(h2[0], h2[1]);
       }
@@ -97,36 +95,19 @@ __global__ void __launch_bounds__(sm::kThreads, NT >= 12 ? 1 : 2) conv2d_stem_mm
     for (int h = 0; h < 2; ++h) koff[s][h] = sm::window_k_offset(16 * s + 2 * (lane % 4) + 8 * h, G::kRS);
 
   const bool contig = p.src.ldx == G::kCin;  // the patch rows are copied raw by cp.async, one tile ahead
-  const PatchCopy16 copy;
-  const auto patch_of = [&](const sm::Tile& tile) {
+  const auto patch_of = [&](long long t) {
     int iy0, ix0;
+    const sm::Tile tile = sm::tile_of(t, p.tiles_x, p.tiles_y);
     sm::patch_origin(tile, a.pad, iy0, ix0);
     return patch_tile<G>(p.src, tile.n, iy0, ix0);
   };
-  if (contig) {  // the first tile's raw rows
-    if (blockIdx.x < p.tiles)
-      patch_copy_raw<G, sm::kThreads>(p.src, patch_of(sm::tile_of(blockIdx.x, p.tiles_x, p.tiles_y)), tid, raw, copy);
-    cp_async_commit();
-  }
+  patch_first_tile<G, sm::kThreads>(p.src, contig, blockIdx.x < p.tiles, patch_of(blockIdx.x), tid, raw);
 
   for (long long t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     const sm::Tile tile = sm::tile_of(t, p.tiles_x, p.tiles_y);
-    // The patch. The barrier before it: every warp is done with the previous tile's patch (and, where contig, this
-    // tile's raw rows have landed; the first pass also orders the bias and gamma stores before their reads).
-    if (contig) {
-      cp_async_wait<0>();
-      __syncthreads();
-      patch_convert<G, sm::kThreads>(p.src, patch_of(tile), tid, raw, patch);
-      __syncthreads();  // the patch is complete and the raw rows are read: the next tile's copy may begin
-      const long long next = t + gridDim.x;
-      if (next < p.tiles)
-        patch_copy_raw<G, sm::kThreads>(p.src, patch_of(sm::tile_of(next, p.tiles_x, p.tiles_y)), tid, raw, copy);
-      cp_async_commit();
-    } else {
-      __syncthreads();
-      patch_gather<G, sm::kThreads>(p.src, patch_of(tile), tid, patch);
-      __syncthreads();
-    }
+    // The patch (stem_patch.cuh). Its first barrier also orders the bias and gamma stores before their reads.
+    const long long next = t + gridDim.x;
+    patch_tile_ready<G, sm::kThreads>(p.src, contig, patch_of(t), next < p.tiles, patch_of(next), tid, raw, patch);
 
 #pragma unroll 1
     for (int i = 0; i < sm::kM16PerWarp; ++i) {

@@ -41,7 +41,7 @@
 //    fragments 32-bit loads from the weights, (C2, 9*C1 + 8) halves in shared memory (padded rows, same reason).
 //    The epilogue adds the bias, applies SiLU and stores half2 pairs.
 // Shared memory: (16, 32) 62 KB, (32, 64) 109 KB (the fp16 patch and its raw rows take what the fp32 patch took),
-// room for 3 and 2 blocks per SM; at 118-124 registers per thread (ptxas, sm_90a, no spills) the registers allow
+// room for 3 and 2 blocks per SM; at 96-128 registers per thread (ptxas, sm_90a, no spills) the registers allow
 // 2 blocks of 256 threads in both. Every index is stem_pair_layout.hpp's, which tests/unit/test_stem_pair_layout.cpp
 // replays on the CPU.
 #include <cstdint>
@@ -121,11 +121,8 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
           __half h2[2];
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            int n, k, tap, ci;
-            sp::stem_b_element(lane, s, j, r, h, n, k);
-            h2[h] = stem_mma::window_k_tap(k, tap, ci)
-                        ? load_nc(p.w0 + stem_mma::w_offset(n, tap, ci, p.k_pad0, p.cin_pad0))
-                        : __float2half_rn(0.f);
+            const long long o = stem_mma::b_weight_offset(lane, s, j, r, h, C1, p.k_pad0, p.cin_pad0);
+            h2[h] = o >= 0 ? load_nc(p.w0 + o) : __float2half_rn(0.f);
           }
           bs[j][s][r] = pack_halves(h2[0], h2[1]);
         }
@@ -138,39 +135,23 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
       for (int h = 0; h < 2; ++h) koff[s][h] = sp::stem_k_offset<C1, C2>(16 * s + 2 * (lane % 4) + 8 * h);
   }
   const bool contig = p.src.ldx == G::kCin;  // the patch rows are copied raw by cp.async, one tile ahead
-  const PatchCopy16 copy;
-  const auto patch_of = [&](const sp::Tile& tile) {
+  const auto patch_of = [&](long long t) {
     int iy0, ix0;
+    const sp::Tile tile = sp::tile_of(t, p.tiles_x, p.tiles_y);
     sp::patch_origin(tile, iy0, ix0);
     return patch_tile<G>(p.src, tile.n, iy0, ix0);
   };
-  if (contig) {  // the first tile's raw rows
-    if (blockIdx.x < p.tiles)
-      patch_copy_raw<G, sp::kThreads>(p.src, patch_of(sp::tile_of(blockIdx.x, p.tiles_x, p.tiles_y)), tid, raw, copy);
-    cp_async_commit();
-  }
+  patch_first_tile<G, sp::kThreads>(p.src, contig, blockIdx.x < p.tiles, patch_of(blockIdx.x), tid, raw);
 
   for (long long t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     const sp::Tile tile = sp::tile_of(t, p.tiles_x, p.tiles_y);
 
-    // 1. The input patch. The barrier before it: every thread is done with the previous tile (its map, read by
-    //    step 3, and its patch, read by step 2), and, where contig, this tile's raw rows have landed.
-    if (contig) {
-      cp_async_wait<0>();
-      __syncthreads();
-      patch_convert<G, sp::kThreads>(p.src, patch_of(tile), tid, raw, xin);
-      __syncthreads();  // the patch is complete, and the raw rows are read: the next tile's copy may begin
-      // The next tile's raw rows, in flight during steps 2 and 3. Issued before, at the top of the loop, the pair
-      // waited on two round trips to memory per tile with nothing to overlap them (twentieth session).
-      const long long next = t + gridDim.x;
-      if (next < p.tiles)
-        patch_copy_raw<G, sp::kThreads>(p.src, patch_of(sp::tile_of(next, p.tiles_x, p.tiles_y)), tid, raw, copy);
-      cp_async_commit();
-    } else {
-      __syncthreads();
-      patch_gather<G, sp::kThreads>(p.src, patch_of(tile), tid, xin);
-      __syncthreads();  // the patch is complete
-    }
+    // 1. The input patch (stem_patch.cuh). Its first barrier: every thread is done with the previous tile (its map,
+    //    read by step 3, and its patch, read by step 2), and, where contig, this tile's raw rows have landed. The
+    //    next tile's raw rows are then in flight during steps 2 and 3. (Issued at the top of the loop instead, the
+    //    pair waited on two round trips to memory per tile with nothing to overlap them, twentieth session.)
+    const long long next = t + gridDim.x;
+    patch_tile_ready<G, sp::kThreads>(p.src, contig, patch_of(t), next < p.tiles, patch_of(next), tid, raw, xin);
 
     // 2. The stem's map. On mma.sync: warp w takes m16 tiles w, w + 8, ... of the map's pixels, all C1 channels;
     //    its A fragments are 4-byte loads from the patch (stem_a_offset); bias, SiLU, one rounding, half2 stores.

@@ -78,17 +78,22 @@ struct Smem {
   static constexpr int kBytes = kStageOff + align16(kWarps * kStageWarp * 2);
 };
 
+// An output tile of a persistent stem kernel (this one and conv2d_stem_pair_f16's).
 struct Tile {
   int n = 0, oy0 = 0, ox0 = 0;  // the image and the output tile's first row and column
 };
-// Tile t of the grid: columns fastest, then rows, then images.
-YOLO12_HOST_DEVICE inline Tile tile_of(long long t, int tiles_x, int tiles_y) {
+// Tile t of a grid of TH x TW tiles: columns fastest, then rows, then images.
+template <int TH, int TW>
+YOLO12_HOST_DEVICE inline Tile tile_at(long long t, int tiles_x, int tiles_y) {
   Tile tile;
-  tile.ox0 = static_cast<int>(t % tiles_x) * kTW;
+  tile.ox0 = static_cast<int>(t % tiles_x) * TW;
   const long long r = t / tiles_x;
-  tile.oy0 = static_cast<int>(r % tiles_y) * kTH;
+  tile.oy0 = static_cast<int>(r % tiles_y) * TH;
   tile.n = static_cast<int>(r / tiles_y);
   return tile;
+}
+YOLO12_HOST_DEVICE inline Tile tile_of(long long t, int tiles_x, int tiles_y) {
+  return tile_at<kTH, kTW>(t, tiles_x, tiles_y);
 }
 // The input pixel of the tile's patch element (0, 0).
 YOLO12_HOST_DEVICE inline void patch_origin(const Tile& t, int pad, int& iy0, int& ix0) {
@@ -119,6 +124,15 @@ YOLO12_HOST_DEVICE inline void b_element(int lane, int s, int j, int r, int h, i
 YOLO12_HOST_DEVICE inline void d_element(int lane, int j, int r, int& row, int& n) {
   row = lane / 4 + 8 * (r / 2);
   n = 8 * j + 2 * (lane % 4) + r % 2;
+}
+// The packed weight that half h of register r of lane's B fragment of n8 block j at k16 step s holds (its offset in
+// (n, k_pad) rows, taps cin_pad apart), or -1 where the element is zero: past n_g channels, or a K column without a
+// weight.
+YOLO12_HOST_DEVICE inline long long b_weight_offset(int lane, int s, int j, int r, int h, int n_g, int k_pad,
+                                                    int cin_pad) {
+  int n, k, tap, ci;
+  b_element(lane, s, j, r, h, n, k);
+  return n < n_g && window_k_tap(k, tap, ci) ? w_offset(n, tap, ci, k_pad, cin_pad) : -1;
 }
 // The staged store (views with 16-byte output stores): D element (row, n) goes to the warp's stage at
 // row * kStageRS + n; then chunk i (< 16 * chunks, chunks = c_out / 8) of the stage, pixel row i / chunks, channels

@@ -81,17 +81,10 @@ struct Geom {
   static constexpr int kBytes = kW1Off + align16(C2 * kK1S * 2);
 };
 
-struct Tile {
-  int n = 0, oy0 = 0, ox0 = 0;  // the image and the output tile's first row and column
-};
+using Tile = stem_mma::Tile;
 // Tile t of the grid: columns fastest, then rows, then images.
 YOLO12_HOST_DEVICE inline Tile tile_of(long long t, int tiles_x, int tiles_y) {
-  Tile tile;
-  tile.ox0 = static_cast<int>(t % tiles_x) * kTW;
-  const long long r = t / tiles_x;
-  tile.oy0 = static_cast<int>(r % tiles_y) * kTH;
-  tile.n = static_cast<int>(r / tiles_y);
-  return tile;
+  return stem_mma::tile_at<kTH, kTW>(t, tiles_x, tiles_y);
 }
 
 // The input pixel of a tile's patch element (0, 0): 3 map rows and 3 input rows of padding reach above and left.
@@ -137,23 +130,20 @@ YOLO12_HOST_DEVICE inline int stem_row_pixel(int mt, int m) {
   return p < Geom<C1, C2>::kSP ? p : Geom<C1, C2>::kSP - 1;
 }
 // Register r (0..3) of lane l's A fragment at k16 step s of m16 tile mt: the patch offset of its two halves (K
-// columns k, k + 1; rows and columns placed as in a_offset below).
+// columns k, k + 1 of row m, as stem_mma::a_element places them).
 template <int C1, int C2>
 YOLO12_HOST_DEVICE inline int stem_a_offset(int mt, int lane, int r, int s) {
-  const int m = lane / 4 + (r & 1) * 8;
-  const int k = 16 * s + 2 * (lane % 4) + (r >> 1) * 8;
+  int m, k;
+  stem_mma::a_element(lane, s, r, 0, m, k);
   return stem_pixel_base<C1, C2>(stem_row_pixel<C1, C2>(mt, m)) + stem_k_offset<C1, C2>(k);
 }
-// Half h of register r of lane l's B fragment of n8 tile j at k16 step s: channel n, K column k.
-YOLO12_HOST_DEVICE inline void stem_b_element(int lane, int s, int j, int r, int h, int& n, int& k) {
-  n = 8 * j + lane / 4;
-  k = 16 * s + 2 * (lane % 4) + 8 * r + h;
-}
+// The B fragments are stem_mma's (b_element, b_weight_offset with n_g = C1).
 // Accumulator e (0..3) of n8 tile j of lane l for m16 tile mt: its map pixel (kSP or more: not stored) and channel
 // (the first of the pair e, e + 1 for e = 0, 2).
 YOLO12_HOST_DEVICE inline void stem_acc_target(int mt, int lane, int j, int e, int& p, int& c) {
-  p = mt * 16 + lane / 4 + (e >= 2 ? 8 : 0);
-  c = j * 8 + 2 * (lane % 4) + (e & 1);
+  int row;
+  stem_mma::d_element(lane, j, e, row, c);
+  p = mt * 16 + row;
 }
 
 // Register r (0..3) of the A fragment of warp w, lane l, at the k16 step (ky, kx, cb): the map offset (halves) of

@@ -186,4 +186,36 @@ __host__ __device__ void patch_gather(const PatchSource& s, const PatchTile& t, 
   }
 }
 
+// A persistent kernel's patches with one raw buffer (conv2d_stem_pair_f16, conv2d_stem_mma): where `contig`
+// (ldx == kCin) the first tile's raw rows are issued before the tile loop (patch_first_tile), and each tile's patch
+// (patch_tile_ready) is converted from its raw rows, after which the buffer is refilled with the next tile's rows
+// (`has_next`), in flight while the block computes. Otherwise the patch is gathered by element. Both calls are
+// made by every thread of the block: patch_tile_ready begins with a barrier (every thread is done with the previous
+// patch, and the raw rows have landed) and ends with one (the patch is complete). A kernel that issued a copy waits
+// for it before exiting (cp_async_wait<0>).
+template <class G, int kThreads>
+__device__ __forceinline__ void patch_first_tile(const PatchSource& s, bool contig, bool has_tile,
+                                                 const PatchTile& first, int tid, __half* raw) {
+  if (!contig) return;
+  if (has_tile) patch_copy_raw<G, kThreads>(s, first, tid, raw, PatchCopy16{});
+  cp_async_commit();
+}
+template <class G, int kThreads, typename Out>
+__device__ __forceinline__ void patch_tile_ready(const PatchSource& s, bool contig, const PatchTile& cur,
+                                                 bool has_next, const PatchTile& next, int tid, __half* raw,
+                                                 Out* patch) {
+  if (contig) {
+    cp_async_wait<0>();
+    __syncthreads();
+    patch_convert<G, kThreads>(s, cur, tid, raw, patch);
+    __syncthreads();  // the patch is complete and the raw rows are read: the next tile's copy may begin
+    if (has_next) patch_copy_raw<G, kThreads>(s, next, tid, raw, PatchCopy16{});
+    cp_async_commit();
+  } else {
+    __syncthreads();
+    patch_gather<G, kThreads>(s, cur, tid, patch);
+    __syncthreads();
+  }
+}
+
 }  // namespace yolo12::cuda::conv_detail
