@@ -42,20 +42,25 @@ std::vector<float> replay(const Shape& s, const std::vector<float>& x, const std
   std::vector<float> y(static_cast<std::size_t>(s.batch) * s.ho() * s.wo() * s.cout, NAN);
   std::vector<int> stores(y.size(), 0);
   bool a_once = true, b_once = true, inside = true, stage_once = true;
-  // B (8 NT x 32) as the lanes' fragments hold it: the same for every tile.
+  // B (8 NT x 32) as the lanes' fragments hold it: the same for every tile. The fragments are built by the kernel's
+  // b_fragments, with a weight's 16 bits standing for its packed offset + 1 (0: a zero element).
   std::vector<float> b(static_cast<std::size_t>(8) * NT * 32, NAN);
   std::vector<int> b_held(b.size(), 0);
-  for (int lane = 0; lane < 32; ++lane)
+  for (int lane = 0; lane < 32; ++lane) {
+    std::uint32_t bf[NT][2][2];
+    sm::b_fragments<NT>(lane, s.cout, s.k_pad(), kCinPad,
+                        [](long long o) { return static_cast<std::uint32_t>(o + 1); }, bf);
     for (int st = 0; st < 2; ++st)
       for (int j = 0; j < NT; ++j)
         for (int r = 0; r < 2; ++r)
           for (int hh = 0; hh < 2; ++hh) {
             int n, k;
             sm::b_element(lane, st, j, r, hh, n, k);
-            const long long o = sm::b_weight_offset(lane, st, j, r, hh, s.cout, s.k_pad(), kCinPad);
-            b[static_cast<std::size_t>(n) * 32 + k] = o >= 0 ? w[static_cast<std::size_t>(o)] : 0.f;
+            const std::uint32_t id = (bf[j][st][r] >> (16 * hh)) & 0xffffu;
+            b[static_cast<std::size_t>(n) * 32 + k] = id == 0 ? 0.f : w[id - 1];
             ++b_held[static_cast<std::size_t>(n) * 32 + k];
           }
+  }
   for (const int n : b_held) b_once = b_once && n == 1;
   const long long tiles = 1LL * s.batch * tiles_x * tiles_y;
   for (long long t = 0; t < tiles; ++t) {

@@ -57,7 +57,7 @@ std::vector<double> conv(const std::vector<double>& x, int batch, int h, int w, 
 }
 
 // Step 2 on mma.sync (kStemMma): each m16 tile's A fragments read from the patch at stem_a_offset, the B fragments
-// built from the packed weights as the kernel builds them (stem_mma's b_element and b_weight_offset), the MMAs
+// built from the packed weights as the kernel builds them (stem_mma's b_fragments), the MMAs
 // emulated from all 32 lanes' registers, and the D fragments stored to the map at stem_acc_target.
 template <int C1, int C2>
 void stem_mma_replay(const sp::Tile& tile, int hs, int ws, const std::vector<float>& xin,
@@ -74,16 +74,20 @@ void stem_mma_replay(const sp::Tile& tile, int hs, int ws, const std::vector<flo
   // B[s][j][k][n], all lanes' registers: the packed weight of channel 8 j + n at K column 16 s + k, or zero.
   std::vector<float> B(2 * (C1 / 8) * 16 * 8, NAN);
   const auto b_at = [&](int s, int j, int k, int n) -> float& { return B[((s * (C1 / 8) + j) * 16 + k) * 8 + n]; };
-  for (int s = 0; s < 2; ++s)
-    for (int j = 0; j < C1 / 8; ++j)
-      for (int lane = 0; lane < 32; ++lane)
+  for (int lane = 0; lane < 32; ++lane) {  // the kernel's b_fragments; 16 bits standing for a packed offset + 1
+    std::uint32_t bf[C1 / 8][2][2];
+    sm::b_fragments<C1 / 8>(lane, C1, kKPad, kCinPad, [](long long o) { return static_cast<std::uint32_t>(o + 1); },
+                            bf);
+    for (int s = 0; s < 2; ++s)
+      for (int j = 0; j < C1 / 8; ++j)
         for (int r = 0; r < 2; ++r)
           for (int h = 0; h < 2; ++h) {
             int n, k;
             sm::b_element(lane, s, j, r, h, n, k);
-            const long long o = sm::b_weight_offset(lane, s, j, r, h, C1, kKPad, kCinPad);
-            b_at(s, j, k - 16 * s, n - 8 * j) = o >= 0 ? packed[static_cast<std::size_t>(o)] : 0.f;
+            const std::uint32_t id = (bf[j][s][r] >> (16 * h)) & 0xffffu;
+            b_at(s, j, k - 16 * s, n - 8 * j) = id == 0 ? 0.f : packed[id - 1];
           }
+  }
   for (const float v : B) bad_reads += std::isnan(v) ? 1 : 0;  // every B element placed by some lane
   for (int mt = 0; mt < G::kStemMTiles; ++mt) {
     float A[16][32];

@@ -68,20 +68,8 @@ __global__ void __launch_bounds__(sm::kThreads, NT >= 12 ? 1 : 2) conv2d_stem_mm
 
   // The B fragments of every n8 block and k step, for the whole kernel (zero past c_out and where K has no weight).
   std::uint32_t bf[NT][2][2];
-#pragma unroll
-  for (int j = 0; j < NT; ++j)
-#pragma unroll
-    for (int s = 0; s < 2; ++s)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        __half h2[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const long long o = sm::b_weight_offset(lane, s, j, r, h, a.n_g, a.k_pad, a.cin_pad);
-          h2[h] = o >= 0 ? load_nc(a.w + o) : __float2half_rn(0.f);
-        }
-        bf[j][s][r] = pack_halves(h2[0], h2[1]);
-      }
+  sm::b_fragments<NT>(lane, a.n_g, a.k_pad, a.cin_pad,
+                      [&](long long o) { return static_cast<std::uint32_t>(__half_as_ushort(load_nc(a.w + o))); }, bf);
   for (int i = tid; i < 8 * NT; i += sm::kThreads) {
     bias_s[i] = a.bias && i < a.n_g ? load_nc(a.bias + i) : 0.f;
     gamma_s[i] = a.gamma && i < a.n_g ? load_nc(a.gamma + i) : 1.f;

@@ -60,6 +60,7 @@ namespace yolo12::cuda::conv_detail {
 namespace {
 
 namespace sp = stem_pair;
+namespace sm = stem_mma;
 
 struct StemPairKernelParams {
   PatchSource src;              // the input x (B, H, W, ldx), channels [0, 3) read (stem_patch.cuh)
@@ -112,20 +113,11 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
   float bias_r[kStemMma ? C1 / 8 : 1][2];
   int koff[2][2];
   if constexpr (kStemMma) {
+    sm::b_fragments<C1 / 8>(
+        lane, C1, p.k_pad0, p.cin_pad0,
+        [&](long long o) { return static_cast<std::uint32_t>(__half_as_ushort(load_nc(p.w0 + o))); }, bs);
 #pragma unroll
     for (int j = 0; j < C1 / 8; ++j) {
-#pragma unroll
-      for (int s = 0; s < 2; ++s)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          __half h2[2];
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const long long o = stem_mma::b_weight_offset(lane, s, j, r, h, C1, p.k_pad0, p.cin_pad0);
-            h2[h] = o >= 0 ? load_nc(p.w0 + o) : __float2half_rn(0.f);
-          }
-          bs[j][s][r] = pack_halves(h2[0], h2[1]);
-        }
 #pragma unroll
       for (int i = 0; i < 2; ++i) bias_r[j][i] = p.bias0 ? load_nc(p.bias0 + 8 * j + 2 * (lane % 4) + i) : 0.f;
     }

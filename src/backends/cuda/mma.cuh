@@ -66,11 +66,6 @@ __device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], const void* p
                : "r"(smem_addr(p)));
 }
 
-// Two halves as one 32-bit fragment register, lo in the low 16 bits (the lower K column or channel).
-__host__ __device__ __forceinline__ std::uint32_t pack_halves(__half lo, __half hi) {
-  return static_cast<std::uint32_t>(__half_as_ushort(lo)) | static_cast<std::uint32_t>(__half_as_ushort(hi)) << 16;
-}
-
 __device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
                                           std::uint32_t b1) {
   asm volatile(

@@ -13,6 +13,8 @@
 // (rows of kRS halves, whole chunks of 8).
 #pragma once
 
+#include <cstdint>
+
 #include "core/host_device.hpp"
 
 namespace yolo12::cuda::stem_mma {
@@ -133,6 +135,27 @@ YOLO12_HOST_DEVICE inline long long b_weight_offset(int lane, int s, int j, int 
   int n, k, tap, ci;
   b_element(lane, s, j, r, h, n, k);
   return n < n_g && window_k_tap(k, tap, ci) ? w_offset(n, tap, ci, k_pad, cin_pad) : -1;
+}
+// Lane's B fragments of NT n8 blocks at both k16 steps, as mma.sync takes them: bf[j][s][r] holds halves h = 0 (low
+// 16 bits) and 1 of register r, bits(offset) giving the 16 bits of the packed weight at that offset (zero where
+// b_weight_offset is -1). The kernels keep them in registers for their whole life: the loops are unrolled.
+template <int NT, typename Bits>
+YOLO12_HOST_DEVICE inline void b_fragments(int lane, int n_g, int k_pad, int cin_pad, const Bits& bits,
+                                           std::uint32_t (&bf)[NT][2][2]) {
+  YOLO12_UNROLL
+  for (int j = 0; j < NT; ++j)
+    YOLO12_UNROLL
+    for (int s = 0; s < 2; ++s)
+      YOLO12_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        std::uint32_t v = 0;
+        YOLO12_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const long long o = b_weight_offset(lane, s, j, r, h, n_g, k_pad, cin_pad);
+          v |= static_cast<std::uint32_t>(o >= 0 ? bits(o) : 0u) << (16 * h);
+        }
+        bf[j][s][r] = v;
+      }
 }
 // The staged store (views with 16-byte output stores): D element (row, n) goes to the warp's stage at
 // row * kStageRS + n; then chunk i (< 16 * chunks, chunks = c_out / 8) of the stage, pixel row i / chunks, channels
