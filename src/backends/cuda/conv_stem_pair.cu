@@ -185,66 +185,66 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
           }
         }
       }
-    }
-    // 2. Or by fp32 FMAs, by items of kPP pixels x kCB channels (stem_pair_layout.hpp). Per value: 27 fmaf in the
-    //    order tap (ky, kx) then ci from 0, then epilogue_with, rounded once: conv2d_stem_f16's arithmetic.
-    if constexpr (!kStemMma)
-    for (int item = tid; item < G::kItems; item += sp::kThreads) {
-      int cb, syl, sxl, window0;
-      sp::stem_item<C1, C2>(item, cb, syl, sxl, window0);
-      const float* wb = w0s + cb * G::kCB;  // (27, C1) from channel cb * kCB
-      float acc[G::kPP][G::kCB];
+    } else {
+      // 2. Or by fp32 FMAs, by items of kPP pixels x kCB channels (stem_pair_layout.hpp). Per value: 27 fmaf in
+      //    the order tap (ky, kx) then ci from 0, then epilogue_with, rounded once: conv2d_stem_f16's arithmetic.
+      for (int item = tid; item < G::kItems; item += sp::kThreads) {
+        int cb, syl, sxl, window0;
+        sp::stem_item<C1, C2>(item, cb, syl, sxl, window0);
+        const float* wb = w0s + cb * G::kCB;  // (27, C1) from channel cb * kCB
+        float acc[G::kPP][G::kCB];
 #pragma unroll
-      for (int q = 0; q < G::kPP; ++q)
+        for (int q = 0; q < G::kPP; ++q)
 #pragma unroll
-        for (int j = 0; j < G::kCB; ++j) acc[q][j] = 0.f;
+          for (int j = 0; j < G::kCB; ++j) acc[q][j] = 0.f;
 #pragma unroll 1  // one tap row at a time keeps one row of the window in registers
-      for (int ky = 0; ky < 3; ++ky) {
-        float xv[G::kWin];
-        const __half* xr = xin + window0 + ky * G::kXS;
+        for (int ky = 0; ky < 3; ++ky) {
+          float xv[G::kWin];
+          const __half* xr = xin + window0 + ky * G::kXS;
 #pragma unroll
-        for (int f = 0; f + 1 < G::kWin; f += 2) {
-          const float2 two = __half22float2(*reinterpret_cast<const __half2*>(xr + f));
-          xv[f] = two.x;
-          xv[f + 1] = two.y;
-        }
-        if (G::kWin % 2) xv[G::kWin - 1] = __half2float(xr[G::kWin - 1]);
+          for (int f = 0; f + 1 < G::kWin; f += 2) {
+            const float2 two = __half22float2(*reinterpret_cast<const __half2*>(xr + f));
+            xv[f] = two.x;
+            xv[f + 1] = two.y;
+          }
+          if (G::kWin % 2) xv[G::kWin - 1] = __half2float(xr[G::kWin - 1]);
 #pragma unroll
-        for (int kx = 0; kx < 3; ++kx)
+          for (int kx = 0; kx < 3; ++kx)
 #pragma unroll
-          for (int ci = 0; ci < 3; ++ci) {
-            const float4* wp = reinterpret_cast<const float4*>(wb + ((ky * 3 + kx) * 3 + ci) * C1);
+            for (int ci = 0; ci < 3; ++ci) {
+              const float4* wp = reinterpret_cast<const float4*>(wb + ((ky * 3 + kx) * 3 + ci) * C1);
 #pragma unroll
-            for (int j4 = 0; j4 < G::kCB / 4; ++j4) {
-              const float4 w4 = wp[j4];
+              for (int j4 = 0; j4 < G::kCB / 4; ++j4) {
+                const float4 w4 = wp[j4];
 #pragma unroll
-              for (int q = 0; q < G::kPP; ++q) {
-                const float v = xv[sp::window_tap(q, kx, ci)];
-                acc[q][4 * j4] = fmaf(v, w4.x, acc[q][4 * j4]);
-                acc[q][4 * j4 + 1] = fmaf(v, w4.y, acc[q][4 * j4 + 1]);
-                acc[q][4 * j4 + 2] = fmaf(v, w4.z, acc[q][4 * j4 + 2]);
-                acc[q][4 * j4 + 3] = fmaf(v, w4.w, acc[q][4 * j4 + 3]);
+                for (int q = 0; q < G::kPP; ++q) {
+                  const float v = xv[sp::window_tap(q, kx, ci)];
+                  acc[q][4 * j4] = fmaf(v, w4.x, acc[q][4 * j4]);
+                  acc[q][4 * j4 + 1] = fmaf(v, w4.y, acc[q][4 * j4 + 1]);
+                  acc[q][4 * j4 + 2] = fmaf(v, w4.z, acc[q][4 * j4 + 2]);
+                  acc[q][4 * j4 + 3] = fmaf(v, w4.w, acc[q][4 * j4 + 3]);
+                }
               }
             }
-          }
-      }
-      const int sy = 2 * tile.oy0 - 1 + syl;
-      const float* bias = b0s + cb * G::kCB;
+        }
+        const int sy = 2 * tile.oy0 - 1 + syl;
+        const float* bias = b0s + cb * G::kCB;
 #pragma unroll
-      for (int q = 0; q < G::kPP; ++q) {
-        const int sx = 2 * tile.ox0 - 1 + sxl + q;
-        const bool inside = sy >= 0 && sy < p.hs && sx >= 0 && sx < p.ws;  // else the next conv's zero padding
-        uint2* dst = reinterpret_cast<uint2*>(map + (syl * G::kSW + sxl + q) * G::kC1S + cb * G::kCB);  // 8-byte
+        for (int q = 0; q < G::kPP; ++q) {
+          const int sx = 2 * tile.ox0 - 1 + sxl + q;
+          const bool inside = sy >= 0 && sy < p.hs && sx >= 0 && sx < p.ws;  // else the next conv's zero padding
+          uint2* dst = reinterpret_cast<uint2*>(map + (syl * G::kSW + sxl + q) * G::kC1S + cb * G::kCB);  // 8-byte
 #pragma unroll
-        for (int j4 = 0; j4 < G::kCB / 4; ++j4) {
-          __half2 lo = __floats2half2_rn(0.f, 0.f), hi = lo;
-          if (inside) {
-            lo = __floats2half2_rn(epilogue_with<kSilu0>(acc[q][4 * j4], bias[4 * j4], 1.f),
-                                   epilogue_with<kSilu0>(acc[q][4 * j4 + 1], bias[4 * j4 + 1], 1.f));
-            hi = __floats2half2_rn(epilogue_with<kSilu0>(acc[q][4 * j4 + 2], bias[4 * j4 + 2], 1.f),
-                                   epilogue_with<kSilu0>(acc[q][4 * j4 + 3], bias[4 * j4 + 3], 1.f));
+          for (int j4 = 0; j4 < G::kCB / 4; ++j4) {
+            __half2 lo = __floats2half2_rn(0.f, 0.f), hi = lo;
+            if (inside) {
+              lo = __floats2half2_rn(epilogue_with<kSilu0>(acc[q][4 * j4], bias[4 * j4], 1.f),
+                                     epilogue_with<kSilu0>(acc[q][4 * j4 + 1], bias[4 * j4 + 1], 1.f));
+              hi = __floats2half2_rn(epilogue_with<kSilu0>(acc[q][4 * j4 + 2], bias[4 * j4 + 2], 1.f),
+                                     epilogue_with<kSilu0>(acc[q][4 * j4 + 3], bias[4 * j4 + 3], 1.f));
+            }
+            dst[j4] = make_uint2(*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi));
           }
-          dst[j4] = make_uint2(*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi));
         }
       }
     }
