@@ -89,9 +89,10 @@ std::vector<float> replay(const Shape& s, const std::vector<float>& x, const std
         for (int lane = 0; lane < 32; ++lane)
           for (int st = 0; st < 2; ++st)
             for (int r = 0; r < 4; ++r) {
-              int row, k;
+              int row, k, koff[2][2];
               sm::a_element(lane, st, r, 0, row, k);
-              const int off = sm::pixel_offset(oy_l, ox_l + row) + sm::window_k_offset(k, G::kRS);
+              sm::lane_k_offsets(lane, G::kRS, koff);  // the kernel's per-lane offsets
+              const int off = sm::pixel_offset(oy_l, ox_l + row) + koff[st][r / 2];
               if (off < 0 || off + 1 >= G::kPH * G::kRS || off % 2 != 0) {
                 inside = false;
                 continue;

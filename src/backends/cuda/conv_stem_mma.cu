@@ -74,13 +74,8 @@ __global__ void __launch_bounds__(sm::kThreads, NT >= 12 ? 1 : 2) conv2d_stem_mm
     bias_s[i] = a.bias && i < a.n_g ? load_nc(a.bias + i) : 0.f;
     gamma_s[i] = a.gamma && i < a.n_g ? load_nc(a.gamma + i) : 1.f;
   }
-  // This lane's A registers: register r of k step s holds K columns 16 s + 2 (lane % 4) + 8 (r / 2) and the next,
-  // of row lane / 4 (r even) or lane / 4 + 8 (r odd): the patch offsets of the columns from the row's window.
-  int koff[2][2];
-#pragma unroll
-  for (int s = 0; s < 2; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) koff[s][h] = sm::window_k_offset(16 * s + 2 * (lane % 4) + 8 * h, G::kRS);
+  int koff[2][2];  // this lane's A registers' K offsets in the patch (stem_mma_layout.hpp)
+  sm::lane_k_offsets(lane, G::kRS, koff);
 
   const bool contig = p.src.ldx == G::kCin;  // the patch rows are copied raw by cp.async, one tile ahead
   const auto patch_of = [&](long long t) {

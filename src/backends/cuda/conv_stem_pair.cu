@@ -94,10 +94,11 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
   const int tid = threadIdx.x;
 
   // The weights and biases, once per block.
-  for (int i = tid; i < 27 * C1; i += sp::kThreads) {
-    const int j = i / C1, c = i % C1;  // j = tap * 3 + ci
-    w0s[i] = __half2float(load_nc(p.w0 + static_cast<long long>(c) * p.k_pad0 + (j / 3) * p.cin_pad0 + j % 3));
-  }
+  if constexpr (!kStemMma)  // the FMA stem's weights (the mma stem keeps its B fragments in registers)
+    for (int i = tid; i < 27 * C1; i += sp::kThreads) {
+      const int j = i / C1, c = i % C1;  // j = tap * 3 + ci
+      w0s[i] = __half2float(load_nc(p.w0 + static_cast<long long>(c) * p.k_pad0 + (j / 3) * p.cin_pad0 + j % 3));
+    }
   for (int c = tid; c < C1; c += sp::kThreads) b0s[c] = p.bias0 ? load_nc(p.bias0 + c) : 0.f;
   for (int c = tid; c < C2; c += sp::kThreads) b1s[c] = p.bias1 ? load_nc(p.bias1 + c) : 0.f;
   for (int i = tid; i < C2 * (G::kK1 / 2); i += sp::kThreads) {  // half2 pairs: k_pad1 and kK1S are even
@@ -108,7 +109,7 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
 
   const int warp = tid / 32, lane = tid % 32;
   // The mma stem's B fragments (all C1 channels, both k16 steps) and this lane's biases, for the whole kernel, and
-  // the patch offsets of its four K column pairs (stem_pair_layout.hpp: stem_k_offset).
+  // the patch offsets of its A registers (stem_mma_layout.hpp).
   std::uint32_t bs[kStemMma ? C1 / 8 : 1][2][2];
   float bias_r[kStemMma ? C1 / 8 : 1][2];
   int koff[2][2];
@@ -117,14 +118,10 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
         lane, C1, p.k_pad0, p.cin_pad0,
         [&](long long o) { return static_cast<std::uint32_t>(__half_as_ushort(load_nc(p.w0 + o))); }, bs);
 #pragma unroll
-    for (int j = 0; j < C1 / 8; ++j) {
+    for (int j = 0; j < C1 / 8; ++j)
 #pragma unroll
       for (int i = 0; i < 2; ++i) bias_r[j][i] = p.bias0 ? load_nc(p.bias0 + 8 * j + 2 * (lane % 4) + i) : 0.f;
-    }
-#pragma unroll
-    for (int s = 0; s < 2; ++s)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) koff[s][h] = sp::stem_k_offset<C1, C2>(16 * s + 2 * (lane % 4) + 8 * h);
+    sm::lane_k_offsets(lane, G::kXS, koff);
   }
   const bool contig = p.src.ldx == G::kCin;  // the patch rows are copied raw by cp.async, one tile ahead
   const auto patch_of = [&](long long t) {

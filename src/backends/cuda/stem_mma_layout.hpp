@@ -41,6 +41,15 @@ YOLO12_HOST_DEVICE constexpr int align16(int bytes) { return (bytes + 15) / 16 *
 YOLO12_HOST_DEVICE constexpr int window_k_offset(int k, int row_stride) {
   return k < 30 ? (k / 10) * row_stride + k % 10 : k - 30;
 }
+// Lane's A registers at k16 step s: register r holds K columns 16 s + 2 (lane % 4) + 8 (r / 2) and the next (of
+// row lane / 4 for r even, lane / 4 + 8 for r odd; a_element below), at patch offset koff[s][r / 2] from the row's
+// window.
+YOLO12_HOST_DEVICE inline void lane_k_offsets(int lane, int row_stride, int (&koff)[2][2]) {
+  YOLO12_UNROLL
+  for (int s = 0; s < 2; ++s)
+    YOLO12_UNROLL
+    for (int h = 0; h < 2; ++h) koff[s][h] = window_k_offset(16 * s + 2 * (lane % 4) + 8 * h, row_stride);
+}
 // Whether K column k has a weight, and which: tap (ky * 3 + kx), channel ci.
 YOLO12_HOST_DEVICE constexpr bool window_k_tap(int k, int& tap, int& ci) {
   const int ky = k / 10, j = k % 10;

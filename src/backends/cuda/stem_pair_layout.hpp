@@ -118,11 +118,6 @@ YOLO12_HOST_DEVICE inline int stem_pixel_base(int p) {
   const int syl = p / G::kSW, sxl = p % G::kSW;
   return 2 * syl * G::kXS + 2 * sxl * 3;
 }
-// The patch offset of K column k (0..31) from its pixel's base.
-template <int C1, int C2>
-YOLO12_HOST_DEVICE constexpr int stem_k_offset(int k) {
-  return stem_mma::window_k_offset(k, Geom<C1, C2>::kXS);
-}
 // The map pixel of row m (0..15) of m16 tile mt, clamped to the map (rows past it compute a copy, not stored).
 template <int C1, int C2>
 YOLO12_HOST_DEVICE inline int stem_row_pixel(int mt, int m) {
@@ -130,12 +125,14 @@ YOLO12_HOST_DEVICE inline int stem_row_pixel(int mt, int m) {
   return p < Geom<C1, C2>::kSP ? p : Geom<C1, C2>::kSP - 1;
 }
 // Register r (0..3) of lane l's A fragment at k16 step s of m16 tile mt: the patch offset of its two halves (K
-// columns k, k + 1 of row m, as stem_mma::a_element places them).
+// columns k, k + 1 of row m, as stem_mma::a_element places them): the row's pixel base plus the lane's K offset
+// (stem_mma::lane_k_offsets, as the kernel keeps them).
 template <int C1, int C2>
 YOLO12_HOST_DEVICE inline int stem_a_offset(int mt, int lane, int r, int s) {
-  int m, k;
+  int m, k, koff[2][2];
   stem_mma::a_element(lane, s, r, 0, m, k);
-  return stem_pixel_base<C1, C2>(stem_row_pixel<C1, C2>(mt, m)) + stem_k_offset<C1, C2>(k);
+  stem_mma::lane_k_offsets(lane, Geom<C1, C2>::kXS, koff);
+  return stem_pixel_base<C1, C2>(stem_row_pixel<C1, C2>(mt, m)) + koff[s][r >> 1];
 }
 // The B fragments are stem_mma's (b_element, b_weight_offset with n_g = C1).
 // Accumulator e (0..3) of n8 tile j of lane l for m16 tile mt: its map pixel (kSP or more: not stored) and channel
