@@ -4,9 +4,14 @@
 // size, 1-pixel images), every pixel format, row pitches larger than the row, fixed and rect geometry,
 // batched in one staging block. fp32: the GPU's NHWC input must equal the CPU's NCHW float bits
 // exactly; fp16: it must equal the CPU value rounded to half. The output is poisoned with NaN first.
+// The [host] cases (also run without a GPU, as test_preprocess_host) check the staging block on the host: the
+// pooled packing against the serial one, the rows and columns it leaves out, and the kernel's arithmetic
+// (letterbox_rgb) replayed from the block against the CPU letterbox.
 #include <cmath>
 #include <cstdint>
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -140,7 +145,9 @@ TEST_CASE("GPU letterbox equals the CPU letterbox bit for bit", "[gpu][preproces
                         {640, 640, PixelFormat::BGR8, 0},   {333, 517, PixelFormat::BGRA8, 12},
                         {97, 61, PixelFormat::RGBA8, 0},    {1, 1, PixelFormat::BGR8, 0},
                         {640, 480, PixelFormat::GRAY8, 3},  {1920, 1080, PixelFormat::BGR8, 0},
-                        {320, 320, PixelFormat::RGB8, 0},   {17, 1000, PixelFormat::BGR8, 1}};
+                        {320, 320, PixelFormat::RGB8, 0},   {17, 1000, PixelFormat::BGR8, 1},
+                        {3840, 2160, PixelFormat::BGR8, 0}, {4000, 3000, PixelFormat::GRAY8, 3},
+                        {2560, 1440, PixelFormat::RGB8, 0}, {1080, 1920, PixelFormat::BGRA8, 4}};
   for (bool rect : {false, true}) {
     for (const Case& c : cases) {
       std::vector<Image> one;
@@ -184,6 +191,112 @@ void letterbox_inputs(const std::vector<Image>& batch, std::vector<ImageView>& v
   }
 }
 
+// The kernel's arithmetic (letterbox_rgb) replayed on the host over a staged block: the values of every output
+// pixel of every image that differ from the CPU letterbox (pre::letterbox_to_nchw). Device images' headers carry
+// their host address here, which the replay reads as the kernel reads device memory.
+std::size_t replay_differences(const unsigned char* block, const std::vector<ImageView>& views,
+                               const std::vector<pre::LetterboxParams>& geo) {
+  const auto* headers = reinterpret_cast<const PreprocessImage*>(block);
+  std::size_t differ = 0;
+  for (std::size_t n = 0; n < views.size(); ++n) {
+    const int H = geo[n].dst_h, W = geo[n].dst_w;
+    std::vector<float> cpu(static_cast<std::size_t>(3) * H * W);
+    pre::letterbox_to_nchw(views[n], geo[n], cpu.data());
+    for (int y = 0; y < H; ++y)
+      for (int x = 0; x < W; ++x) {
+        int rgb[3];
+        letterbox_rgb(block, headers[n], x, y, rgb);
+        for (int c = 0; c < 3; ++c)
+          if (static_cast<float>(rgb[c]) / 255.f != cpu[(static_cast<std::size_t>(c) * H + y) * W + x]) {
+            if (differ < 3)
+              UNSCOPED_INFO("image " << n << " (" << views[n].width << "x" << views[n].height << ") c " << c << " y "
+                                     << y << " x " << x);
+            ++differ;
+          }
+      }
+  }
+  return differ;
+}
+
+// Bytes of the pixels the block holds for image i (its packed rows; the last image's run to `used`).
+std::size_t packed_pixel_bytes(const unsigned char* block, std::size_t i, std::size_t count, std::size_t used) {
+  const auto* headers = reinterpret_cast<const PreprocessImage*>(block);
+  const std::size_t end = i + 1 < count ? headers[i + 1].pixels : used;
+  return end - headers[i].pixels;
+}
+
+TEST_CASE("the staging block holds only the pixels the resize weighs, and gives the CPU letterbox",
+          "[preprocess][host]") {
+  std::mt19937 rng(26);
+  struct Case {
+    int w, h;
+    PixelFormat f;
+    int extra_pitch;
+    int rows, cols;  // the rows and columns the block should hold at 640x640 (fixed)
+  };
+  // 1920 -> 640 weighs every third line, 3840 -> 640 two of six, 2560 -> 640 two of four (columns then kept whole:
+  // above 40 %), 1280 -> 640 (exactly 2) every line; 4000x3000 -> 640x480 every 6.25th pair of lines.
+  const Case cases[] = {{1920, 1080, PixelFormat::BGR8, 0, 360, 640},    {1080, 1920, PixelFormat::BGRA8, 4, 640, 360},
+                        {3840, 2160, PixelFormat::BGR8, 0, 720, 1280},   {2560, 1440, PixelFormat::RGB8, 0, 720, 2560},
+                        {1280, 720, PixelFormat::BGR8, 0, 720, 1280},    {4000, 3000, PixelFormat::GRAY8, 3, -1, -1},
+                        {1281, 719, PixelFormat::BGR8, 7, -1, 1281},     {3000, 1, PixelFormat::RGB8, 0, 1, -1},
+                        {1, 3000, PixelFormat::BGR8, 1, -1, 1},          {1001, 2999, PixelFormat::BGR8, 3, -1, -1},
+                        {640, 640, PixelFormat::BGR8, 0, 640, 640},      {97, 61, PixelFormat::RGBA8, 0, 61, 97}};
+  for (const Case& c : cases) {
+    INFO(c.w << "x" << c.h << " format " << static_cast<int>(c.f));
+    std::vector<Image> one;
+    one.push_back(random_image(rng, c.w, c.h, c.f, c.extra_pitch));
+    for (bool rect : {false, true}) {
+      INFO((rect ? "rect" : "fixed"));
+      std::vector<ImageView> views{one[0].view};
+      std::vector<pre::LetterboxParams> geo{pre::letterbox_params(c.w, c.h, 640, 640, rect)};
+      std::vector<unsigned char> block(preprocess_staging_bytes(views, geo), 0xa5);
+      const std::size_t used = preprocess_stage(views, geo, block.data(), nullptr);
+      REQUIRE(used <= block.size());
+      CHECK(replay_differences(block.data(), views, geo) == 0);
+      const auto& h = reinterpret_cast<const PreprocessImage*>(block.data())[0];
+      const int bpp = pre::bytes_per_pixel(c.f);
+      if (c.cols > 0) CHECK(h.pitch == static_cast<unsigned long long>(c.cols) * bpp);
+      if (c.rows > 0 && c.cols > 0)
+        CHECK(packed_pixel_bytes(block.data(), 0, 1, used) ==
+              align_up(static_cast<std::size_t>(c.rows) * c.cols * bpp, 256));
+      // Never more than the image, and a reduction by 3 or more at most half of it (at most 2 of 3 rows).
+      CHECK(packed_pixel_bytes(block.data(), 0, 1, used) <= align_up(static_cast<std::size_t>(c.w) * c.h * bpp, 256));
+      if (geo[0].new_w * 3 <= c.w && geo[0].new_h * 3 <= c.h)
+        CHECK(packed_pixel_bytes(block.data(), 0, 1, used) * 2 <= static_cast<std::size_t>(c.w) * c.h * bpp);
+    }
+  }
+  SECTION("packed, pinned and device images in one block: each read its own way") {
+    std::vector<Image> batch;
+    batch.push_back(random_image(rng, 1920, 1080, PixelFormat::BGR8, 0));
+    batch.push_back(random_image(rng, 1920, 1080, PixelFormat::BGR8, 6));
+    batch.push_back(random_image(rng, 3840, 2160, PixelFormat::RGB8, 0));
+    batch.push_back(random_image(rng, 1280, 720, PixelFormat::BGR8, 0));
+    std::vector<ImageView> views;
+    std::vector<pre::LetterboxParams> geo;
+    letterbox_inputs(batch, views, geo);
+    const std::vector<PixelSource> sources{PixelSource::Pack, PixelSource::Pinned, PixelSource::Device,
+                                           PixelSource::Pack};
+    std::vector<unsigned char> block(preprocess_staging_bytes(views, geo), 0);
+    const StagedBatch staged = preprocess_stage(views, geo, sources, block.data(), nullptr);
+    REQUIRE(staged.pinned.size() == 1);
+    const PinnedCopy& pc = staged.pinned[0];
+    CHECK(pc.rows == 1080);  // a pinned image's rows go whole, by one 2D copy
+    CHECK(pc.row_bytes == 1920u * 3);
+    REQUIRE(pc.dst_offset + pc.row_bytes * pc.rows <= block.size());
+    for (int y = 0; y < pc.rows; ++y)  // the executor's cudaMemcpy2DAsync, on the host
+      std::memcpy(block.data() + pc.dst_offset + y * pc.row_bytes,
+                  static_cast<const unsigned char*>(pc.src) + y * pc.src_pitch, pc.row_bytes);
+    CHECK(replay_differences(block.data(), views, geo) == 0);
+    const auto* h = reinterpret_cast<const PreprocessImage*>(block.data());
+    CHECK(h[0].pitch == 640u * 3);   // packed: a ninth
+    CHECK(h[1].pitch == 1920u * 3);  // pinned: whole rows
+    CHECK(h[2].pitch == 3840u * 3);  // device: the caller's pitch
+    CHECK(h[2].src == reinterpret_cast<unsigned long long>(batch[2].pixels.data()));
+    CHECK(staged.packed_bytes <= pc.dst_offset);
+  }
+}
+
 TEST_CASE("preprocess_stage packs a batch with several threads into the block the serial packing writes",
           "[preprocess][host]") {
   std::mt19937 rng(23);
@@ -197,6 +310,8 @@ TEST_CASE("preprocess_stage packs a batch with several threads into the block th
   batch.push_back(random_image(rng, 97, 61, PixelFormat::RGBA8, 0));
   batch.push_back(random_image(rng, 3000, 1, PixelFormat::RGB8, 0));
   batch.push_back(random_image(rng, 1, 3000, PixelFormat::BGR8, 1));
+  batch.push_back(random_image(rng, 1920, 1080, PixelFormat::BGR8, 0));  // rows and columns left out
+  batch.push_back(random_image(rng, 3840, 2160, PixelFormat::BGRA8, 8));
   std::vector<ImageView> views;
   std::vector<pre::LetterboxParams> geo;
   letterbox_inputs(batch, views, geo);
@@ -216,14 +331,13 @@ TEST_CASE("preprocess_stage packs a batch with several threads into the block th
   // The entry point the executor calls (the process's staging pool).
   REQUIRE(preprocess_stage(views, geo, shared.data()) == used);
   CHECK(std::memcmp(serial.data(), shared.data(), bytes) == 0);
-  // And the pixels really are there: image 0's first and last rows, image 6's padded rows.
+  // And the pixels really are there: image 0's first and last rows (1280 -> 640 keeps every line), and every
+  // image's letterbox replayed from the block.
   const auto* headers = reinterpret_cast<const PreprocessImage*>(serial.data());
   CHECK(std::memcmp(serial.data() + headers[0].pixels, batch[0].pixels.data(), 1280 * 3) == 0);
   CHECK(std::memcmp(serial.data() + headers[0].pixels + 719ull * 1280 * 3, batch[0].pixels.data() + 719ull * 1280 * 3,
                     1280 * 3) == 0);
-  for (int y : {0, 1, 718})
-    CHECK(std::memcmp(serial.data() + headers[6].pixels + static_cast<std::size_t>(y) * 1281 * 3,
-                      batch[6].pixels.data() + static_cast<std::size_t>(y) * (1281 * 3 + 7), 1281 * 3) == 0);
+  CHECK(replay_differences(serial.data(), views, geo) == 0);
 }
 
 // Several Detectors packing at once (a DetectorPool's workers): each caller takes the first free staging pool,
@@ -273,4 +387,42 @@ TEST_CASE("preprocess_stage with a pool still rejects a bad view", "[preprocess]
                                                       pre::letterbox_params(1280, 720, 640, 640, false)},
                                      block.data()),
                     InputError);
+}
+
+// Host time to pack a batch into the staging block (what detect() does before its one H2D copy), and the bytes
+// that copy then moves: medians of 15 runs, on the calling thread and with the process's staging pool. Run by
+// hand: test_preprocess --host-only "[.bench]" (docs/benchmarks-gpu.md, "The staging block").
+TEST_CASE("staging block: packing time and bytes", "[preprocess][host][.bench]") {
+  std::mt19937 rng(27);
+  struct Size {
+    int w, h;
+  };
+  for (const Size sz : {Size{1280, 720}, Size{1920, 1080}, Size{3840, 2160}}) {
+    std::vector<Image> frames;
+    for (int i = 0; i < 4; ++i) frames.push_back(random_image(rng, sz.w, sz.h, PixelFormat::BGR8, 0));
+    for (const int batch : {1, 32}) {
+      std::vector<ImageView> views;
+      std::vector<pre::LetterboxParams> geo;
+      for (int i = 0; i < batch; ++i) {  // 4 distinct frames, as a video's
+        views.push_back(frames[static_cast<std::size_t>(i % 4)].view);
+        geo.push_back(pre::letterbox_params(sz.w, sz.h, 640, 640, false));
+      }
+      std::vector<unsigned char> block(preprocess_staging_bytes(views, geo));
+      std::size_t used = 0;
+      double ms[2];
+      for (int mode = 0; mode < 2; ++mode) {
+        std::vector<double> t;
+        for (int r = 0; r < 15; ++r) {
+          const auto t0 = std::chrono::steady_clock::now();
+          used = mode == 0 ? preprocess_stage(views, geo, block.data(), nullptr) : preprocess_stage(views, geo, block.data());
+          t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+        std::sort(t.begin(), t.end());
+        ms[mode] = t[t.size() / 2];
+      }
+      const double src_mb = static_cast<double>(sz.w) * sz.h * 3 * batch / 1e6;
+      std::printf("staging %4dx%-4d batch %2d: source %7.1f MB, block %6.1f MB | pack %7.3f ms one thread, %7.3f ms pool\n",
+                  sz.w, sz.h, batch, src_mb, static_cast<double>(used) / 1e6, ms[0], ms[1]);
+    }
+  }
 }

@@ -4,11 +4,12 @@
 // image reading at most 4 source pixels each, a few microseconds; the cost of preprocessing is the
 // host-to-device copy of the pixels, which the staging block makes a single transfer.
 //
-// Packing the staging block is a host memcpy of every pixel row (32 frames of 1280x720 BGR: 88 MB, about
-// 11 ms on one thread). Where a batch has more than kParallelBytes of pixels the rows are copied by
-// several threads: the block's layout (headers, taps, offsets) is fixed first on the calling thread, then
-// the row ranges of about kTaskBytes each are copied in parallel, so the block is byte for byte the one the
-// serial packing writes.
+// Packing the staging block is a host copy of the pixel rows the resize weighs (preprocess.cuh: 32 frames of
+// 1280x720 BGR, all of whose rows and columns count, are 88 MB, about 11 ms on one thread; 32 of 1920x1080 are
+// 22 MB of 199). Where a batch's images hold more than kParallelBytes of pixels the rows are copied by several
+// threads: the block's layout (headers, taps, offsets) is fixed first on the calling thread, then the ranges of
+// about kTaskBytes of packed rows are copied in parallel, so the block is byte for byte the one the serial
+// packing writes.
 #include "preprocess.cuh"
 
 #include <algorithm>
@@ -49,17 +50,75 @@ StagingPool* staging_pools() {
 
 std::size_t header_bytes(std::size_t batch) { return align_up(sizeof(PreprocessImage) * batch, 256); }
 
-// Taps are cheap to compute but identical for every frame of a video: keep the last few sizes.
-// Per thread, so clones used from several threads never share it.
-const std::vector<pre::ResizeTap>& cached_taps(bool x_axis, int src_len, int dst_len) {
-  thread_local std::map<std::pair<int, int>, std::vector<pre::ResizeTap>> cache[2];
+// One axis of an image's staging (preprocess.cuh): the plain resize taps, and where the block leaves lines out
+// (rows for y, columns for x), the lines kept and the taps renumbered to them.
+struct AxisPlan {
+  std::vector<pre::ResizeTap> taps;    // (dst_len) pre::resize_taps_x / _y
+  std::vector<int> keep;               // the source lines the block holds, ascending; empty: all of them
+  std::vector<pre::ResizeTap> packed;  // (dst_len) taps into `keep` (empty with it)
+  // The taps and the number of lines of a packed image, and source line of packed line k.
+  const std::vector<pre::ResizeTap>& packed_taps() const { return keep.empty() ? taps : packed; }
+  int lines(int src_len) const { return keep.empty() ? src_len : static_cast<int>(keep.size()); }
+  int source(int k) const { return keep.empty() ? k : keep[static_cast<std::size_t>(k)]; }
+};
+
+// Columns are gathered pixel by pixel, so they are left out only where at most this share of them is kept.
+constexpr int kColumnKeepPercent = 40;
+
+AxisPlan make_plan(bool x_axis, int src_len, int dst_len) {
+  AxisPlan p;
+  p.taps = x_axis ? pre::resize_taps_x(src_len, dst_len) : pre::resize_taps_y(src_len, dst_len);
+  // A line is kept where a tap gives it weight (a tap of two zero weights, never made, keeps its i0).
+  std::vector<int> index(static_cast<std::size_t>(src_len), -1);
+  for (const pre::ResizeTap& t : p.taps) {
+    if (t.w0 != 0 || t.w1 == 0) index[static_cast<std::size_t>(t.i0)] = 0;
+    if (t.w1 != 0) index[static_cast<std::size_t>(t.i1)] = 0;
+  }
+  std::size_t kept = 0;
+  for (int v : index) kept += v == 0 ? 1 : 0;
+  const bool worth = x_axis ? kept * 100 <= static_cast<std::size_t>(src_len) * kColumnKeepPercent
+                            : kept < static_cast<std::size_t>(src_len);
+  if (!worth) return p;
+  for (int i = 0; i < src_len; ++i)
+    if (index[static_cast<std::size_t>(i)] == 0) {
+      index[static_cast<std::size_t>(i)] = static_cast<int>(p.keep.size());
+      p.keep.push_back(i);
+    }
+  p.packed = p.taps;
+  for (pre::ResizeTap& t : p.packed) {
+    // A zero-weight side reads the other side's line: its value is multiplied by 0 either way.
+    const int i0 = t.w0 != 0 || t.w1 == 0 ? index[static_cast<std::size_t>(t.i0)] : index[static_cast<std::size_t>(t.i1)];
+    const int i1 = t.w1 != 0 ? index[static_cast<std::size_t>(t.i1)] : i0;
+    t.i0 = i0;
+    t.i1 = i1;
+  }
+  return p;
+}
+
+// Plans are cheap to make but identical for every frame of a video: keep the last few sizes. Per thread, so
+// clones used from several threads never share it; shared pointers, so a batch of more sizes than the cache
+// keeps still holds every plan it took.
+std::shared_ptr<const AxisPlan> cached_plan(bool x_axis, int src_len, int dst_len) {
+  thread_local std::map<std::pair<int, int>, std::shared_ptr<const AxisPlan>> cache[2];
   auto& c = cache[x_axis ? 0 : 1];
   const auto key = std::make_pair(src_len, dst_len);
   auto it = c.find(key);
   if (it != c.end()) return it->second;
   if (c.size() >= 16) c.clear();
-  auto taps = x_axis ? pre::resize_taps_x(src_len, dst_len) : pre::resize_taps_y(src_len, dst_len);
-  return c.emplace(key, std::move(taps)).first->second;
+  return c.emplace(key, std::make_shared<const AxisPlan>(make_plan(x_axis, src_len, dst_len))).first->second;
+}
+
+// Packed columns of one row: pixels cols[0..n) of `src` one after another (bpp bytes each).
+template <int kBpp>
+void gather_pixels(unsigned char* dst, const std::uint8_t* src, const int* cols, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i, dst += kBpp) std::memcpy(dst, src + static_cast<std::size_t>(cols[i]) * kBpp, kBpp);
+}
+void gather_row(unsigned char* dst, const std::uint8_t* src, const std::vector<int>& cols, int bpp) {
+  switch (bpp) {
+    case 1: gather_pixels<1>(dst, src, cols.data(), cols.size()); break;
+    case 3: gather_pixels<3>(dst, src, cols.data(), cols.size()); break;
+    default: gather_pixels<4>(dst, src, cols.data(), cols.size()); break;
+  }
 }
 
 void check_geometry(const ImageView& im, const pre::LetterboxParams& g, std::size_t i) {
@@ -77,32 +136,8 @@ __global__ void letterbox_kernel(PreprocessParams<T> p) {
   const int n = blockIdx.z;
   if (x >= p.w || y >= p.h) return;
   const PreprocessImage im = reinterpret_cast<const PreprocessImage*>(p.block)[n];
-  int rgb[3] = {114, 114, 114};
-  const int dx = x - im.left, dy = y - im.top;
-  if (dx >= 0 && dx < im.new_w && dy >= 0 && dy < im.new_h) {
-    // (src_h, row_bytes): packed in the block, or the caller's device memory read in place
-    const unsigned char* src = im.src ? reinterpret_cast<const unsigned char*>(im.src) : p.block + im.pixels;
-    const long long row_bytes =
-        im.src ? static_cast<long long>(im.src_pitch) : static_cast<long long>(im.src_w) * im.bpp;
-    if (im.identity) {
-      const unsigned char* px = src + dy * row_bytes + static_cast<long long>(dx) * im.bpp;
-#pragma unroll
-      for (int c = 0; c < 3; ++c) rgb[c] = px[im.ch[c]];
-    } else {
-      const pre::ResizeTap tx = reinterpret_cast<const pre::ResizeTap*>(p.block + im.taps_x)[dx];
-      const pre::ResizeTap ty = reinterpret_cast<const pre::ResizeTap*>(p.block + im.taps_y)[dy];
-      const unsigned char* r0 = src + ty.i0 * row_bytes;
-      const unsigned char* r1 = src + ty.i1 * row_bytes;
-      const int o0 = tx.i0 * im.bpp, o1 = tx.i1 * im.bpp;
-#pragma unroll
-      for (int c = 0; c < 3; ++c) {
-        const int ch = im.ch[c];
-        const int h0 = pre::resize_blend_x(r0[o0 + ch], r0[o1 + ch], tx.w0, tx.w1);
-        const int h1 = pre::resize_blend_x(r1[o0 + ch], r1[o1 + ch], tx.w0, tx.w1);
-        rgb[c] = pre::resize_blend_y(h0, h1, ty.w0, ty.w1);
-      }
-    }
-  }
+  int rgb[3];
+  letterbox_rgb(p.block, im, x, y, rgb);
   T* out = p.y + ((static_cast<long long>(n) * p.h + y) * p.w + x) * p.ldy;
 #pragma unroll
   for (int c = 0; c < 3; ++c) out[c] = from_f32<T>(__fdiv_rn(static_cast<float>(rgb[c]), 255.f));
@@ -123,7 +158,7 @@ std::size_t preprocess_staging_bytes(const std::vector<ImageView>& images,
 
 StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
                              const std::vector<PixelSource>& sources, void* block) {
-  std::size_t packed = 0;  // the pixels this thread (or the pool) copies
+  std::size_t packed = 0;  // the source pixels of the images this thread (or the pool) packs
   for (std::size_t i = 0; i < images.size() && i < sources.size(); ++i)
     if (sources[i] == PixelSource::Pack)
       packed += static_cast<std::size_t>(images[i].width) * images[i].height * pre::bytes_per_pixel(images[i].format);
@@ -186,6 +221,10 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
   unsigned char* base = static_cast<unsigned char*>(block);
   auto* headers = reinterpret_cast<PreprocessImage*>(base);
   std::size_t off = header_bytes(images.size());
+  struct Plans {
+    std::shared_ptr<const AxisPlan> x, y;
+  };
+  std::vector<Plans> plans(images.size());
 
   // Taps of every image, back to back.
   for (std::size_t i = 0; i < images.size(); ++i) {
@@ -213,8 +252,11 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
     h.left = g.left;
     h.top = g.top;
     h.identity = (g.new_w == im.width && g.new_h == im.height) ? 1 : 0;
-    const auto& tx = cached_taps(true, im.width, g.new_w);
-    const auto& ty = cached_taps(false, im.height, g.new_h);
+    plans[i] = {cached_plan(true, im.width, g.new_w), cached_plan(false, im.height, g.new_h)};
+    // Packed images read the lines kept; pinned and device ones all of their lines.
+    const bool packed = sources[i] == PixelSource::Pack;
+    const auto& tx = packed ? plans[i].x->packed_taps() : plans[i].x->taps;
+    const auto& ty = packed ? plans[i].y->packed_taps() : plans[i].y->taps;
     h.taps_x = off;
     std::memcpy(base + off, tx.data(), tx.size() * sizeof(pre::ResizeTap));
     off += tx.size() * sizeof(pre::ResizeTap);
@@ -224,20 +266,22 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
     headers[i] = h;
   }
   off = align_up(off, 256);
-  // Pixels, rows packed densely: each image's offset first, then the row ranges (tasks) copied.
+  // Pixels, the rows kept packed densely: each image's offset first, then the ranges of packed rows (tasks) copied.
   struct RowsTask {
     std::size_t image;
-    int y0, y1;  // rows [y0, y1)
+    int k0, k1;  // packed rows [k0, k1)
   };
   std::vector<RowsTask> tasks;
   for (std::size_t i = 0; i < images.size(); ++i) {
     if (sources[i] != PixelSource::Pack) continue;
     const ImageView& im = images[i];
-    const std::size_t row = static_cast<std::size_t>(im.width) * headers[i].bpp;
+    const int rows = plans[i].y->lines(im.height);
+    const std::size_t row = static_cast<std::size_t>(plans[i].x->lines(im.width)) * headers[i].bpp;
     headers[i].pixels = off;
+    headers[i].pitch = row;
     const int rows_per_task = static_cast<int>(std::max<std::size_t>(1, kTaskBytes / row));
-    for (int y = 0; y < im.height; y += rows_per_task) tasks.push_back({i, y, std::min(im.height, y + rows_per_task)});
-    off = align_up(off + row * im.height, 256);
+    for (int k = 0; k < rows; k += rows_per_task) tasks.push_back({i, k, std::min(rows, k + rows_per_task)});
+    off = align_up(off + row * rows, 256);
   }
   StagedBatch staged;
   staged.packed_bytes = off;
@@ -247,23 +291,29 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
     const std::size_t row = static_cast<std::size_t>(im.width) * headers[i].bpp;
     if (sources[i] == PixelSource::Pinned) {
       headers[i].pixels = off;
+      headers[i].pitch = row;
       staged.pinned.push_back({off, im.data, im.pitch, row, im.height});
       off = align_up(off + row * im.height, 256);
     } else if (sources[i] == PixelSource::Device) {
       headers[i].src = reinterpret_cast<unsigned long long>(im.data);
-      headers[i].src_pitch = im.pitch;
+      headers[i].pitch = im.pitch;
     }
   }
   const auto copy_rows = [&](std::ptrdiff_t t, int /*worker*/) {
     const RowsTask& task = tasks[static_cast<std::size_t>(t)];
     const ImageView& im = images[task.image];
-    const std::size_t row = static_cast<std::size_t>(im.width) * headers[task.image].bpp;
-    unsigned char* dst = base + headers[task.image].pixels + row * task.y0;
-    const std::uint8_t* src = im.data + im.pitch * task.y0;
-    if (im.pitch == row) {
-      std::memcpy(dst, src, row * (task.y1 - task.y0));
-    } else {
-      for (int y = task.y0; y < task.y1; ++y, dst += row, src += im.pitch) std::memcpy(dst, src, row);
+    const AxisPlan& px = *plans[task.image].x;
+    const AxisPlan& py = *plans[task.image].y;
+    const std::size_t row = headers[task.image].pitch;
+    unsigned char* dst = base + headers[task.image].pixels + row * task.k0;
+    if (px.keep.empty() && py.keep.empty() && im.pitch == row) {  // whole rows, one run
+      std::memcpy(dst, im.data + im.pitch * task.k0, row * (task.k1 - task.k0));
+      return;
+    }
+    for (int k = task.k0; k < task.k1; ++k, dst += row) {
+      const std::uint8_t* src = im.data + im.pitch * static_cast<std::size_t>(py.source(k));
+      if (px.keep.empty()) std::memcpy(dst, src, row);
+      else gather_row(dst, src, px.keep, headers[task.image].bpp);
     }
   };
   const auto n = static_cast<std::ptrdiff_t>(tasks.size());

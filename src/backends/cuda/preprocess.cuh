@@ -5,14 +5,21 @@
 //   [PreprocessImage x batch | ResizeTap x (sum of new_w + new_h) | pixels of each image]
 // preprocess_stage() fills it on the host: the geometry of each image, the integer resize taps from
 // pre::resize_taps_x / _y (the same numbers the CPU uses, cached per size), and the pixel rows packed
-// densely (pitch = width * bytes per pixel, each image 256-byte aligned).
+// densely (each image 256-byte aligned).
+// Only the source pixels the resize weighs are packed. A reduction by more than 2 reads fewer source rows
+// (columns) than there are: 1920x1080 to 640x360 weighs every third row and column (the other tap of each
+// output has weight 0), 3840x2160 two of every six. The rows no y tap weighs are left out of the block; so are
+// the columns no x tap weighs where that leaves at most 40 % of them (a column gather costs more per byte than a
+// row copy). The taps in the block are then renumbered to the rows and columns kept, and a zero-weight tap points
+// at a kept one, so every value the kernel blends is the one the CPU blends. A 1080p frame puts a ninth of its
+// bytes in the block, a 720p frame (a reduction by exactly 2) all of them.
 // Images whose pixels are already in page-locked or device memory skip the host copy (locate_pixels):
-// a pinned image's rows go by one cudaMemcpy2DAsync from the caller's memory into the device block,
-// after the packed part; a device image (on the executor's device, or managed) is read in place by
-// the kernel through the address its header carries.
-// preprocess_letterbox() then runs one thread per output pixel: inside the resized area it blends the
-// four source pixels with pre::resize_blend_x / _y (the CPU's own integer arithmetic), outside it is
-// the pad value 114; channels are reordered to RGB (GRAY8 replicated), divided by 255 (true IEEE
+// a pinned image's rows (all of them) go by one cudaMemcpy2DAsync from the caller's memory into the device
+// block, after the packed part; a device image (on the executor's device, or managed) is read in place by
+// the kernel through the address its header carries. Their taps are the plain ones.
+// preprocess_letterbox() then runs one thread per output pixel (letterbox_rgb below): inside the resized area
+// it blends the four source pixels with pre::resize_blend_x / _y (the CPU's own integer arithmetic), outside
+// it is the pad value 114; channels are reordered to RGB (GRAY8 replicated), divided by 255 (true IEEE
 // division, as torch's x / 255) and written into the NHWC network input, fp32 or fp16.
 #pragma once
 
@@ -34,16 +41,46 @@ namespace yolo12::cuda {
 
 // Per image, inside the staging block. Offsets are bytes from the start of the block.
 struct PreprocessImage {
-  unsigned long long pixels = 0;  // offset of the packed pixels (src_h rows of src_w * bpp bytes)
+  unsigned long long pixels = 0;  // offset of the packed pixels (the rows kept, each of the columns kept)
   unsigned long long src = 0;     // device address of the pixels when read in place (0: at `pixels`)
-  unsigned long long src_pitch = 0;  // bytes per row at `src`
-  unsigned long long taps_x = 0;  // offset of new_w ResizeTap
-  unsigned long long taps_y = 0;  // offset of new_h ResizeTap
-  int src_w = 0, src_h = 0, bpp = 3;
+  unsigned long long pitch = 0;   // bytes per row of the pixels read (at `pixels` or at `src`)
+  unsigned long long taps_x = 0;  // offset of new_w ResizeTap (indices into the columns kept)
+  unsigned long long taps_y = 0;  // offset of new_h ResizeTap (indices into the rows kept)
+  int src_w = 0, src_h = 0, bpp = 3;  // the source image (before any rows or columns were left out)
   int ch[3] = {2, 1, 0};          // source channel of R, G, B
   int new_w = 0, new_h = 0, left = 0, top = 0;
   int identity = 0;               // 1: new size == source size, no resize (as Ultralytics)
 };
+
+// The RGB values (0..255) of output pixel (x, y) of image `im`, read from `block` (the staging block as the
+// reader sees it: the device copy in the kernel, the host block in the tests' replay): the pad value 114 outside
+// the resized area, else the source pixel (identity) or the bilinear blend of its taps.
+YOLO12_HOST_DEVICE inline void letterbox_rgb(const unsigned char* block, const PreprocessImage& im, int x, int y,
+                                            int (&rgb)[3]) {
+  rgb[0] = rgb[1] = rgb[2] = 114;
+  const int dx = x - im.left, dy = y - im.top;
+  if (dx < 0 || dx >= im.new_w || dy < 0 || dy >= im.new_h) return;
+  const unsigned char* src = im.src ? reinterpret_cast<const unsigned char*>(im.src) : block + im.pixels;
+  const long long pitch = static_cast<long long>(im.pitch);
+  if (im.identity) {
+    const unsigned char* px = src + dy * pitch + static_cast<long long>(dx) * im.bpp;
+    YOLO12_UNROLL
+    for (int c = 0; c < 3; ++c) rgb[c] = px[im.ch[c]];
+    return;
+  }
+  const pre::ResizeTap tx = reinterpret_cast<const pre::ResizeTap*>(block + im.taps_x)[dx];
+  const pre::ResizeTap ty = reinterpret_cast<const pre::ResizeTap*>(block + im.taps_y)[dy];
+  const unsigned char* r0 = src + ty.i0 * pitch;
+  const unsigned char* r1 = src + ty.i1 * pitch;
+  const int o0 = tx.i0 * im.bpp, o1 = tx.i1 * im.bpp;
+  YOLO12_UNROLL
+  for (int c = 0; c < 3; ++c) {
+    const int ch = im.ch[c];
+    const int h0 = pre::resize_blend_x(r0[o0 + ch], r0[o1 + ch], tx.w0, tx.w1);
+    const int h1 = pre::resize_blend_x(r1[o0 + ch], r1[o1 + ch], tx.w0, tx.w1);
+    rgb[c] = pre::resize_blend_y(h0, h1, ty.w0, ty.w1);
+  }
+}
 
 template <typename T>
 struct PreprocessParams {
