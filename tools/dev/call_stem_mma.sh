@@ -10,8 +10,10 @@
 #   - yolo12-bench on the peer's yolo12n, s and x under the defaults and each variant;
 #   - compute-sanitizer memcheck and racecheck on test_conv [stem_mma] (which is also its functional test) and on
 #     test_stem_pair's kernel cases, in the time PERF_BUDGET leaves;
-# then test_conv "[stem_mma]" without a sanitizer and test_stem_pair "[.bench]" (both stems against the two kernels,
-# 640x640, batch 1 and 32) into $OUT.
+# then test_conv "[stem_mma]" without a sanitizer, test_stem_pair "[.bench]" (both stems against the two kernels,
+# 640x640, batch 1 and 32) and yolo12-bench's end to end of yolo12n on 1920x1080 frames (the twenty-third session's
+# staging block, which packs a ninth of such a frame) into $OUT. ctest also runs test_preprocess (the staging block
+# through the GPU letterbox, bit for bit).
 # On the device machine, from the repository root, carrying .whl and .carry/catch2 (about 8-9 minutes on a fresh
 # machine, estimated from the twenty-first session's calls):
 #   export OUT; timeout 570 tools/dev/call_stem_mma.sh; [ -f "$OUT/logs_perf.tar.gz" ] ||
@@ -19,9 +21,9 @@
 # Turn a variant on where its kernel tests pass, the sanitizers are clean and the network is faster.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-export PERF_BUDGET=${PERF_BUDGET:-440}
-export PERF_TESTS=${PERF_TESTS:-"test_stem_pair test_conv"}
-export CTEST_REGEX=${CTEST_REGEX:-'^test_stem_pair$'}
+export PERF_BUDGET=${PERF_BUDGET:-420}
+export PERF_TESTS=${PERF_TESTS:-"test_stem_pair test_conv test_preprocess"}
+export CTEST_REGEX=${CTEST_REGEX:-'^test_(stem_pair|preprocess)$'}
 export PERF_ALL_TESTS=${PERF_ALL_TESTS:-1}  # the fixture models for test_stem_pair's [model] case
 export PERF_SAN_TAGS=${PERF_SAN_TAGS:-"stem_mma test_stem_pair:kernel"}
 export PERF_SCALES=${PERF_SCALES:-n,s,x}
@@ -42,5 +44,13 @@ if [ -x "$bin/test_stem_pair" ]; then
   timeout 120 "$bin/test_stem_pair" "[.bench]" > "$out/stem_pair_bench.txt" 2>&1
   echo "stem pair timings: rc=$?"
   grep "^stem_pair" "$out/stem_pair_bench.txt"
+fi
+bench=${BUILD:-build-check}/yolo12-bench
+model=${BUILD:-build-check}/models/yolo12n_peer.y12
+if [ -x "$bench" ] && [ -f "$model" ]; then
+  for img in 1920x1080; do  # (1280x720: bench_yolo12n_default.log)
+    timeout 60 "$bench" "$model" --batch 1,32 --precision fp16 --iters 100 --image "$img" > "$out/bench_e2e_$img.log" 2>&1
+    echo "e2e $img: $(grep -F "e2e" "$out/bench_e2e_$img.log" | tr -s ' ' | sed 's/.*| pre/pre/' | tr '\n' ';')"
+  done
 fi
 exit $rc
