@@ -165,15 +165,23 @@ int fuse_conv_chains(Graph& g, const ChainLimits& lim) {
   return chains;
 }
 
-int fuse_stride2_pairs(Graph& g, const PairFilter& accept) {
+namespace {
+
+// The two pair passes: every two CONSECUTIVE ConvOps a and b for which `form` holds of both, where b reads through
+// `in` exactly the slice a writes, nothing else writes any of it, a has no residual, b has none or (where
+// b_residual) one from memory that is neither a's output nor overlaps it, and b's output overlaps neither a's input
+// nor b's residual.
+template <typename Form>
+int fuse_pairs(Graph& g, const Form& form, bool b_residual, const PairFilter& accept) {
   const Touches t(g);  // decided on the unchanged graph, then applied
   std::vector<Op> ops;
   int pairs = 0;
   for (std::size_t i = 0; i < g.ops.size();) {
     const ConvOp* a = g.ops[i].get_if<ConvOp>();
     const ConvOp* b = i + 1 < g.ops.size() ? g.ops[i + 1].get_if<ConvOp>() : nullptr;
-    if (!a || !b || !chain_stride2(a->attrs) || !chain_stride2(b->attrs) || a->residual.valid() ||
-        b->residual.valid() || !same_slice(b->in, a->out) || t.writers(a->out) != 1 || overlap(b->out, a->in) ||
+    if (!a || !b || !form(a->attrs) || !form(b->attrs) || a->residual.valid() ||
+        (b->residual.valid() && (!b_residual || overlap(b->residual, a->out) || overlap(b->out, b->residual))) ||
+        !same_slice(b->in, a->out) || t.writers(a->out) != 1 || overlap(b->out, a->in) ||
         (accept && !accept(a->attrs, b->attrs))) {
       ops.push_back(std::move(g.ops[i]));
       ++i;
@@ -192,6 +200,16 @@ int fuse_stride2_pairs(Graph& g, const PairFilter& accept) {
   return pairs;
 }
 
+}  // namespace
+
+int fuse_stride2_pairs(Graph& g, const PairFilter& accept) {
+  return fuse_pairs(g, [](const ConvAttrs& a) { return chain_stride2(a); }, false, accept);
+}
+
+int fuse_stride1_pairs(Graph& g, const PairFilter& accept) {
+  return fuse_pairs(g, [](const ConvAttrs& a) { return chain_stride1(a); }, true, accept);
+}
+
 void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& op_name) {
   auto bad = [&](const std::string& what) { throw ModelError("conv chain '" + op_name + "': " + what); };
   const int n = op.attrs.links;
@@ -207,7 +225,8 @@ void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& 
   const ValueRef& in0 = op.links[0].in;
   if (!inside(in0)) bad("link 0 reads no slice of a value");
   const Value& map = g.values[static_cast<std::size_t>(in0.value)];
-  if (chain_stride2_pair(op)) {  // the other form: two 3x3 stride-2 convs, each output at its own size
+  if (chain_stride2_pair(op) || chain_stride1_pair(op)) {  // the pair forms: two 3x3 convs, outputs at their sizes
+    const bool s2 = chain_stride2_pair(op);
     for (int i = 0; i < 2; ++i) {
       const ConvOp& c = op.links[static_cast<std::size_t>(i)];
       const std::string link = "link " + std::to_string(i) + ": ";
@@ -218,7 +237,15 @@ void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& 
       const Value& out = g.values[static_cast<std::size_t>(c.out.value)];
       if (out.h != c.attrs.out_size(in.h) || out.w != c.attrs.out_size(in.w))
         bad(link + "its output is not at its conv's output size");
-      if (c.residual.valid() || op.attrs.residual_link[i] != -1) bad(link + "a stride-2 pair has no residuals");
+      if (op.attrs.residual_link[i] != -1) bad(link + "a pair takes no residual from its own link");
+      if (c.residual.valid() && (s2 || i == 0)) bad(link + (s2 ? "a stride-2 pair has no residuals"
+                                                                  : "the first link of a stride-1 pair has no residual"));
+      if (c.residual.valid() && (!inside(c.residual) || c.residual.c != c.attrs.c_out ||
+                                 g.values[static_cast<std::size_t>(c.residual.value)].h != out.h ||
+                                 g.values[static_cast<std::size_t>(c.residual.value)].w != out.w))
+        bad(link + "its residual is not a slice of " + std::to_string(c.attrs.c_out) + " channels at its output size");
+      if (c.residual.valid() && (overlap(c.residual, op.links[0].out) || overlap(c.residual, c.out)))
+        bad(link + "its residual overlaps the pair's intermediate or its own output");
     }
     if (!same_slice(op.links[1].in, op.links[0].out)) bad("link 1 does not read exactly the output of link 0");
     for (int i = 2; i < ConvChainAttrs::kMaxLinks; ++i)

@@ -1,4 +1,4 @@
-// graph/fuse_chains.hpp - fusing runs of 1x1 convs, and stride-2 pairs, into ConvChain ops (graph/ops.hpp,
+// graph/fuse_chains.hpp - fusing runs of 1x1 convs, and pairs of 3x3 convs, into ConvChain ops (graph/ops.hpp,
 // ConvChainAttrs), so that a backend can keep the maps between them on chip.
 //
 // Why: the A2C2f attention blocks end in four 1x1 convs in a row (attn.proj, mlp.0, mlp.1 and the next block's
@@ -66,12 +66,22 @@ int fuse_conv_chains(Graph& g, const ChainLimits& lim = {});
 using PairFilter = std::function<bool(const ConvAttrs& first, const ConvAttrs& second)>;
 int fuse_stride2_pairs(Graph& g, const PairFilter& accept = nullptr);
 
+// The same for stride-1 pairs (graph/ops.hpp, chain_stride1_pair): two CONSECUTIVE 3x3 convs at stride 1 with pad 1,
+// groups 1, dilation 1 (chain_stride1), the second reading exactly the slice the first writes (which nothing else
+// writes), the first without a residual; the second may have one from memory that neither overlaps the first's
+// output nor its own. Its output must not overlap the first's input. Why: the bottlenecks of C3k2 and C3k (cv1 3x3,
+// then cv2 3x3 + the bottleneck's input); the CUDA backend's conv2d_halo_pair_f16 keeps cv1's map on chip (variant
+// f16_halo_pair).
+int fuse_stride1_pairs(Graph& g, const PairFilter& accept = nullptr);
+
 // Checks what every backend's bind relies on (throws yolo12::ModelError naming op_name): 2..kMaxLinks links, as
 // many as attrs.links; each link chain_pointwise (link 0 chain_depthwise too: graph/ops.hpp), refs inside their values
 // and as wide as its attributes, all at the H x W of link 0's input; link i + 1 reads exactly link i's output
 // slice; residual_link[i] < i, and where it is set, links[i].residual is exactly the output
 // of that link; the last link stored. A stride-2 pair (chain_stride2_pair) instead: two chain_stride2 links without
-// residuals, each output at its conv's output size.
+// residuals, each output at its conv's output size; a stride-1 pair (chain_stride1_pair) the same with chain_stride1
+// links, where link 1 may have a residual from memory (at its output's size and width, overlapping neither link 0's
+// output nor its own).
 void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& op_name);
 
 }  // namespace yolo12::graph

@@ -159,6 +159,9 @@ struct AttentionOp {
 // its proj, Detect's 3x3 class convs); all links have the same H x W. The one other form is a stride-2 pair
 // (chain_stride2_pair, graph::fuse_stride2_pairs): two links, each a 3x3 conv at stride 2 with pad 1, groups 1,
 // dilation 1 (chain_stride2), link 1 reading link 0's output at its size (the network's stem and the conv after it).
+// The third form is a stride-1 pair (chain_stride1_pair, graph::fuse_stride1_pairs): two links, each a 3x3 conv at
+// stride 1 with pad 1, groups 1, dilation 1 (chain_stride1), link 1 reading link 0's output, link 0 without a
+// residual and link 1's residual (if any) from memory (the bottlenecks of C3k2 and C3k: cv1, then cv2 + the input).
 struct ConvChainAttrs {
   static constexpr int kMaxLinks = 5;
   int links = 0;                                        // 2..kMaxLinks
@@ -174,6 +177,9 @@ inline bool chain_depthwise(const ConvAttrs& a) {
 }
 inline bool chain_stride2(const ConvAttrs& a) {
   return a.k == 3 && a.stride == 2 && a.pad == 1 && a.groups == 1 && a.dilation == 1;
+}
+inline bool chain_stride1(const ConvAttrs& a) {
+  return a.k == 3 && a.stride == 1 && a.pad == 1 && a.groups == 1 && a.dilation == 1;
 }
 
 struct ConvChainOp {
@@ -204,6 +210,11 @@ struct ConvChainOp {
 inline bool chain_stride2_pair(const ConvChainOp& op) {
   return op.attrs.links == 2 && op.links.size() == 2 && chain_stride2(op.links[0].attrs) &&
          chain_stride2(op.links[1].attrs);
+}
+// A chain of the stride-1 pair form (above): two links, both chain_stride1.
+inline bool chain_stride1_pair(const ConvChainOp& op) {
+  return op.attrs.links == 2 && op.links.size() == 2 && chain_stride1(op.links[0].attrs) &&
+         chain_stride1(op.links[1].attrs);
 }
 
 // The op table. X(Name) names NameOp above.

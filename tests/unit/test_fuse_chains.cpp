@@ -848,3 +848,129 @@ TEST_CASE("the CPU executor gives bit-identical results on yolo12n with its stem
   for (float f : got.raw) sum += std::fabs(f);
   CHECK(sum > 0);
 }
+
+// ---- graph::fuse_stride1_pairs: a bottleneck's two 3x3 convs -------------------------------------------------------
+
+TEST_CASE("fuse_stride1_pairs on YOLO12n at 640: every bottleneck's cv1 + cv2, and Detect's box convs",
+          "[graph][chains]") {
+  const Graph plain = yolo12::graph::build_graph(yolo12n_header(), 640, 640);
+  Graph g = plain;
+  const int made = yolo12::graph::fuse_stride1_pairs(g);
+  check_fused(plain, g);
+  CHECK(g.ops.size() + static_cast<std::size_t>(made) == plain.ops.size());
+  const std::vector<const Op*> found = chains(g);
+  REQUIRE(static_cast<int>(found.size()) == made);
+  std::printf("fuse_stride1_pairs, yolo12n 640x640: %zu ops -> %zu, %d pairs\n", plain.ops.size(), g.ops.size(), made);
+  std::vector<std::string> bottlenecks, detect;
+  for (const Op* op : found) {
+    const auto& pair = op->get<ConvChainOp>();
+    INFO(op->name);
+    CHECK(yolo12::graph::chain_stride1_pair(pair));
+    CHECK_FALSE(yolo12::graph::chain_stride2_pair(pair));
+    CHECK(pair.scratch().size() == 1);  // the first conv's map: nothing after the pair reads it
+    std::printf("  %-60s %s\n", op->name.c_str(), chain_str(pair).c_str());
+    if (op->name.find(".cv1 + ") != std::string::npos) {
+      // A bottleneck: cv2 adds the pair's input (its shortcut), from memory.
+      CHECK(pair.links[1].residual.value == pair.links[0].in.value);
+      CHECK(pair.links[1].residual.c0 == pair.links[0].in.c0);
+      CHECK(pair.links[1].residual.c == pair.links[0].in.c);
+      bottlenecks.push_back(chain_str(pair));
+    } else {
+      // Detect's box branch per level: Conv 3x3, Conv 3x3, no residual.
+      CHECK(op->name.rfind("model.21.cv2.", 0) == 0);
+      CHECK_FALSE(pair.links[1].residual.valid());
+      detect.push_back(chain_str(pair));
+    }
+  }
+  // The backbone's C3k2 bottlenecks at 160x160 and 80x80 (e 0.5); the head's C3k bottlenecks (e 1.0) at 40x40, 80x80,
+  // 40x40 and 20x20; Detect's box convs at the three levels.
+  const std::multiset<std::string> got(bottlenecks.begin(), bottlenecks.end());
+  CHECK(bottlenecks.size() == 10);
+  CHECK(got.count("16->8->16 stored 01 residual -1 -1") == 1);
+  CHECK(got.count("32->16->32 stored 01 residual -1 -1") == 1);
+  CHECK(got.count("16->16->16 stored 01 residual -1 -1") == 2);
+  CHECK(got.count("32->32->32 stored 01 residual -1 -1") == 4);
+  CHECK(got.count("64->64->64 stored 01 residual -1 -1") == 2);
+  CHECK(detect == std::vector<std::string>{"64->64->64 stored 01 residual -1 -1", "128->64->64 stored 01 residual -1 -1",
+                                           "256->64->64 stored 01 residual -1 -1"});
+  // With the CUDA backend's filter (8-32 channels): the same minus the wider ones.
+  Graph filtered = plain;
+  const int narrow = yolo12::graph::fuse_stride1_pairs(filtered, [](const auto& a, const auto& b) {
+    return a.c_in <= 32 && a.c_out <= 32 && b.c_out <= 32;
+  });
+  CHECK(narrow == 8);
+  check_fused(plain, filtered);
+  // Deterministic, and nothing left to fuse in a fused graph; the stem pair and the 1x1 chains as before.
+  Graph again = g;
+  CHECK(yolo12::graph::fuse_stride1_pairs(again) == 0);
+  CHECK(dump(again) == dump(g));
+  Graph all = plain;
+  REQUIRE(yolo12::graph::fuse_stride2_pairs(all) == 1);
+  CHECK(yolo12::graph::fuse_stride1_pairs(all) == made);
+  Graph chained = plain;
+  const int alone = yolo12::graph::fuse_conv_chains(chained);
+  CHECK(yolo12::graph::fuse_conv_chains(all) == alone);
+  check_fused(plain, all);
+}
+
+TEST_CASE("fuse_stride1_pairs' rules on YOLO12n's first bottleneck, changed by hand", "[graph][chains]") {
+  const Graph plain = yolo12::graph::build_graph(yolo12n_header(), 640, 640);
+  Graph fused = plain;
+  REQUIRE(yolo12::graph::fuse_stride1_pairs(fused) > 0);
+  const std::string first_name = chains(fused)[0]->name;
+  const std::string cv1 = first_name.substr(0, first_name.find(" + "));
+  std::size_t at = 0;
+  while (plain.ops[at].name != cv1) ++at;
+  REQUIRE(at + 1 < plain.ops.size());
+  const auto pairs_at = [&](auto edit) {  // whether the pair at `at` is still made after the edit
+    Graph g = plain;
+    edit(std::get<ConvOp>(g.ops[at].op), std::get<ConvOp>(g.ops[at + 1].op));
+    yolo12::graph::fuse_stride1_pairs(g);
+    return g.ops[at].get_if<ConvChainOp>() != nullptr;
+  };
+  CHECK(pairs_at([](ConvOp&, ConvOp&) {}));
+  CHECK_FALSE(pairs_at([](ConvOp& a, ConvOp&) { a.attrs.stride = 2; }));
+  CHECK_FALSE(pairs_at([](ConvOp&, ConvOp& b) { b.attrs.k = 1; }));
+  CHECK_FALSE(pairs_at([](ConvOp&, ConvOp& b) { b.attrs.dilation = 2; }));
+  CHECK_FALSE(pairs_at([](ConvOp&, ConvOp& b) { b.attrs.groups = 2; }));
+  CHECK_FALSE(pairs_at([](ConvOp& a, ConvOp&) { a.residual = a.out; }));         // cv1 with a residual
+  CHECK_FALSE(pairs_at([](ConvOp& a, ConvOp& b) { b.residual = a.out; }));       // cv2's residual is the map
+  CHECK_FALSE(pairs_at([](ConvOp&, ConvOp& b) { b.in.c -= 1; }));                 // not exactly cv1's slice
+  CHECK_FALSE(pairs_at([](ConvOp& a, ConvOp& b) { b.out = a.in; }));             // cv2 writes over cv1's input
+  CHECK(pairs_at([](ConvOp&, ConvOp& b) { b.residual = ValueRef{}; }));          // no residual: still a pair
+  // The filter sees the two convs; refused, nothing changes.
+  Graph refused = plain;
+  CHECK(yolo12::graph::fuse_stride1_pairs(refused, [](const auto&, const auto&) { return false; }) == 0);
+  CHECK(dump(refused) == dump(plain));
+  // check_conv_chain refuses a pair whose first link has a residual, or whose residual overlaps the map.
+  const Op& op = *chains(fused)[0];
+  ConvChainOp bad = op.get<ConvChainOp>();
+  bad.links[0].residual = bad.links[1].out;
+  CHECK_THROWS_AS(yolo12::graph::check_conv_chain(fused, bad, op.name), yolo12::ModelError);
+  bad = op.get<ConvChainOp>();
+  bad.links[1].residual = bad.links[0].out;
+  CHECK_THROWS_AS(yolo12::graph::check_conv_chain(fused, bad, op.name), yolo12::ModelError);
+  bad = op.get<ConvChainOp>();
+  bad.links[1].in = bad.links[0].in;
+  CHECK_THROWS_AS(yolo12::graph::check_conv_chain(fused, bad, op.name), yolo12::ModelError);
+  REQUIRE_NOTHROW(yolo12::graph::check_conv_chain(fused, op.get<ConvChainOp>(), op.name));
+}
+
+TEST_CASE("the CPU executor gives bit-identical results on yolo12n with its bottleneck pairs fused",
+          "[graph][chains][cpu]") {
+  std::vector<float> x;
+  std::string why;
+  const std::string y12 = fixture("yolo12n_rand.pt", x, why);
+  YOLO12_SKIP_IF(y12.empty(), why);
+  const auto file = yolo12::model::ModelFile::open(y12);
+  const auto weights = yolo12::cpu::load_weights(*file);
+  const Graph plain = yolo12::graph::build_graph(file->header(), 320, 320);
+  Graph fused = plain;
+  REQUIRE(yolo12::graph::fuse_stride1_pairs(fused) > 0);
+  const CpuRun want = run_cpu(weights, plain, x, 2);
+  const CpuRun got = run_cpu(weights, fused, x, 2);
+  CHECK(same_bits(got.raw, want.raw));
+  double sum = 0;
+  for (float f : got.raw) sum += std::fabs(f);
+  CHECK(sum > 0);
+}

@@ -390,7 +390,9 @@ Step bind(const graph::ConvChainOp& op, const BindContext& ctx) {
   step.run = [links](const ValueViews& v, int batch, ThreadPool& pool) {
     for (const Step& link : links) link.run(v, batch, pool);
   };
-  const char* kind = graph::chain_stride2_pair(op) ? " conv pair 3x3/2 " : " conv chain 1x1 ";
+  const char* kind = graph::chain_stride2_pair(op)   ? " conv pair 3x3/2 "
+                     : graph::chain_stride1_pair(op) ? " conv pair 3x3/1 "
+                                                     : " conv chain 1x1 ";
   step.label = ctx.op_name + kind + widths + " (" + std::to_string(scratch) + " scratch)";
   return step;
 }
