@@ -45,6 +45,7 @@
 #include "core/tune_cache.hpp"
 #include "conv.cuh"
 #include "conv_detail.cuh"
+#include "conv_halo_pair.cuh"
 #include "conv_stem_pair.cuh"
 #include "launch.cuh"
 #include "mma.cuh"
@@ -488,37 +489,65 @@ ChainRun chain_rule(const ConvChainParams* whole, const ConvChainParams* rest, i
   return ChainRun::links;
 }
 
-// A stride-2 pair (graph/ops.hpp, chain_stride2_pair: the stem and the conv after it): on conv2d_stem_pair_f16 where it
-// takes the pair (fp16, its shapes and views, the first link's output read by nothing else), else the two links one
-// by one. Tuning tunes the links, then times the two ways and keeps the pair's kernel unless the links are 3 %
-// faster, cached as "fused" or "links".
+// The kernel of a pair form (graph/ops.hpp): conv2d_stem_pair_f16 for stride-2 pairs (the stem and the conv after
+// it), conv2d_halo_pair_f16 for stride-1 pairs (a bottleneck's two 3x3 convs).
+struct PairKernel {
+  const char* form;    // the label's "3x3/2" or "3x3/1"
+  const char* name;    // the label's kernel name, and the tune cache key's first word
+  bool (*takes)(const ConvParams<__half>& first, const ConvParams<__half>& second);
+  void (*launch)(const ConvParams<__half>& first, const ConvParams<__half>& second, cudaStream_t stream);
+};
+
+const PairKernel kStemPair = {
+    "3x3/2", "stem_pair",
+    [](const ConvParams<__half>& a, const ConvParams<__half>& b) {
+      return conv_detail::stem_pair_supports(a, b) && conv_detail::stem_pair_views_ok(a, b);
+    },
+    [](const ConvParams<__half>& a, const ConvParams<__half>& b, cudaStream_t s) {
+      conv_detail::launch_conv2d_stem_pair_f16(a, b, s);
+    }};
+const PairKernel kHaloPair = {
+    "3x3/1", "halo_pair",
+    [](const ConvParams<__half>& a, const ConvParams<__half>& b) {
+      return conv_detail::halo_pair_supports(a, b) && conv_detail::halo_pair_views_ok(a, b);
+    },
+    [](const ConvParams<__half>& a, const ConvParams<__half>& b, cudaStream_t s) {
+      conv_detail::launch_conv2d_halo_pair_f16(a, b, s);
+    }};
+
+// A pair (graph/ops.hpp, chain_stride2_pair or chain_stride1_pair): on its kernel where that takes the pair (fp16,
+// its shapes and views, the first link's output read by nothing else), else the two links one by one. Tuning tunes
+// the links, then times the two ways and keeps the pair's kernel unless the links are 3 % faster, cached as "fused"
+// or "links".
 template <typename T>
-Step bind_stride2_pair(const graph::ConvChainOp& op, const BindContext<T>& ctx) {
+Step bind_pair(const graph::ConvChainOp& op, const BindContext<T>& ctx, const PairKernel& kernel) {
   std::vector<Step> links;
   for (const graph::ConvOp& l : op.links) links.push_back(bind<T>(l, ctx));
   const ConvParams<T> p0 = conv_params(op.links[0], ctx), p1 = conv_params(op.links[1], ctx);
   bool fused = false;
-  if constexpr (std::is_same_v<T, __half>)
-    fused = !op.attrs.stored[0] && conv_detail::stem_pair_supports(p0, p1) && conv_detail::stem_pair_views_ok(p0, p1);
+  if constexpr (std::is_same_v<T, __half>) fused = !op.attrs.stored[0] && kernel.takes(p0, p1);
   Step step;
   for (const Step& s : links) {
     step.weight_bytes += s.weight_bytes;
     step.flops_per_image += s.flops_per_image;
     step.bytes_per_image += s.bytes_per_image;
   }
-  if (fused)  // the input read and the output written; the map stays on chip
-    step.bytes_per_image = sizeof(T) * (1.0 * p0.h * p0.w_in * p0.c_in + 1.0 * p1.ho * p1.wo * p1.c_out);
+  if (fused)  // the input read, the residual read and the output written; the map stays on chip
+    step.bytes_per_image = sizeof(T) * (1.0 * p0.h * p0.w_in * p0.c_in +
+                                        (p1.residual ? 2.0 : 1.0) * p1.ho * p1.wo * p1.c_out);
   std::ostringstream label;
-  label << "conv pair 3x3/2 " << p0.c_in << "->" << p0.c_out << "->" << p1.c_out << " " << p0.h << "x" << p0.w_in
-        << "->" << p1.ho << "x" << p1.wo << " [" << (fused ? "stem_pair_f16" : "links one by one") << "]";
+  label << "conv pair " << kernel.form << " " << p0.c_in << "->" << p0.c_out << "->" << p1.c_out
+        << (p1.residual ? " +res " : " ") << p0.h << "x" << p0.w_in << "->" << p1.ho << "x" << p1.wo << " ["
+        << (fused ? std::string(kernel.name) + "_f16" : std::string("links one by one")) << "]";
   step.label = label.str();
   auto use_links = std::make_shared<std::map<int, bool>>();  // per batch, where tuning chose the links
-  auto run_as = [p0, p1, links](bool as_links, int batch, cudaStream_t stream) {
+  const auto launch = kernel.launch;
+  auto run_as = [p0, p1, links, launch](bool as_links, int batch, cudaStream_t stream) {
     if constexpr (std::is_same_v<T, __half>) {
       if (!as_links) {
         ConvParams<T> q0 = p0, q1 = p1;
         q0.batch = q1.batch = batch;
-        conv_detail::launch_conv2d_stem_pair_f16(q0, q1, stream);
+        launch(q0, q1, stream);
         return;
       }
     }
@@ -528,7 +557,8 @@ Step bind_stride2_pair(const graph::ConvChainOp& op, const BindContext<T>& ctx) 
     const auto it = use_links->find(batch);
     run_as(!fused || (it != use_links->end() && it->second), batch, stream);
   };
-  step.tune = [run_as, use_links, fused, links, p0, p1](int batch, cudaStream_t stream, TuneCache* cache) {
+  const std::string key_word = kernel.name;
+  step.tune = [run_as, use_links, fused, links, p0, p1, key_word](int batch, cudaStream_t stream, TuneCache* cache) {
     for (const Step& s : links)
       if (s.tune) s.tune(batch, stream, cache);
     Step::Tuned out;
@@ -540,7 +570,7 @@ Step bind_stride2_pair(const graph::ConvChainOp& op, const BindContext<T>& ctx) 
         const auto time_of = [&](std::size_t k) {
           return tune_time([&](cudaStream_t s) { run_as(k == 1, batch, s); }, stream);
         };
-        as_links = tune_way("stem_pair " + conv_tune_key(q0) + " | " + conv_tune_key(q1), {"fused", "links"}, "pair",
+        as_links = tune_way(key_word + " " + conv_tune_key(q0) + " | " + conv_tune_key(q1), {"fused", "links"}, "pair",
                             time_of, cache, &out.cached) == 1;
       }
     }
@@ -557,7 +587,8 @@ template <typename T>
 Step bind(const graph::ConvChainOp& op, const BindContext<T>& ctx) {
   const graph::ConvChainAttrs& a = op.attrs;
   graph::check_conv_chain(ctx.graph, op, ctx.op_name);  // the CPU backend's checks: a ModelError naming the op
-  if (graph::chain_stride2_pair(op)) return bind_stride2_pair(op, ctx);
+  if (graph::chain_stride2_pair(op)) return bind_pair(op, ctx, kStemPair);
+  if (graph::chain_stride1_pair(op)) return bind_pair(op, ctx, kHaloPair);
   // The links one by one, as plain convs (their outputs in memory, scratch ones included): fp32, and fp16 wherever
   // conv2d_chain_f16 does not take the chain at a batch.
   std::vector<Step> links;

@@ -283,6 +283,10 @@ struct ConvVariants {
                                   // MMA's order) instead of conv2d_stem_f16's fp32 FMAs, so its map is no longer the
                                   // two kernels' bit for bit (within the fp16 bound). Twenty-second session; off: not
                                   // yet run on a GPU (its layout is replayed on the CPU, test_stem_pair_layout)
+  bool f16_halo_pair = false;     // fp16 executors fuse a bottleneck's two 3x3 convs at stride 1 (graph::fuse_stride1_pairs)
+                                  // of 8-32 channels and run the pair on conv2d_halo_pair_f16, cv1's map on chip
+                                  // (conv_halo_pair.cuh; twenty-fourth session; off: not yet run on a GPU, its
+                                  // addressing replayed on the CPU, test_halo_pair_layout)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)

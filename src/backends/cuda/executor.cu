@@ -14,6 +14,7 @@
 #include "conv.cuh"
 #include "conv_chain.cuh"
 #include "conv_detail.cuh"
+#include "conv_halo_pair.cuh"
 #include "conv_stem_pair.cuh"
 #include "core/half.hpp"
 #include "core/log.hpp"
@@ -91,6 +92,8 @@ class ExecutorImpl final : public CudaExecutor {
     graph_ = network_graph(file.header(), cfg.input_h, cfg.input_w, weights_->padded_channels, &widened);
     // The stem and the conv after it as one op (conv_stem_pair.cuh), for fp16 under the conv variant f16_stem_pair,
     // where the kernel takes the channel counts (yolo12n and s; m..x keep the two convs);
+    // a bottleneck's two 3x3 convs as one op (conv_halo_pair.cuh), for fp16 under the conv variant f16_halo_pair, where
+    // the kernel takes the channel counts (8-32);
     // chains of 1x1 convs as one op each (conv_chain.cuh), for fp16 under the conv variant conv_chain. The weights are
     // those of the links (the passes change no tensor), so the packing above does not depend on them.
     const auto kernel_takes = [](const graph::ConvAttrs& a, const graph::ConvAttrs& b) {
@@ -99,6 +102,12 @@ class ExecutorImpl final : public CudaExecutor {
     const int pairs = std::is_same<T, __half>::value && conv_detail::conv_variants().f16_stem_pair
                           ? graph::fuse_stride2_pairs(graph_, kernel_takes)
                           : 0;
+    const auto halo_pair_takes = [](const graph::ConvAttrs& a, const graph::ConvAttrs& b) {
+      return conv_detail::halo_pair_channels(a.c_in, a.c_out, b.c_out);
+    };
+    const int halo_pairs = std::is_same<T, __half>::value && conv_detail::conv_variants().f16_halo_pair
+                               ? graph::fuse_stride1_pairs(graph_, halo_pair_takes)
+                               : 0;
     const int chains = std::is_same<T, __half>::value && conv_detail::conv_variants().conv_chain
                            ? graph::fuse_conv_chains(graph_, chain_limits())
                            : 0;
@@ -111,7 +120,8 @@ class ExecutorImpl final : public CudaExecutor {
               mib(plan_.activations_naive) + "), workspace " + mib(plan_.workspace) + ", " +
               std::to_string(plan_.ops) + " ops, " + std::to_string(plan_.values) + " values (" +
               std::to_string(widened.size()) + " widened to a multiple of 8 channels, " + std::to_string(chains) +
-              " conv chains, " + std::to_string(pairs) + " stride-2 pairs), " +
+              " conv chains, " + std::to_string(pairs) + " stride-2 pairs, " + std::to_string(halo_pairs) +
+              " stride-1 pairs), " +
               std::to_string(sched_.streams) + " stream(s)");
     for (cudaEvent_t& e : ev_) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
   }
