@@ -36,6 +36,7 @@
 #include "backends/cuda/conv_halo_pair.cuh"
 #include "backends/cuda/executor.cuh"
 #include "model/model_file.hpp"
+#include "kernel_test_support.cuh"
 #include "model_fixtures.hpp"
 #include "ops/op_suite.hpp"
 #include "support.hpp"
@@ -44,6 +45,9 @@
 
 using yolo12::cuda::ConvParams;
 using yolo12::cuda::ConvShape;
+using yolo12::test::DeviceArray;
+using yolo12::test::median_ms;
+using yolo12::test::VariantScope;
 using yolo12::test::ops::round_half;
 using yolo12::test::rel_l2;
 namespace cd = yolo12::cuda::conv_detail;
@@ -53,14 +57,6 @@ namespace {
 
 constexpr float kGuardValue = 7.25f;
 
-struct VariantScope {
-  bool cd::ConvVariants::*field;
-  bool was;
-  VariantScope(bool cd::ConvVariants::*f, bool on) : field(f), was(cd::conv_variants().*f) {
-    cd::conv_variants().*f = on;
-  }
-  ~VariantScope() { cd::conv_variants().*field = was; }
-};
 
 ConvShape conv3x3s1(int batch, int h, int w, int c_in, int c_out, bool silu) {
   ConvShape s;
@@ -98,20 +94,6 @@ struct PairCase {
   }
 };
 
-template <typename T>
-struct DeviceArray {
-  T* p = nullptr;
-  explicit DeviceArray(std::size_t n) { REQUIRE(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)) == cudaSuccess); }
-  ~DeviceArray() { cudaFree(p); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  void upload(const std::vector<T>& v) {
-    REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
-  }
-  void download(std::vector<T>& v) const {
-    REQUIRE(cudaMemcpy(v.data(), p, v.size() * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-  }
-};
 
 std::vector<__half> to_half(const std::vector<float>& v) {
   std::vector<__half> h(v.size());
@@ -355,31 +337,6 @@ TEST_CASE("conv2d_halo_pair_f16 refuses the pairs and views it does not take", "
   CHECK_THROWS_AS(cd::launch_conv2d_halo_pair_f16(run.first(), run.second(), nullptr, 3), yolo12::Error);
 }
 
-namespace {
-
-template <typename F>
-float median_ms(F&& launch, int reps) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  for (int i = 0; i < 5; ++i) launch();
-  std::vector<float> ms;
-  for (int i = 0; i < reps; ++i) {
-    cudaEventRecord(a);
-    launch();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float t = 0;
-    cudaEventElapsedTime(&t, a, b);
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-}  // namespace
 
 TEST_CASE("conv2d_halo_pair_f16 against the two convs on yolo12n's pairs (timing)", "[.bench][halo_pair]") {
   struct Kind {
