@@ -2,8 +2,8 @@
 # tools/dev/call_halo_pair_quick.sh - the shortest GPU check of conv2d_halo_pair_f16 (variant f16_halo_pair): configure,
 # build the library, test_halo_pair and yolo12-bench only, run its [kernel] cases (the kernel against the double
 # reference and the two convs, slices, edges, refusals), its "[.bench]" timings (yolo12n's four kinds of pair against
-# the two convs), then yolo12-bench on the yolo12n fixture (random weights; per-op profiles too) with the defaults and with +f16_halo_pair,
-# fp16, batch 1 and 32. For a call with little device time left (about 3-4 minutes on a fresh machine, estimated
+# the two convs), then yolo12-bench on the yolo12n fixture (random weights; per-op profiles too) with the defaults
+# and with +f16_halo_pair, fp16, batch 1 and 32. For a call with little device time left (about 3-4 minutes on a fresh machine, estimated
 # from call_stem_pair_quick.sh's); the full call is tools/dev/call_halo_pair.sh. Logs into $OUT (default
 # out/halo_pair_quick). Carry .carry/catch2 where the machine has no Catch2 package.
 set -u
