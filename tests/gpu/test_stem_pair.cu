@@ -371,6 +371,7 @@ TEST_CASE("the stem pair in the whole model: fused under f16_stem_pair, within t
     }
     {
       PairVariant on(true);
+      VariantScope fma(&cd::ConvVariants::f16_stem_pair_mma, false);  // the FMA stem; the mma stem below
       yolo12::Detector d(c.model, c.options);
       paired = d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
       CHECK(d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr) == paired);  // deterministic

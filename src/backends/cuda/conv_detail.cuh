@@ -261,7 +261,8 @@ struct ConvVariants {
                                   // slower than the implicit GEMMs on every stride-2 shape measured, fifteenth)
   bool f16_stem_mma = false;      // the fp16 stem (3x3/2 from 3 channels) on mma.sync: conv2d_stem_mma (thirteenth
                                   // session), and among the tuning candidates; off: slower than conv2d_stem_f16 at
-                                  // both batches measured (yolo12x batch 32: 1.28 vs 0.82 ms, fifteenth session)
+                                  // both batches measured (yolo12x batch 32: 1.28 vs 0.82 ms, fifteenth session; the
+                                  // second version 0.889 vs 0.829 ms on an H100, twenty-fourth)
   bool f16_wgmma_waves = true;    // with f16_wgmma: on grids of 4+ tiles of 128 x 64 per SM, the wgmma tile by a model of
                                   // waves (wgmma_plan_waves, conv_wgmma.cu; twelfth session, fitted to tuning with raster_n)
   bool f16_gemm_tma = false;      // fp16 1x1 convs (groups 1) over grids of 4+ tiles of 128 x 128 per SM: conv2d_gemm_tma
@@ -279,14 +280,16 @@ struct ConvVariants {
                                   // run the pair on conv2d_stem_pair_f16, the stem's map on chip (conv_stem_pair.cuh;
                                   // nineteenth session; twentieth: faster than the two kernels, yolo12n 0.4-0.8 %
                                   // faster; on since the twenty-first, after its sanitizer and whole-model runs)
-  bool f16_stem_pair_mma = false; // with f16_stem_pair: the pair's stem on mma.sync (fp16 products, fp32 sums in the
+  bool f16_stem_pair_mma = true;  // with f16_stem_pair: the pair's stem on mma.sync (fp16 products, fp32 sums in the
                                   // MMA's order) instead of conv2d_stem_f16's fp32 FMAs, so its map is no longer the
-                                  // two kernels' bit for bit (within the fp16 bound). Twenty-second session; off: not
-                                  // yet run on a GPU (its layout is replayed on the CPU, test_stem_pair_layout)
-  bool f16_halo_pair = false;     // fp16 executors fuse a bottleneck's two 3x3 convs at stride 1 (graph::fuse_stride1_pairs)
-                                  // of 8-32 channels and run the pair on conv2d_halo_pair_f16, cv1's map on chip
-                                  // (conv_halo_pair.cuh; twenty-fourth session; off: not yet run on a GPU, its
-                                  // addressing replayed on the CPU, test_halo_pair_layout)
+                                  // two kernels' bit for bit (within the fp16 bound). Written in the twenty-second
+                                  // session, on since the twenty-fourth (H100: yolo12n's pair 0.279 -> 0.186 ms at
+                                  // batch 32, the network 2.724 -> 2.651 ms; sanitizers clean)
+  bool f16_halo_pair = true;      // fp16 executors fuse a bottleneck's two 3x3 convs at stride 1 of 8-32 channels
+                                  // (graph::fuse_stride1_pairs) and run the pair on conv2d_halo_pair_f16, cv1's map on chip
+                                  // (conv_halo_pair.cuh; twenty-fourth session, H100: faster than the two convs on
+                                  // all of yolo12n's pairs, its network 2.724 -> 2.696 ms at batch 32; sanitizers
+                                  // clean)
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)

@@ -3,9 +3,9 @@
 // eight such pairs of 8-32 channels: on the H200 at batch 32 their sixteen kernels took 0.42 ms of its 2.74 ms, 6x
 // their floors (0.069 ms; docs/results/2026-12-05-session21/call1-test/profile_default.json).
 // Not part of the executor's interface: the CUDA bind of a ConvChain op of the stride-1 pair form calls it
-// (conv_chain.cu), which the executor makes only under variant f16_halo_pair (off until measured), and only for the
-// channel counts the kernel takes. tests/gpu/test_halo_pair.cu checks it against the double reference and against the
-// two convs on the GPU; tests/unit/test_halo_pair_layout.cpp replays its addressing on the CPU.
+// (conv_chain.cu), which the executor makes only under variant f16_halo_pair (on since the twenty-fourth session), and
+// only for the channel counts the kernel takes. tests/gpu/test_halo_pair.cu checks it against the double reference
+// and against the two convs on the GPU; tests/unit/test_halo_pair_layout.cpp replays its addressing on the CPU.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -27,7 +27,7 @@ bool halo_pair_supports(const ConvShape& first, const ConvShape& second);
 // (conv_pack_weights), 16-byte aligned. first.y and second.x are not read: the map stays on chip.
 bool halo_pair_views_ok(const ConvParams<__half>& first, const ConvParams<__half>& second);
 // Output rows per warp (halo_pair_layout.hpp: tiles of 8 * wr x 16 pixels) for the pair at this batch: 2 where its
-// shared memory lets two blocks share an SM and the tiles fill the GPU twice over, else 1.
+// shared memory lets three blocks share an SM and the tiles fill the GPU twice over, else 1 (fitted on an H100).
 int halo_pair_rows_per_warp(const ConvShape& first, const ConvShape& second, const DeviceInfo& dev);
 // Computes second(first(first.x)) (+ second's residual) into second.y, each conv with its bias, SiLU and gamma. Throws
 // yolo12::Error where the pair or its views are not taken. No allocation, no synchronisation (capturable).

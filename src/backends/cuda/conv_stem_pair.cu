@@ -27,8 +27,8 @@
 //    (Before, a thread took 4 channels of one pixel: each weight float4, 4 distinct addresses per warp, fed 4 FMAs.
 //    Counting shared-memory wavefronts, that made the stem wait on shared memory for ~4x its FMA time; this is an
 //    estimate, not a profile.)
-//    Or, under variant f16_stem_pair_mma (kStemMma, twenty-second session, off until measured), the map as a GEMM
-//    on mma.sync: warp w takes m16 tiles w, w + 8, ... of the map's 561 pixels (36 tiles), all C1 channels; K is
+//    Or, under variant f16_stem_pair_mma (kStemMma, twenty-second session, on since the twenty-fourth), the map as
+//    a GEMM on mma.sync: warp w takes m16 tiles w, w + 8, ... of the map's 561 pixels (36 tiles), all C1 channels; K is
 //    the 27 window values laid out as 3 tap rows x 10 in two k16 steps (stem_pair_layout.hpp: stem_a_offset), so
 //    each A register is one 4-byte load from the patch; the B fragments and biases stay in registers. Per 16 map
 //    pixels x 16 channels that is 8 loads and 4 MMAs where the FMA stem issues 216 FFMAs (Nsight Compute: the
