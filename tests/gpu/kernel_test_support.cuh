@@ -1,16 +1,22 @@
 // tests/gpu/kernel_test_support.cuh - small pieces the kernel tests that launch kernels directly share
-// (test_stem_pair.cu, test_halo_pair.cu): a conv variant switch set for a scope, a device array, and a median of CUDA
-// event timings.
+// (test_stem_pair.cu, test_halo_pair.cu): a conv variant switch set for a scope, a device array, a poisoned output
+// slice and its read-back, the fp16 bound of a result, and a median of CUDA event timings.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "backends/cuda/conv_detail.cuh"
 #include "catch.hpp"
+#include "ops/op_suite.hpp"
+#include "support.hpp"
 
 namespace yolo12::test {
 
@@ -41,6 +47,59 @@ struct DeviceArray {
     REQUIRE(cudaMemcpy(v.data(), p, v.size() * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
   }
 };
+
+// An fp16 output slice in device memory: channels [c0, c0 + c) of `rows` rows of ld halves. poison() writes NaN inside
+// the slice and the guard value around it; read() returns the slice as doubles, (rows, c) dense, counting the values
+// still not finite (never written) and the guard values changed (written outside the slice).
+struct OutputSlice {
+  static constexpr float kGuardValue = 7.25f;
+  __half* d = nullptr;
+  std::size_t rows = 0;
+  int ld = 0, c0 = 0, c = 0;
+  void poison() const {
+    std::vector<__half> y(rows * ld, __float2half_rn(kGuardValue));
+    for (std::size_t r = 0; r < rows; ++r)
+      for (int ch = 0; ch < c; ++ch) y[r * ld + c0 + ch] = __float2half_rn(NAN);
+    REQUIRE(cudaMemcpy(d, y.data(), y.size() * sizeof(__half), cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+  std::vector<double> read(int& unwritten, int& guard_changed) const {
+    std::vector<__half> y(rows * ld);
+    REQUIRE(cudaMemcpy(y.data(), d, y.size() * sizeof(__half), cudaMemcpyDeviceToHost) == cudaSuccess);
+    std::vector<double> got;
+    got.reserve(rows * c);
+    unwritten = guard_changed = 0;
+    std::uint16_t guard_bits;
+    const __half guard = __float2half_rn(kGuardValue);
+    std::memcpy(&guard_bits, &guard, 2);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      const int ch = static_cast<int>(i % ld) - c0;
+      if (ch >= 0 && ch < c) {
+        const float v = __half2float(y[i]);
+        if (!std::isfinite(v)) ++unwritten;
+        got.push_back(v);
+      } else {
+        std::uint16_t bits;
+        std::memcpy(&bits, &y[i], 2);
+        if (bits != guard_bits) ++guard_changed;
+      }
+    }
+    return got;
+  }
+};
+
+// The fp16 bound of a kernel's result against the double reference `ref`: twice the rel L2 of a naive fp16
+// implementation (the reference rounded to half), at least 2e-4, as test_conv's. REQUIREs first that the reference is
+// not a near-zero output (a test on one would prove nothing).
+inline double fp16_bound(const std::vector<double>& ref) {
+  std::vector<double> naive(ref.size());
+  double norm = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    naive[i] = ops::round_half(static_cast<float>(ref[i]));
+    norm += ref[i] * ref[i];
+  }
+  REQUIRE(std::sqrt(norm) > 0.1 * std::sqrt(static_cast<double>(ref.size())));
+  return 2 * std::max(rel_l2(naive, ref), 1e-4);
+}
 
 // The median of `reps` timings of launch() on the default stream (CUDA events), after 5 warm-up runs.
 template <typename F>

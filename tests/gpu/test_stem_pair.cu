@@ -57,7 +57,6 @@ namespace ops = yolo12::test::ops;
 
 namespace {
 
-constexpr float kGuardValue = 7.25f;
 
 
 ConvShape conv3x3s2(int batch, int h, int w, int c_in, int c_out, bool silu) {
@@ -169,37 +168,8 @@ struct PairRun {
     p.ldy = ldy;
     return p;
   }
-  // The output buffer: the guard value everywhere, NaN inside the slice.
-  void poison() {
-    std::vector<__half> y(n_y(c), __float2half_rn(kGuardValue));
-    for (std::size_t px = 0; px < y.size() / ldy; ++px)
-      for (int ch = 0; ch < c.c2; ++ch) y[px * ldy + c.y_c0 + ch] = __float2half_rn(NAN);
-    dy.upload(y);
-  }
-  // The output slice as doubles, (B, Ho, Wo, c2) dense; unwritten / guard_changed count the failures.
-  std::vector<double> output(int& unwritten, int& guard_changed) const {
-    std::vector<__half> y(n_y(c));
-    dy.download(y);
-    std::vector<double> got;
-    got.reserve(y.size() / ldy * c.c2);
-    unwritten = guard_changed = 0;
-    std::uint16_t guard_bits;
-    const __half guard = __float2half_rn(kGuardValue);
-    std::memcpy(&guard_bits, &guard, 2);
-    for (std::size_t i = 0; i < y.size(); ++i) {
-      const int ch = static_cast<int>(i % ldy) - c.y_c0;
-      if (ch >= 0 && ch < c.c2) {
-        const float v = __half2float(y[i]);
-        if (!std::isfinite(v)) ++unwritten;
-        got.push_back(v);
-      } else {
-        std::uint16_t bits;
-        std::memcpy(&bits, &y[i], 2);
-        if (bits != guard_bits) ++guard_changed;
-      }
-    }
-    return got;
-  }
+  // The output slice (poisoned before each launch, read back after it).
+  yolo12::test::OutputSlice out() const { return {dy.p, n_y(c) / ldy, ldy, c.y_c0, c.c2}; }
   // The double reference: the stem, its output rounded to half (the kernels' map), then the second conv.
   std::vector<double> reference() const {
     std::vector<double> map(n_map(c));
@@ -220,20 +190,13 @@ void check_pair(const PairCase& pc, std::uint64_t seed) {
   REQUIRE(cd::stem_pair_supports(run.s0, run.s1));
   REQUIRE(cd::stem_pair_views_ok(run.stem(), run.next()));
   const std::vector<double> ref = run.reference();
-  std::vector<double> naive(ref.size());
-  double ref_norm = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    naive[i] = round_half(static_cast<float>(ref[i]));
-    ref_norm += ref[i] * ref[i];
-  }
-  const double bound = 2 * std::max(rel_l2(naive, ref), 1e-4);
-  REQUIRE(std::sqrt(ref_norm) > 0.1 * std::sqrt(static_cast<double>(ref.size())));  // not a near-zero output
+  const double bound = yolo12::test::fp16_bound(ref);
 
-  run.poison();
+  run.out().poison();
   cd::launch_conv2d_stem_pair_f16(run.stem(), run.next(), nullptr, pc.max_grid);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   int unwritten = 0, guard_changed = 0;
-  const std::vector<double> fused = run.output(unwritten, guard_changed);
+  const std::vector<double> fused = run.out().read(unwritten, guard_changed);
   CHECK(unwritten == 0);
   CHECK(guard_changed == 0);
   REQUIRE(fused.size() == ref.size());
@@ -242,11 +205,11 @@ void check_pair(const PairCase& pc, std::uint64_t seed) {
   CHECK(err <= bound);
 
   // The two kernels the pair would replace, on the same buffers.
-  run.poison();
+  run.out().poison();
   cd::launch_conv2d_stem_f16(run.stem(), nullptr);
   yolo12::cuda::conv2d_forward<__half>(run.next(), nullptr);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  const std::vector<double> split = run.output(unwritten, guard_changed);
+  const std::vector<double> split = run.out().read(unwritten, guard_changed);
   const double err_split = rel_l2(split, ref);
   std::size_t differ = 0;
   for (std::size_t i = 0; i < fused.size(); ++i) differ += fused[i] != split[i];
