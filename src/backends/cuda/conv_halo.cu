@@ -127,14 +127,8 @@ __global__ void __launch_bounds__(kHaloThreads) conv2d_halo_f16(const HaloParams
     }
   };
 
-  float2 bias_r[NI], gamma_r[NI];  // this lane's 2 * NI channels (0 and 1 past n_g or when absent)
-#pragma unroll
-  for (int j = 0; j < NI; ++j) {
-    const int n = j * 8 + (lane % 4) * 2;
-    const bool ok0 = n < a.n_g, ok1 = n + 1 < a.n_g;
-    bias_r[j] = make_float2(a.bias && ok0 ? __ldg(a.bias + n) : 0.f, a.bias && ok1 ? __ldg(a.bias + n + 1) : 0.f);
-    gamma_r[j] = make_float2(a.gamma && ok0 ? __ldg(a.gamma + n) : 1.f, a.gamma && ok1 ? __ldg(a.gamma + n + 1) : 1.f);
-  }
+  float2 bias_r[NI], gamma_r[NI];  // this lane's 2 * NI channels
+  narrow_lane_bias_gamma<NI>(a, lane, bias_r, gamma_r);
 
   // The weights travel in the first tile's cp.async group. Prologue: stages - 1 tiles in flight.
   narrow_load_weights(a, BN, p.k16, L.b_row, Bs, tid, kHaloThreads, copy);
@@ -155,20 +149,7 @@ __global__ void __launch_bounds__(kHaloThreads) conv2d_halo_f16(const HaloParams
     // This lane's A row: output pixel (warp, lane % 16) of the tile, at halo position (warp, lane % 16).
     const __half* arow = Hs + (it % S) * L.stage_halves + (warp * L.hw + lane % 16) * L.h_row;
     float acc[1][NI][4];
-    zero_accumulators(acc);
-#pragma unroll 2
-    for (int ks = 0; ks < p.k16; ks += 16) {
-      std::uint32_t af[1][4], bf[NI][2];
-      const int off = tab[ks / kChunk + lane / 16];  // lanes 16-31 address the K step's second 8 columns
-      ldmatrix_x4(af[0], off >= 0 ? arow + off : zero);
-      if constexpr (NI == 1) {
-        load_b_frag(bf[0], Bs, L.b_row, 0, ks, lane);
-      } else {
-#pragma unroll
-        for (int j = 0; j < NI; j += 2) load_b_frag_pair(bf[j], bf[j + 1], Bs, L.b_row, j * 8, ks, lane);
-      }
-      mma_grid(acc, af, bf);
-    }
+    mma_rows_by_table<NI>(acc, arow, tab, zero, Bs, L.b_row, p.k16, lane);
 
     // Epilogue: the warp's 16 pixels of output row oy, 8 at a time (accumulator elements 0-1 hold pixels
     // lane / 4, elements 2-3 pixels lane / 4 + 8), staged and stored by conv2d_narrow_f16's pieces.

@@ -39,39 +39,6 @@ struct HaloPairParams {
   int tiles;                      // batch * tiles_y * tiles_x
 };
 
-// The bias and gamma of a lane's 2 * NI channels (0 and 1 past n_g or where absent).
-template <int NI>
-__device__ __forceinline__ void lane_bias_gamma(const ImplicitGemmParams<__half>& a, int lane, float2 (&bias)[NI],
-                                                float2 (&gamma)[NI]) {
-#pragma unroll
-  for (int j = 0; j < NI; ++j) {
-    const int n = j * 8 + (lane % 4) * 2;
-    const bool ok0 = n < a.n_g, ok1 = n + 1 < a.n_g;
-    bias[j] = make_float2(a.bias && ok0 ? __ldg(a.bias + n) : 0.f, a.bias && ok1 ? __ldg(a.bias + n + 1) : 0.f);
-    gamma[j] = make_float2(a.gamma && ok0 ? __ldg(a.gamma + n) : 1.f, a.gamma && ok1 ? __ldg(a.gamma + n + 1) : 1.f);
-  }
-}
-
-// One m16 tile's K loop: A rows from `arow` + the K table's offsets (the zero row past K), B from `bs`.
-template <int NI>
-__device__ __forceinline__ void pair_mma(float (&acc)[1][NI][4], const __half* arow, const int* tab, const __half* zero,
-                                         const __half* bs, int b_row, int k16, int lane) {
-  zero_accumulators(acc);
-#pragma unroll 2
-  for (int ks = 0; ks < k16; ks += 16) {
-    std::uint32_t af[1][4], bf[NI][2];
-    const int off = tab[ks / kChunk + lane / 16];  // lanes 16-31 address the K step's second 8 columns
-    ldmatrix_x4(af[0], off >= 0 ? arow + off : zero);
-    if constexpr (NI == 1) {
-      load_b_frag(bf[0], bs, b_row, 0, ks, lane);
-    } else {
-#pragma unroll
-      for (int j = 0; j < NI; j += 2) load_b_frag_pair(bf[j], bf[j + 1], bs, b_row, j * 8, ks, lane);
-    }
-    mma_grid(acc, af, bf);
-  }
-}
-
 template <int BN1, int BN2>
 __global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloPairParams p) {
   pdl_begin();  // launch.cuh: before any activation is touched
@@ -114,8 +81,8 @@ __global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloP
   };
 
   float2 bias1[NI1], gamma1[NI1], bias2[NI2], gamma2[NI2];
-  lane_bias_gamma<NI1>(a1, lane, bias1, gamma1);
-  lane_bias_gamma<NI2>(a2, lane, bias2, gamma2);
+  narrow_lane_bias_gamma<NI1>(a1, lane, bias1, gamma1);
+  narrow_lane_bias_gamma<NI2>(a2, lane, bias2, gamma2);
 
   // The weights travel in the first tile's cp.async group.
   narrow_load_weights(a1, BN1, L.k16_1, L.b1_row, B1, tid, hp::kThreads, copy);
@@ -139,7 +106,7 @@ __global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloP
       const int mt = warp + i * hp::kWarps;
       const __half* arow = in_stage + hp::map_pixel_input_row(L, hp::map_pixel(L, mt, lane % 16));
       float acc[1][NI1][4];
-      pair_mma<NI1>(acc, arow, tab1, zero, B1, L.b1_row, L.k16_1, lane);
+      mma_rows_by_table<NI1>(acc, arow, tab1, zero, B1, L.b1_row, L.k16_1, lane);
       // Accumulator elements 0-1 hold map pixel mt * 16 + lane / 4, elements 2-3 the pixel 8 further; zero where the
       // pixel lies outside the image (cv2's padding), rounded to fp16 once as conv2d_halo_f16 stores it.
       with_epilogue(a1.silu(), [&](auto fin) {
@@ -169,7 +136,7 @@ __global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloP
       const int oy = at.oy0 + y;
       if (oy >= a2.ho) break;  // uniform over the warp; later rows are further down
       float acc[1][NI2][4];
-      pair_mma<NI2>(acc, Map + hp::output_map_row(L, y, lane % 16), tab2, zero, B2, L.b2_row, L.k16_2, lane);
+      mma_rows_by_table<NI2>(acc, Map + hp::output_map_row(L, y, lane % 16), tab2, zero, B2, L.b2_row, L.k16_2, lane);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int ox = at.ox0 + h * 8, count = a2.wo - ox < 8 ? a2.wo - ox : 8;

@@ -55,13 +55,7 @@ __global__ void __launch_bounds__(WARPS * 32) conv2d_narrow_f16(const NarrowPara
 
   // Bias and gamma of this lane's 2 * NI channels (0 and 1 past n_g or when absent), loaded once.
   float2 bias_r[NI], gamma_r[NI];
-#pragma unroll
-  for (int j = 0; j < NI; ++j) {
-    const int n = j * 8 + (lane % 4) * 2;
-    const bool ok0 = n < a.n_g, ok1 = n + 1 < a.n_g;
-    bias_r[j] = make_float2(a.bias && ok0 ? __ldg(a.bias + n) : 0.f, a.bias && ok1 ? __ldg(a.bias + n + 1) : 0.f);
-    gamma_r[j] = make_float2(a.gamma && ok0 ? __ldg(a.gamma + n) : 1.f, a.gamma && ok1 ? __ldg(a.gamma + n + 1) : 1.f);
-  }
+  narrow_lane_bias_gamma<NI>(a, lane, bias_r, gamma_r);
   auto finish = [&](float v, float b, float g) {
     v += b;
     if (a.silu()) v = silu_fast(v);

@@ -154,6 +154,20 @@ __host__ __device__ inline void narrow_gather_scalar(const ImplicitGemmParams<__
   }
 }
 
+// The bias and gamma of a lane's 2 * NI output channels in the mma.sync accumulator layout (n8 block j, channels
+// j * 8 + (lane % 4) * 2 and the next), loaded once per kernel: 0 and 1 past n_g or where the conv has none.
+template <int NI>
+__device__ __forceinline__ void narrow_lane_bias_gamma(const ImplicitGemmParams<__half>& a, int lane,
+                                                       float2 (&bias)[NI], float2 (&gamma)[NI]) {
+#pragma unroll
+  for (int j = 0; j < NI; ++j) {
+    const int n = j * 8 + (lane % 4) * 2;
+    const bool ok0 = n < a.n_g, ok1 = n + 1 < a.n_g;
+    bias[j] = make_float2(a.bias && ok0 ? __ldg(a.bias + n) : 0.f, a.bias && ok1 ? __ldg(a.bias + n + 1) : 0.f);
+    gamma[j] = make_float2(a.gamma && ok0 ? __ldg(a.gamma + n) : 1.f, a.gamma && ok1 ? __ldg(a.gamma + n + 1) : 1.f);
+  }
+}
+
 // Staging pass h (0: accumulator elements 0..1, rows lane / 4; 1: elements 2..3, rows lane / 4 + 8 of the
 // m16 block) of one lane: v[j] = its two finished values of n8 block j, written to staging row lane / 4.
 template <int NI>
