@@ -103,7 +103,11 @@ nvidia-smi -L 2>&1 | tee "$out/gpu.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >> "$out/gpu.txt" 2>&1
 
 # ---- build ---------------------------------------------------------------------------------------
-cmake_args=(-DCMAKE_BUILD_TYPE=Release -DYOLO12_BUILD_CLI=OFF -DCMAKE_CUDA_ARCHITECTURES=90a-real)
+# One nvcc process may take at most COMPILE_TIMEOUT seconds (default 240; the slowest file takes about a minute):
+# a compile that never ends (nvcc 13.0's cudafe++ on one test, twenty-fifth session) then fails its target instead
+# of eating the call.
+cmake_args=(-DCMAKE_BUILD_TYPE=Release -DYOLO12_BUILD_CLI=OFF -DCMAKE_CUDA_ARCHITECTURES=90a-real
+            "-DCMAKE_CUDA_COMPILER_LAUNCHER=timeout;${COMPILE_TIMEOUT:-240}")
 # The machine's Catch2 package where it has one; else the carried one (tools/dev/bench_build.sh: catch2_args).
 . "$root/tools/dev/bench_build.sh"
 c2=$(catch2_args "$root")

@@ -20,7 +20,7 @@ dev_build() {
   local build=$1 out=$2 target=$3 tests=$4 start=$SECONDS c2
   [ -x /usr/local/cuda/bin/nvcc ] && export PATH=/usr/local/cuda/bin:$PATH
   local args=(-DCMAKE_BUILD_TYPE=Release -DYOLO12_BUILD_CLI=OFF -DYOLO12_BUILD_TESTS="$tests"
-              -DCMAKE_CUDA_ARCHITECTURES=90a-real)
+              -DCMAKE_CUDA_ARCHITECTURES=90a-real "-DCMAKE_CUDA_COMPILER_LAUNCHER=timeout;${COMPILE_TIMEOUT:-240}")
   c2=$(catch2_args "$PWD")
   [ "$tests" = ON ] && [ -n "$c2" ] && args+=("$c2")
   timeout 120 cmake -S . -B "$build" "${args[@]}" > "$out/configure.log" 2>&1 || { echo "configure FAILED"; return 1; }
