@@ -54,6 +54,25 @@ jobs=$(nproc 2>/dev/null || echo 4)
 mkdir -p "$out" "$models"
 summary=()
 note() { summary+=("$1"); echo "[gpu_check] $1"; }
+# The summary and the log bundle, also when the call is stopped early (an outer `timeout` sends TERM to the whole
+# process group: the step running dies, then this runs; the twenty-fifth session lost every sanitizer log so).
+finish() {
+  trap - EXIT TERM INT
+  echo
+  echo "==== gpu_check summary ($mode)"
+  for s in "${summary[@]}"; do echo "  $s"; done
+  grep -E "FAILED|failed" "$out/ctest.log" 2>/dev/null | head -10
+  printf '%s\n' "${summary[@]}" > "$out/summary.txt"
+  # The device tool brings back at most 8 files: with BUNDLE_LOGS=1 (the default where $OUT is set) every
+  # log goes into one archive, beside the summary and the benchmark table.
+  if [ "${BUNDLE_LOGS:-$([ -n "${OUT:-}" ] && echo 1 || echo 0)}" = 1 ]; then
+    tmp=$(mktemp -d)
+    tar -czf "$tmp/logs_$mode.tar.gz" -C "$out" . && find "$out" -mindepth 1 -maxdepth 1 \
+      ! -name summary.txt ! -name benchmarks-table.md ! -name peer.json -exec rm -rf {} + && mv "$tmp/logs_$mode.tar.gz" "$out/"
+    rmdir "$tmp" 2>/dev/null
+  fi
+}
+
 
 if [ "$mode" = prepare-catch2 ]; then
   # Catch2 v2 single header + its compiled implementation + a CMake package, in .carry/catch2. The
@@ -98,6 +117,8 @@ EOF
   echo "prepared $dst"
   exit 0
 fi
+trap 'finish' EXIT
+trap 'note "stopped by a signal after $((SECONDS - started)) s (a timeout?): the steps after it did not run"; exit 143' TERM INT
 
 nvidia-smi -L 2>&1 | tee "$out/gpu.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >> "$out/gpu.txt" 2>&1
@@ -570,18 +591,4 @@ if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = ours ]; then
       --command "${BENCH_COMMAND:-tools/gpu_check.sh $mode}" > "$out/benchmarks-table.md" 2> "$out/table.log"
     cat "$out/benchmarks-table.md"
   fi
-fi
-
-echo
-echo "==== gpu_check summary ($mode)"
-for s in "${summary[@]}"; do echo "  $s"; done
-grep -E "FAILED|failed" "$out/ctest.log" 2>/dev/null | head -10
-printf '%s\n' "${summary[@]}" > "$out/summary.txt"
-# The device tool brings back at most 8 files: with BUNDLE_LOGS=1 (the default where $OUT is set) every
-# log goes into one archive, beside the summary and the benchmark table.
-if [ "${BUNDLE_LOGS:-$([ -n "${OUT:-}" ] && echo 1 || echo 0)}" = 1 ]; then
-  tmp=$(mktemp -d)
-  tar -czf "$tmp/logs_$mode.tar.gz" -C "$out" . && find "$out" -mindepth 1 -maxdepth 1 \
-    ! -name summary.txt ! -name benchmarks-table.md ! -name peer.json -exec rm -rf {} + && mv "$tmp/logs_$mode.tar.gz" "$out/"
-  rmdir "$tmp" 2>/dev/null
 fi
