@@ -340,6 +340,85 @@ TEST_CASE("preprocess_stage packs a batch with several threads into the block th
   CHECK(replay_differences(serial.data(), views, geo) == 0);
 }
 
+// The packed part handed over in ranges (StagedBands; the executor copies each to the device while the rest packs,
+// under YOLO12_STAGING_OVERLAP): the ranges run from 0 to packed_bytes in order without a gap, the last one marked,
+// each holding at least the asked pixel bytes; every byte of a range is final when the range is handed over (a copy
+// taken then equals the finished block); and the block is the one packed without ranges, byte for byte.
+TEST_CASE("preprocess_stage hands the packed part over in ranges, each final when handed over", "[preprocess][host]") {
+  std::mt19937 rng(31);
+  std::vector<Image> batch;
+  batch.push_back(random_image(rng, 1280, 720, PixelFormat::BGR8, 0));
+  batch.push_back(random_image(rng, 1920, 1080, PixelFormat::BGR8, 0));  // a ninth packed, columns gathered
+  batch.push_back(random_image(rng, 1281, 719, PixelFormat::BGR8, 7));
+  batch.push_back(random_image(rng, 1280, 720, PixelFormat::RGB8, 0));   // pinned below: not in the ranges
+  batch.push_back(random_image(rng, 97, 61, PixelFormat::RGBA8, 0));
+  batch.push_back(random_image(rng, 3000, 1, PixelFormat::RGB8, 0));
+  batch.push_back(random_image(rng, 1, 3000, PixelFormat::BGR8, 1));
+  std::vector<ImageView> views;
+  std::vector<pre::LetterboxParams> geo;
+  letterbox_inputs(batch, views, geo);
+  std::vector<PixelSource> sources(batch.size(), PixelSource::Pack);
+  sources[3] = PixelSource::Pinned;
+  const std::size_t bytes = preprocess_staging_bytes(views, geo);
+  std::vector<unsigned char> plain(bytes, 0xa5);
+  const StagedBatch ref = preprocess_stage(views, geo, sources, plain.data(), nullptr);
+  REQUIRE(ref.packed_bytes > 2u * 1280 * 720 * 3);
+  CHECK(replay_differences(plain.data(), {views[0], views[1], views[2]}, {geo[0], geo[1], geo[2]}) == 0);
+
+  cpu::ThreadPool pool(3);
+  for (cpu::ThreadPool* p : {static_cast<cpu::ThreadPool*>(nullptr), &pool}) {
+    for (const std::size_t band : {std::size_t(0), std::size_t(64) << 10, std::size_t(1) << 20, std::size_t(1) << 30}) {
+      INFO((p ? "pool of 3" : "this thread") << ", band " << band);
+      std::vector<unsigned char> block(bytes, 0xa5), handed(bytes, 0x5a);
+      std::size_t expect_begin = 0;
+      int ranges = 0;
+      bool last_seen = false, ordered = true, big_enough = true;
+      StagedBands bands;
+      bands.bytes = band;
+      bands.ready = [&](std::size_t begin, std::size_t end, bool last) {
+        ordered = ordered && !last_seen && begin == expect_begin && end > begin && end <= bytes;
+        if (!last && end - begin < band) big_enough = false;
+        std::memcpy(handed.data() + begin, block.data() + begin, end - begin);  // the device copy, taken now
+        expect_begin = end;
+        last_seen = last_seen || last;
+        ++ranges;
+      };
+      const StagedBatch staged = preprocess_stage(views, geo, sources, block.data(), p, bands);
+      CHECK(ordered);
+      CHECK(big_enough);
+      CHECK(last_seen);
+      CHECK(expect_begin == staged.packed_bytes);
+      REQUIRE(staged.packed_bytes == ref.packed_bytes);
+      CHECK(std::memcmp(handed.data(), block.data(), staged.packed_bytes) == 0);
+      CHECK(std::memcmp(plain.data(), block.data(), bytes) == 0);
+      REQUIRE(staged.pinned.size() == 1);
+      CHECK(staged.pinned[0].dst_offset == ref.pinned[0].dst_offset);
+      if (band == (std::size_t(1) << 30)) CHECK(ranges == 1);
+      if (band == (std::size_t(64) << 10)) CHECK(ranges > 20);  // 1280x720 alone is 2.7 MB
+      if (band == (std::size_t(1) << 20)) CHECK((ranges >= 4 && ranges <= 9));
+    }
+  }
+  SECTION("no packed image: one range, the headers and taps") {
+    const std::vector<PixelSource> device(batch.size(), PixelSource::Device);
+    std::vector<unsigned char> block(bytes, 0xa5);
+    int ranges = 0;
+    std::size_t end_seen = 0;
+    bool last_seen = false;
+    StagedBands bands;
+    bands.bytes = 1;
+    bands.ready = [&](std::size_t begin, std::size_t end, bool last) {
+      CHECK(begin == 0);
+      end_seen = end;
+      last_seen = last;
+      ++ranges;
+    };
+    const StagedBatch staged = preprocess_stage(views, geo, device, block.data(), nullptr, bands);
+    CHECK(ranges == 1);
+    CHECK(last_seen);
+    CHECK(end_seen == staged.packed_bytes);
+  }
+}
+
 // Several Detectors packing at once (a DetectorPool's workers): each caller takes the first free staging pool,
 // and one that finds all 4 in use packs alone. Six threads, each packing the batch five times into its own
 // block: every block must be the serial packing's, byte for byte.

@@ -33,6 +33,10 @@ namespace yolo12::cuda {
 namespace {
 
 constexpr std::size_t kAlign = 256;
+// YOLO12_STAGING_OVERLAP: the staging block goes to the device in about kStagingBands ranges of at least
+// kMinStagingBand bytes of pixels (a copy's fixed cost is a few microseconds).
+constexpr std::size_t kStagingBands = 8;
+constexpr std::size_t kMinStagingBand = std::size_t(1) << 20;
 
 // How many streams the network may use (graph/schedule.hpp): YOLO12_CUDA_STREAMS, 1..16, default
 // kDefaultStreams. 1 is the serial execution order on the caller's stream.
@@ -84,6 +88,7 @@ class ExecutorImpl final : public CudaExecutor {
       : weights_(std::move(weights)), cfg_(cfg), stream_(stream) {
     if (cfg.max_batch < 1) throw OptionError("max_batch must be at least 1, got " + std::to_string(cfg.max_batch));
     tuning_ = cfg.tune_kernels || tuning_from_env();
+    overlap_staging_ = env_switch("YOLO12_STAGING_OVERLAP");
     const std::string cache_path = tuning_ ? tune_cache_path(cfg) : std::string();
     if (!cache_path.empty())  // read now: a file that is not a tune cache fails the construction
       tune_cache_ = std::make_unique<TuneCache>(cache_path,
@@ -203,7 +208,9 @@ class ExecutorImpl final : public CudaExecutor {
   std::unique_ptr<DetectHead<T>> head_;
   PinnedBuffer staging_host_;
   DeviceBuffer staging_dev_;
-  std::size_t staged_bytes_ = 0;              // the packed part of the block (the graph's staging copy)
+  std::size_t staged_bytes_ = 0;              // the packed part of the block
+  std::size_t graph_copy_from_ = 0;           // the graph's staging copy covers [graph_copy_from_, staged_bytes_)
+  bool overlap_staging_ = false;              // YOLO12_STAGING_OVERLAP: copy the block's ranges while packing
   std::vector<PinnedCopy> pinned_copies_;     // images in page-locked memory, copied before the graph
   DeviceBuffer raw_in_, raw_out_;  // the parity path's buffers, made on its first use
   std::vector<GraphSlot> graphs_;  // index batch - 1
@@ -286,8 +293,9 @@ class ExecutorImpl final : public CudaExecutor {
   void detect(const ExecutorRun& r) {
     stage_images(r);
     GraphSlot& slot = graph_for(r.batch);
-    YOLO12_CUDA_CHECK(cudaGraphExecMemcpyNodeSetParams1D(slot.exec, slot.h2d, staging_dev_.get(), staging_host_.get(),
-                                                         staged_bytes_, cudaMemcpyHostToDevice));
+    YOLO12_CUDA_CHECK(cudaGraphExecMemcpyNodeSetParams1D(
+        slot.exec, slot.h2d, staging_dev_.as<unsigned char>() + graph_copy_from_,
+        staging_host_.as<unsigned char>() + graph_copy_from_, staged_bytes_ - graph_copy_from_, cudaMemcpyHostToDevice));
     copy_pinned_images();
     YOLO12_CUDA_CHECK(cudaGraphLaunch(slot.exec, stream_));
     YOLO12_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -325,7 +333,24 @@ class ExecutorImpl final : public CudaExecutor {
     }
     std::vector<PixelSource> sources(images.size());
     for (std::size_t i = 0; i < images.size(); ++i) sources[i] = locate_pixels(images[i], weights_->device);
-    StagedBatch staged = preprocess_stage(images, geometry, sources, staging_host_.get());
+    // YOLO12_STAGING_OVERLAP: each range of the block but the last goes to the device as soon as it is packed, on
+    // the executor's stream (so before the graph), while the later ones are still being packed; the graph's staging
+    // copy takes the last range. Off: the graph copies the whole packed part.
+    StagedBands bands;
+    graph_copy_from_ = 0;
+    if (overlap_staging_) {
+      bands.bytes = std::max(kMinStagingBand, need / kStagingBands);
+      bands.ready = [this](std::size_t begin, std::size_t end, bool last) {
+        if (last) {
+          graph_copy_from_ = begin;
+          return;
+        }
+        YOLO12_CUDA_CHECK(cudaMemcpyAsync(staging_dev_.as<unsigned char>() + begin,
+                                          staging_host_.as<unsigned char>() + begin, end - begin,
+                                          cudaMemcpyHostToDevice, stream_));
+      };
+    }
+    StagedBatch staged = preprocess_stage(images, geometry, sources, staging_host_.get(), bands);
     staged_bytes_ = staged.packed_bytes;
     pinned_copies_ = std::move(staged.pinned);
   }

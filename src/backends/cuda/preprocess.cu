@@ -9,7 +9,8 @@
 // 22 MB of 199). Where a batch's images hold more than kParallelBytes of pixels the rows are copied by several
 // threads: the block's layout (headers, taps, offsets) is fixed first on the calling thread, then the ranges of
 // about kTaskBytes of packed rows are copied in parallel, so the block is byte for byte the one the serial
-// packing writes.
+// packing writes. With StagedBands the tasks run in consecutive groups, and each group's range of the block is handed
+// to the caller once it is written (the executor copies it to the device while the next group packs).
 #include "preprocess.cuh"
 
 #include <algorithm>
@@ -157,7 +158,7 @@ std::size_t preprocess_staging_bytes(const std::vector<ImageView>& images,
 }
 
 StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
-                             const std::vector<PixelSource>& sources, void* block) {
+                             const std::vector<PixelSource>& sources, void* block, const StagedBands& bands) {
   std::size_t packed = 0;  // the source pixels of the images this thread (or the pool) packs
   for (std::size_t i = 0; i < images.size() && i < sources.size(); ++i)
     if (sources[i] == PixelSource::Pack)
@@ -170,10 +171,10 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
       if (!sp.pool)  // a pool no caller has needed yet is never started
         sp.pool = std::make_unique<cpu::ThreadPool>(
             std::max(1, std::min<int>(kMaxStagingThreads, static_cast<int>(std::thread::hardware_concurrency()))));
-      return preprocess_stage(images, geometry, sources, block, sp.pool.get());
+      return preprocess_stage(images, geometry, sources, block, sp.pool.get(), bands);
     }
   }
-  return preprocess_stage(images, geometry, sources, block, nullptr);
+  return preprocess_stage(images, geometry, sources, block, nullptr, bands);
 }
 
 std::size_t preprocess_stage(const std::vector<ImageView>& images,
@@ -214,7 +215,8 @@ PixelSource locate_pixels(const ImageView& im, int device) {
 }
 
 StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
-                             const std::vector<PixelSource>& sources, void* block, cpu::ThreadPool* pool) {
+                             const std::vector<PixelSource>& sources, void* block, cpu::ThreadPool* pool,
+                             const StagedBands& bands) {
   if (images.size() != geometry.size()) throw InputError("preprocess: one letterbox geometry per image is needed");
   if (images.size() != sources.size()) throw InputError("preprocess: one pixel source per image is needed");
   for (std::size_t i = 0; i < images.size(); ++i) check_geometry(images[i], geometry[i], i);
@@ -316,12 +318,36 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
       else gather_row(dst, src, px.keep, headers[task.image].bpp);
     }
   };
+  // Tasks [first, first + count), on the pool or this thread.
+  const auto run = [&](std::ptrdiff_t first, std::ptrdiff_t count) {
+    if (pool)
+      pool->parallel_for(count, [&](std::ptrdiff_t t, int worker) { copy_rows(first + t, worker); });
+    else
+      for (std::ptrdiff_t t = 0; t < count; ++t) copy_rows(first + t, 0);
+  };
   const auto n = static_cast<std::ptrdiff_t>(tasks.size());
-  if (pool) {
-    pool->parallel_for(n, copy_rows);
-  } else {
-    for (std::ptrdiff_t t = 0; t < n; ++t) copy_rows(t, 0);
+  if (!bands.ready) {
+    run(0, n);
+    return staged;
   }
+  // Ranges of whole tasks: a range ends where its last task's rows end (the last range at packed_bytes, with the
+  // alignment after the last image).
+  std::size_t begin = 0, pixel_bytes = 0;
+  std::ptrdiff_t first = 0;
+  for (std::ptrdiff_t t = 0; t < n; ++t) {
+    const RowsTask& task = tasks[static_cast<std::size_t>(t)];
+    const std::size_t row = headers[task.image].pitch;
+    pixel_bytes += row * static_cast<std::size_t>(task.k1 - task.k0);
+    const bool last = t + 1 == n;
+    if (pixel_bytes < bands.bytes && !last) continue;
+    run(first, t + 1 - first);
+    const std::size_t end = last ? staged.packed_bytes : headers[task.image].pixels + row * task.k1;
+    bands.ready(begin, end, last);
+    begin = end;
+    first = t + 1;
+    pixel_bytes = 0;
+  }
+  if (n == 0) bands.ready(0, staged.packed_bytes, true);  // headers and taps only
   return staged;
 }
 

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <cuda_fp16.h>
@@ -129,13 +130,24 @@ struct StagedBatch {
   std::size_t packed_bytes = 0;   // [0, packed_bytes) of the host block goes to the device block as is
   std::vector<PinnedCopy> pinned;  // then these, after it
 };
+// The packed part of the block in consecutive ranges, each handed over as soon as it holds its final bytes, so that
+// a caller can copy it to the device while the rest is still being packed (the CUDA executor under
+// YOLO12_STAGING_OVERLAP). ready(begin, end, last) is called on the calling thread, in order: the ranges run from 0
+// to packed_bytes without a gap, the first holds the headers and taps, each holds whole copy tasks of about
+// `bytes` pixel bytes or more (0: one task each), and `last` marks the final one. No `ready`: one range, no call.
+struct StagedBands {
+  std::size_t bytes = 0;
+  std::function<void(std::size_t begin, std::size_t end, bool last)> ready;
+};
 // preprocess_stage with the pixels of each image where `sources` says (one per image): Pack images as
 // above, Pinned ones placed after the packed part (their copies returned), Device ones not in the block.
-// The Pack images' rows go through the staging pool as above; the overload with `pool` as above too.
+// The Pack images' rows go through the staging pool as above; the overload with `pool` as above too. With
+// `bands`, the packed part is handed over range by range as above; the block is the same byte for byte.
 StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
-                             const std::vector<PixelSource>& sources, void* block);
+                             const std::vector<PixelSource>& sources, void* block, const StagedBands& bands = {});
 StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
-                             const std::vector<PixelSource>& sources, void* block, cpu::ThreadPool* pool);
+                             const std::vector<PixelSource>& sources, void* block, cpu::ThreadPool* pool,
+                             const StagedBands& bands = {});
 
 template <typename T>
 void preprocess_letterbox(const PreprocessParams<T>& p, cudaStream_t stream);
