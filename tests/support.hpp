@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,25 @@ std::string read_text_file(const std::string& path);
 // recording it as yolo12-infer's default); "" and a reason in `why` when the file, the exporter or python3 with
 // numpy is missing or the export fails.
 std::string export_model(const std::string& src, const std::string& name, std::string& why);
+
+// An environment variable set to `value` for the life of this object (a switch read when a detector is made, e.g.
+// YOLO12_CUDA_STREAMS), then restored: its old value, or unset.
+struct EnvScope {
+  std::string name, old;
+  bool had = false;
+  EnvScope(const char* n, const char* value) : name(n) {
+    const char* prev = std::getenv(n);
+    had = prev != nullptr;
+    if (had) old = prev;
+    setenv(n, value, 1);
+  }
+  ~EnvScope() {
+    if (had) setenv(name.c_str(), old.c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+  EnvScope(const EnvScope&) = delete;
+  EnvScope& operator=(const EnvScope&) = delete;
+};
 
 // Seconds since construction (steady clock), for progress lines in long runs.
 struct Stopwatch {

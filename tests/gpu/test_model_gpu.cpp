@@ -238,18 +238,12 @@ TEST_CASE("whole model: raw head on the GPU equals the CPU backend and Ultralyti
       }
     }
     if (serial) {  // the multi-stream schedule (the default, executor.cuh) gives the serial order's result
-      const char* prev = std::getenv("YOLO12_CUDA_STREAMS");
-      const std::string keep = prev ? prev : "";
-      setenv("YOLO12_CUDA_STREAMS", "1", 1);
       std::vector<float> serial_out;
-      try {
+      {
+        test::EnvScope one("YOLO12_CUDA_STREAMS", "1");
         Detector one_stream(model, o);
         serial_out = one_stream.forward_raw(x.data.data(), 1, H, W, nullptr, nullptr);
-      } catch (...) {
-        if (prev) setenv("YOLO12_CUDA_STREAMS", keep.c_str(), 1); else unsetenv("YOLO12_CUDA_STREAMS");
-        throw;
       }
-      if (prev) setenv("YOLO12_CUDA_STREAMS", keep.c_str(), 1); else unsetenv("YOLO12_CUDA_STREAMS");
       CHECK(serial_out == gpu_out);
       progress("serial done");
     }
@@ -463,34 +457,59 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
   CHECK(compared > 0);
 }
 
-TEST_CASE("CUDA backend: images in pinned and device memory give the host image's detections bit for bit",
-          "[gpu][model]") {
-  // The first fixture model that is there (random or real weights); conf 0.001 so that the lists are
-  // long whatever the weights.
-  std::string model;
+// The first fixture model that is there (random or real weights), "" if none was exported.
+std::string first_fixture_model() {
   for (const auto& fx : read_json(test::test_data_dir() + "/fixtures.json")) {
     const std::string m = fixture_model(fx);
-    if (!m.empty() && test::file_exists(m)) {
-      model = m;
-      break;
+    if (!m.empty() && test::file_exists(m)) return m;
+  }
+  return "";
+}
+
+// `n` different w x h BGR frames (smooth gradients plus noise), rows of `pitch` bytes.
+std::vector<std::vector<std::uint8_t>> synthetic_frames(int n, int w, int h, std::size_t pitch) {
+  std::vector<std::vector<std::uint8_t>> frames(static_cast<std::size_t>(n), std::vector<std::uint8_t>(pitch * h, 0));
+  unsigned state = 12345;
+  for (int k = 0; k < n; ++k)
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w * 3; ++x) {
+        state = state * 1664525u + 1013904223u;
+        frames[k][y * pitch + x] =
+            static_cast<std::uint8_t>((x * (k % 3 + 1) / 7 + y * (3 - k % 3) / 5 + (state >> 27)) & 0xff);
+      }
+  return frames;
+}
+
+// Two result lists are the same, detection for detection, bit for bit.
+void require_same_detections(const std::vector<Result>& got, const std::vector<Result>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("result " << i);
+    const auto& a = got[i].detections;
+    const auto& b = want[i].detections;
+    REQUIRE(a.size() == b.size());
+    for (std::size_t d = 0; d < a.size(); ++d) {
+      REQUIRE(a[d].class_id == b[d].class_id);
+      REQUIRE(a[d].score == b[d].score);
+      REQUIRE((a[d].box.x1 == b[d].box.x1 && a[d].box.y1 == b[d].box.y1 && a[d].box.x2 == b[d].box.x2 &&
+               a[d].box.y2 == b[d].box.y2));
     }
   }
+}
+
+TEST_CASE("CUDA backend: images in pinned and device memory give the host image's detections bit for bit",
+          "[gpu][model]") {
+  // conf 0.001 so that the lists are long whatever the weights.
+  const std::string model = first_fixture_model();
   if (model.empty()) {
     WARN("SKIPPED: no fixture model exported (tools/gpu_check.sh exports them)");
     return;
   }
   INFO("model " << model);
-  // Three different 1280x720 BGR frames (smooth gradients plus noise), rows padded to a wider pitch.
+  // Three different 1280x720 BGR frames, rows padded to a wider pitch.
   const int W = 1280, H = 720;
   const std::size_t pitch = W * 3 + 64, bytes = pitch * H;
-  std::vector<std::vector<std::uint8_t>> host(3, std::vector<std::uint8_t>(bytes, 0));
-  unsigned state = 12345;
-  for (int k = 0; k < 3; ++k)
-    for (int y = 0; y < H; ++y)
-      for (int x = 0; x < W * 3; ++x) {
-        state = state * 1664525u + 1013904223u;
-        host[k][y * pitch + x] = static_cast<std::uint8_t>((x * (k + 1) / 7 + y * (3 - k) / 5 + (state >> 27)) & 0xff);
-      }
+  const std::vector<std::vector<std::uint8_t>> host = synthetic_frames(3, W, H, pitch);
   auto view = [&](const std::uint8_t* p) { return ImageView{p, W, H, pitch, PixelFormat::BGR8}; };
   DetectorOptions o;
   o.device = Device::Cuda;
@@ -527,18 +546,8 @@ TEST_CASE("CUDA backend: images in pinned and device memory give the host image'
     }
     cudaFreeHost(pinned);
     cudaFree(device);
-    for (int i = 0; i < 5; ++i) {
-      INFO("result " << i << (prec == Precision::Fp16 ? " fp16" : " fp32"));
-      const auto& a = got[static_cast<std::size_t>(i)].detections;
-      const auto& b = want[static_cast<std::size_t>(i)].detections;
-      REQUIRE(a.size() == b.size());
-      for (std::size_t d = 0; d < a.size(); ++d) {
-        REQUIRE(a[d].class_id == b[d].class_id);
-        REQUIRE(a[d].score == b[d].score);
-        REQUIRE((a[d].box.x1 == b[d].box.x1 && a[d].box.y1 == b[d].box.y1 && a[d].box.x2 == b[d].box.x2 &&
-                 a[d].box.y2 == b[d].box.y2));
-      }
-    }
+    INFO((prec == Precision::Fp16 ? "fp16" : "fp32"));
+    require_same_detections(got, want);
   }
   // A CPU detector cannot read device memory: a clear InputError, and it still works afterwards.
   DetectorOptions oc;
@@ -555,6 +564,60 @@ TEST_CASE("CUDA backend: images in pinned and device memory give the host image'
   cudaFree(device);
   CHECK(refused);
   CHECK(cpu.detect(view(host[0].data())).image_width == W);
+}
+
+// YOLO12_STAGING_OVERLAP (docs/api.md): the staging block goes to the GPU in ranges while it is still being packed;
+// the detections must be the one-copy path's bit for bit, for a batch that mixes 720p frames, a 1080p frame (rows and
+// columns left out of the block) and a pinned frame (copied after the packed part), and for one frame alone.
+TEST_CASE("CUDA backend: the staging block copied in ranges while it packs gives the same detections",
+          "[gpu][model]") {
+  const std::string model = first_fixture_model();
+  if (model.empty()) {
+    WARN("SKIPPED: no fixture model exported (tools/gpu_check.sh exports them)");
+    return;
+  }
+  INFO("model " << model);
+  const std::size_t p720 = 1280 * 3 + 64, p1080 = 1920 * 3;
+  const std::vector<std::vector<std::uint8_t>> f720 = synthetic_frames(3, 1280, 720, p720);
+  const std::vector<std::vector<std::uint8_t>> f1080 = synthetic_frames(1, 1920, 1080, p1080);
+  std::uint8_t* pinned = nullptr;
+  REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&pinned), p720 * 720) == cudaSuccess);
+  std::memcpy(pinned, f720[2].data(), p720 * 720);
+  const auto v720 = [&](const std::uint8_t* p) { return ImageView{p, 1280, 720, p720, PixelFormat::BGR8}; };
+  const std::vector<ImageView> batch{v720(f720[0].data()), ImageView{f1080[0].data(), 1920, 1080, p1080,
+                                     PixelFormat::BGR8}, v720(pinned), v720(f720[1].data())};
+  DetectorOptions o;
+  o.device = Device::Cuda;
+  o.max_batch = 4;
+  o.conf = 0.001f;
+  o.input_height = o.input_width = 320;
+  try {
+    for (Precision prec : {Precision::Fp32, Precision::Fp16}) {
+      INFO((prec == Precision::Fp16 ? "fp16" : "fp32"));
+      o.precision = prec;
+      std::vector<Result> want, got;
+      {
+        test::EnvScope off("YOLO12_STAGING_OVERLAP", "0");
+        Detector det(model, o);
+        want = det.detect(batch);
+        want.push_back(det.detect(batch[0]));
+      }
+      {
+        test::EnvScope on("YOLO12_STAGING_OVERLAP", "1");
+        Detector det(model, o);
+        got = det.detect(batch);
+        got.push_back(det.detect(batch[0]));
+        got.push_back(det.detect(batch[0]));  // the graph and the block reused
+      }
+      want.push_back(want.back());
+      for (const Result& r : want) REQUIRE(!r.detections.empty());
+      require_same_detections(got, want);
+    }
+  } catch (...) {
+    cudaFreeHost(pinned);
+    throw;
+  }
+  cudaFreeHost(pinned);
 }
 
 TEST_CASE("CUDA backend: options and inputs it refuses", "[gpu][model]") {
