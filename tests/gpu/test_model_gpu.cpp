@@ -457,12 +457,14 @@ TEST_CASE("whole model: detections on real images equal the CPU backend", "[gpu]
   CHECK(compared > 0);
 }
 
-// The first fixture model that is there (random or real weights), "" if none was exported.
+// The first fixture model that is there (random or real weights); "" and a warning that the case is skipped if none
+// was exported.
 std::string first_fixture_model() {
   for (const auto& fx : read_json(test::test_data_dir() + "/fixtures.json")) {
     const std::string m = fixture_model(fx);
     if (!m.empty() && test::file_exists(m)) return m;
   }
+  WARN("SKIPPED: no fixture model exported (tools/gpu_check.sh exports them)");
   return "";
 }
 
@@ -501,10 +503,7 @@ TEST_CASE("CUDA backend: images in pinned and device memory give the host image'
           "[gpu][model]") {
   // conf 0.001 so that the lists are long whatever the weights.
   const std::string model = first_fixture_model();
-  if (model.empty()) {
-    WARN("SKIPPED: no fixture model exported (tools/gpu_check.sh exports them)");
-    return;
-  }
+  if (model.empty()) return;
   INFO("model " << model);
   // Three different 1280x720 BGR frames, rows padded to a wider pitch.
   const int W = 1280, H = 720;
@@ -572,10 +571,7 @@ TEST_CASE("CUDA backend: images in pinned and device memory give the host image'
 TEST_CASE("CUDA backend: the staging block copied in ranges while it packs gives the same detections",
           "[gpu][model]") {
   const std::string model = first_fixture_model();
-  if (model.empty()) {
-    WARN("SKIPPED: no fixture model exported (tools/gpu_check.sh exports them)");
-    return;
-  }
+  if (model.empty()) return;
   INFO("model " << model);
   const std::size_t p720 = 1280 * 3 + 64, p1080 = 1920 * 3;
   const std::vector<std::vector<std::uint8_t>> f720 = synthetic_frames(3, 1280, 720, p720);
