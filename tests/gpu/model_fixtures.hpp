@@ -1,17 +1,23 @@
 // tests/gpu/model_fixtures.hpp - the whole-model fixtures (tests/data/fixtures.json) that the GPU kernel tests run a
 // Detector on: the exported model (tools/gpu_check.sh exports them into $YOLO12_TEST_MODELS, else <build>/models),
-// the input, Ultralytics' output and the fp16 bound. test_conv_chain and test_stem_pair share it.
+// the input, Ultralytics' output and the fp16 bound; and the labels of the steps an fp16 CUDA executor makes for a
+// fixture's model. test_conv_chain, test_stem_pair and test_halo_pair share it.
 #pragma once
 
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
+#include <cuda_runtime.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/cuda/executor.cuh"
 #include "catch.hpp"
+#include "model/model_file.hpp"
 #include "support.hpp"
 #include "yolo12/yolo12.hpp"
 
@@ -63,6 +69,38 @@ inline int for_each_model_fixture(const std::set<std::string>& names,
   }
   if (ran == 0) WARN("SKIPPED: no fixture model exported");
   return ran;
+}
+
+// The labels of the network steps of an fp16 CUDA executor for fixture c's model at its input size, under the conv
+// variants as they are set now (each fused op's label names its kernel). Throws std::runtime_error where no stream
+// can be made (no Catch macro here: see cuda_ok in kernel_test_support.cuh).
+inline std::vector<std::string> fp16_step_labels(const ModelFixture& c) {
+  const auto file = model::ModelFile::open(c.model);
+  const auto weights =
+      cuda::upload_weights(*file, cuda::network_graph(file->header(), c.h, c.w), Precision::Fp16, 0);
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
+    throw std::runtime_error("fp16_step_labels: no CUDA stream");
+  std::vector<std::string> labels;
+  try {
+    ExecutorConfig cfg;
+    cfg.input_h = c.h;
+    cfg.input_w = c.w;
+    const auto ex = cuda::make_executor(weights, *file, cfg, stream);
+    for (const cuda::Step& step : ex->network()) labels.push_back(step.label);
+  } catch (...) {
+    cudaStreamDestroy(stream);
+    throw;
+  }
+  cudaStreamDestroy(stream);
+  return labels;
+}
+
+// How many of `labels` contain `part`.
+inline int count_containing(const std::vector<std::string>& labels, const std::string& part) {
+  int n = 0;
+  for (const std::string& l : labels) n += l.find(part) != std::string::npos ? 1 : 0;
+  return n;
 }
 
 }  // namespace yolo12::test

@@ -523,25 +523,12 @@ TEST_CASE("conv chains in the whole model: the fp16 executor fuses them and stay
 
     // The executor's steps: chains made and run on conv2d_chain_f16 (the label says which).
     ChainVariant on(true);
-    const auto file = model::ModelFile::open(c.model);
-    const auto weights = cuda::upload_weights(*file, cuda::network_graph(file->header(), H, W), Precision::Fp16, 0);
-    cudaStream_t stream = nullptr;
-    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
-    ExecutorConfig cfg;
-    cfg.input_h = H;
-    cfg.input_w = W;
-    {
-      const auto ex = cuda::make_executor(weights, *file, cfg, stream);
-      int chains = 0, fused = 0;
-      for (const cuda::Step& step : ex->network()) {
-        chains += step.label.find("conv chain") != std::string::npos ? 1 : 0;
-        fused += step.label.find("chain_f16]") != std::string::npos ? 1 : 0;  // [chain_f16] or [dw + chain_f16]
-      }
-      INFO("chains " << chains << ", on conv2d_chain_f16 " << fused);
-      CHECK(chains >= 8);  // the A2C2f blocks' chains at least
-      CHECK(fused == chains);
-    }
-    cudaStreamDestroy(stream);
+    const std::vector<std::string> labels = test::fp16_step_labels(c);
+    const int chains = test::count_containing(labels, "conv chain");
+    const int fused = test::count_containing(labels, "chain_f16]");  // [chain_f16] or [dw + chain_f16]
+    INFO("chains " << chains << ", on conv2d_chain_f16 " << fused);
+    CHECK(chains >= 8);  // the A2C2f blocks' chains at least
+    CHECK(fused == chains);
   });
 }
 

@@ -376,25 +376,11 @@ TEST_CASE("the stride-1 pairs in the whole model: fused under f16_halo_pair, wit
 
     // The executor's steps: the stride-1 pairs, each on the fused kernel (the label says which).
     HaloPairVariant on(true);
-    const auto file = yolo12::model::ModelFile::open(c.model);
-    const auto weights = yolo12::cuda::upload_weights(*file, yolo12::cuda::network_graph(file->header(), c.h, c.w),
-                                                      yolo12::Precision::Fp16, 0);
-    cudaStream_t stream = nullptr;
-    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
-    yolo12::ExecutorConfig cfg;
-    cfg.input_h = c.h;
-    cfg.input_w = c.w;
-    {
-      const auto ex = yolo12::cuda::make_executor(weights, *file, cfg, stream);
-      int pairs = 0, fused = 0;
-      for (const yolo12::cuda::Step& step : ex->network()) {
-        pairs += step.label.find("conv pair 3x3/1") != std::string::npos ? 1 : 0;
-        fused += step.label.find("[halo_pair_f16]") != std::string::npos ? 1 : 0;
-      }
-      std::printf("[halo_pair] %-28s %d stride-1 pairs, %d on the fused kernel\n", c.name.c_str(), pairs, fused);
-      if (c.name.rfind("yolo12n", 0) == 0) CHECK(pairs == 8);  // 2 backbone C3k2, 2 + 4 head C3k bottlenecks
-      CHECK(fused == pairs);
-    }
-    cudaStreamDestroy(stream);
+    const std::vector<std::string> labels = test::fp16_step_labels(c);
+    const int pairs = test::count_containing(labels, "conv pair 3x3/1");
+    const int fused = test::count_containing(labels, "[halo_pair_f16]");
+    std::printf("[halo_pair] %-28s %d stride-1 pairs, %d on the fused kernel\n", c.name.c_str(), pairs, fused);
+    if (c.name.rfind("yolo12n", 0) == 0) CHECK(pairs == 8);  // 2 backbone C3k2, 2 + 4 head C3k bottlenecks
+    CHECK(fused == pairs);
   });
 }

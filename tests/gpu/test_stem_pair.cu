@@ -360,28 +360,11 @@ TEST_CASE("the stem pair in the whole model: fused under f16_stem_pair, within t
     CHECK(e_tuned < c.bound16);
     CHECK(e_mma < c.bound16);
 
-    // The executor's steps: one pair, on the fused kernel where it takes it (the label says which). The stride-1
-    // pairs (f16_halo_pair, on by default) are also "conv pair" steps: off here, test_halo_pair counts them.
+    // The executor's steps: one stride-2 pair, on the fused kernel where it takes it (the label says which; the
+    // stride-1 pairs, "conv pair 3x3/1", are test_halo_pair's).
     PairVariant on(true);
-    VariantScope no_halo(&cd::ConvVariants::f16_halo_pair, false);
-    const auto file = yolo12::model::ModelFile::open(c.model);
-    const auto weights = yolo12::cuda::upload_weights(*file, yolo12::cuda::network_graph(file->header(), c.h, c.w),
-                                                      yolo12::Precision::Fp16, 0);
-    cudaStream_t stream = nullptr;
-    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
-    yolo12::ExecutorConfig cfg;
-    cfg.input_h = c.h;
-    cfg.input_w = c.w;
-    {
-      const auto ex = yolo12::cuda::make_executor(weights, *file, cfg, stream);
-      int pairs = 0, fused = 0;
-      for (const yolo12::cuda::Step& step : ex->network()) {
-        pairs += step.label.find("conv pair") != std::string::npos ? 1 : 0;
-        fused += step.label.find("[stem_pair_f16]") != std::string::npos ? 1 : 0;
-      }
-      CHECK(pairs == 1);
-      CHECK(fused == 1);
-    }
-    cudaStreamDestroy(stream);
+    const std::vector<std::string> labels = test::fp16_step_labels(c);
+    CHECK(test::count_containing(labels, "conv pair 3x3/2") == 1);
+    CHECK(test::count_containing(labels, "[stem_pair_f16]") == 1);
   });
 }
