@@ -5,8 +5,9 @@
 // batched in one staging block. fp32: the GPU's NHWC input must equal the CPU's NCHW float bits
 // exactly; fp16: it must equal the CPU value rounded to half. The output is poisoned with NaN first.
 // The [host] cases (also run without a GPU, as test_preprocess_host) check the staging block on the host: the
-// pooled packing against the serial one, the rows and columns it leaves out, and the kernel's arithmetic
-// (letterbox_rgb) replayed from the block against the CPU letterbox.
+// pooled packing against the serial one, the rows and columns it leaves out, the even-factor reductions it packs
+// already resized (and, with StageOptions::halves off, as rows), and the kernel's arithmetic (letterbox_rgb)
+// replayed from the block against the CPU letterbox.
 #include <cmath>
 #include <cstdint>
 #include <algorithm>
@@ -232,40 +233,58 @@ TEST_CASE("the staging block holds only the pixels the resize weighs, and gives 
     int w, h;
     PixelFormat f;
     int extra_pitch;
-    int rows, cols;  // the rows and columns the block should hold at 640x640 (fixed)
+    int rows, cols;  // the rows and columns the block should hold at 640x640 (fixed) with StageOptions::halves off
+    bool halves;     // a reduction by an even factor: with halves on, the block holds the resized image
   };
   // 1920 -> 640 weighs every third line, 3840 -> 640 two of six, 2560 -> 640 two of four (columns then kept whole:
-  // above 40 %), 1280 -> 640 (exactly 2) every line; 4000x3000 -> 640x480 every 6.25th pair of lines.
-  const Case cases[] = {{1920, 1080, PixelFormat::BGR8, 0, 360, 640},    {1080, 1920, PixelFormat::BGRA8, 4, 640, 360},
-                        {3840, 2160, PixelFormat::BGR8, 0, 720, 1280},   {2560, 1440, PixelFormat::RGB8, 0, 720, 2560},
-                        {1280, 720, PixelFormat::BGR8, 0, 720, 1280},    {4000, 3000, PixelFormat::GRAY8, 3, -1, -1},
-                        {1281, 719, PixelFormat::BGR8, 7, -1, 1281},     {3000, 1, PixelFormat::RGB8, 0, 1, -1},
-                        {1, 3000, PixelFormat::BGR8, 1, -1, 1},          {1001, 2999, PixelFormat::BGR8, 3, -1, -1},
-                        {640, 640, PixelFormat::BGR8, 0, 640, 640},      {97, 61, PixelFormat::RGBA8, 0, 61, 97}};
-  for (const Case& c : cases) {
-    INFO(c.w << "x" << c.h << " format " << static_cast<int>(c.f));
-    std::vector<Image> one;
-    one.push_back(random_image(rng, c.w, c.h, c.f, c.extra_pitch));
-    for (bool rect : {false, true}) {
-      INFO((rect ? "rect" : "fixed"));
-      std::vector<ImageView> views{one[0].view};
-      std::vector<pre::LetterboxParams> geo{pre::letterbox_params(c.w, c.h, 640, 640, rect)};
-      std::vector<unsigned char> block(preprocess_staging_bytes(views, geo), 0xa5);
-      const std::size_t used = preprocess_stage(views, geo, block.data(), nullptr);
-      REQUIRE(used <= block.size());
-      CHECK(replay_differences(block.data(), views, geo) == 0);
-      const auto& h = reinterpret_cast<const PreprocessImage*>(block.data())[0];
-      const int bpp = pre::bytes_per_pixel(c.f);
-      if (c.cols > 0) CHECK(h.pitch == static_cast<unsigned long long>(c.cols) * bpp);
-      if (c.rows > 0 && c.cols > 0)
-        CHECK(packed_pixel_bytes(block.data(), 0, 1, used) ==
-              align_up(static_cast<std::size_t>(c.rows) * c.cols * bpp, 256));
-      // Never more than the image, and a reduction by 3 or more at most half of it (at most 2 of 3 rows).
-      CHECK(packed_pixel_bytes(block.data(), 0, 1, used) <= align_up(static_cast<std::size_t>(c.w) * c.h * bpp, 256));
-      if (geo[0].new_w * 3 <= c.w && geo[0].new_h * 3 <= c.h)
-        CHECK(packed_pixel_bytes(block.data(), 0, 1, used) * 2 <= static_cast<std::size_t>(c.w) * c.h * bpp);
+  // above 40 %), 1280 -> 640 (exactly 2) every line; 4000x3000 -> 640x480 every 6.25th pair of lines. The
+  // reductions by 2, 4 and 6 weigh each line pair 1024 / 1024 (halves).
+  const Case cases[] = {{1920, 1080, PixelFormat::BGR8, 0, 360, 640, false},
+                        {1080, 1920, PixelFormat::BGRA8, 4, 640, 360, false},
+                        {3840, 2160, PixelFormat::BGR8, 0, 720, 1280, true},
+                        {2560, 1440, PixelFormat::RGB8, 0, 720, 2560, true},
+                        {1280, 720, PixelFormat::BGR8, 0, 720, 1280, true},
+                        {1280, 720, PixelFormat::BGRA8, 12, 720, 1280, true},
+                        {720, 1280, PixelFormat::GRAY8, 3, 1280, 720, true},
+                        {4000, 3000, PixelFormat::GRAY8, 3, -1, -1, false},
+                        {1281, 719, PixelFormat::BGR8, 7, -1, 1281, false},
+                        {3000, 1, PixelFormat::RGB8, 0, 1, -1, false},
+                        {1, 3000, PixelFormat::BGR8, 1, -1, 1, false},
+                        {1001, 2999, PixelFormat::BGR8, 3, -1, -1, false},
+                        {640, 640, PixelFormat::BGR8, 0, 640, 640, false},
+                        {97, 61, PixelFormat::RGBA8, 0, 61, 97, false}};
+  for (const Case& c : cases)
+    for (const bool halves : {true, false}) {
+      INFO(c.w << "x" << c.h << " format " << static_cast<int>(c.f) << (halves ? ", halves on" : ", halves off"));
+      std::vector<Image> one;
+      one.push_back(random_image(rng, c.w, c.h, c.f, c.extra_pitch));
+      for (bool rect : {false, true}) {
+        INFO((rect ? "rect" : "fixed"));
+        std::vector<ImageView> views{one[0].view};
+        std::vector<pre::LetterboxParams> geo{pre::letterbox_params(c.w, c.h, 640, 640, rect)};
+        std::vector<unsigned char> block(preprocess_staging_bytes(views, geo), 0xa5);
+        StageOptions options;
+        options.halves = halves;
+        const std::size_t used =
+            preprocess_stage(views, geo, {PixelSource::Pack}, block.data(), nullptr, options).packed_bytes;
+        REQUIRE(used <= block.size());
+        CHECK(replay_differences(block.data(), views, geo) == 0);
+        const auto& h = reinterpret_cast<const PreprocessImage*>(block.data())[0];
+        const int bpp = pre::bytes_per_pixel(c.f);
+        const bool resized = halves && c.halves;
+        CHECK(h.identity == (resized || (geo[0].new_w == c.w && geo[0].new_h == c.h) ? 1 : 0));
+        const int rows = resized ? geo[0].new_h : c.rows, cols = resized ? geo[0].new_w : c.cols;
+        if (cols > 0) CHECK(h.pitch == static_cast<unsigned long long>(cols) * bpp);
+        if (rows > 0 && cols > 0)
+          CHECK(packed_pixel_bytes(block.data(), 0, 1, used) ==
+                align_up(static_cast<std::size_t>(rows) * cols * bpp, 256));
+        // Never more than the image, and a reduction by 3 or more at most half of it (at most 2 of 3 rows).
+        CHECK(packed_pixel_bytes(block.data(), 0, 1, used) <=
+              align_up(static_cast<std::size_t>(c.w) * c.h * bpp, 256));
+        if (geo[0].new_w * 3 <= c.w && geo[0].new_h * 3 <= c.h)
+          CHECK(packed_pixel_bytes(block.data(), 0, 1, used) * 2 <= static_cast<std::size_t>(c.w) * c.h * bpp);
+      }
     }
-  }
   SECTION("packed, pinned and device images in one block: each read its own way") {
     std::vector<Image> batch;
     batch.push_back(random_image(rng, 1920, 1080, PixelFormat::BGR8, 0));
@@ -320,7 +339,7 @@ TEST_CASE("preprocess_stage packs a batch with several threads into the block th
   std::vector<unsigned char> serial(bytes, 0xa5), pooled(bytes, 0xa5), shared(bytes, 0xa5);
   const std::size_t used = preprocess_stage(views, geo, serial.data(), nullptr);
   REQUIRE(used <= bytes);
-  REQUIRE(used > 6u * 1280 * 720 * 3);
+  REQUIRE(used > 6u * 640 * 360 * 3);  // the 1280x720 frames packed resized (halves)
   for (const int threads : {2, 3, 8}) {
     INFO("threads " << threads);
     cpu::ThreadPool pool(threads);
@@ -331,16 +350,35 @@ TEST_CASE("preprocess_stage packs a batch with several threads into the block th
   // The entry point the executor calls (the process's staging pool).
   REQUIRE(preprocess_stage(views, geo, shared.data()) == used);
   CHECK(std::memcmp(serial.data(), shared.data(), bytes) == 0);
-  // And the pixels really are there: image 0's first and last rows (1280 -> 640 keeps every line), and every
-  // image's letterbox replayed from the block.
+  // And the pixels really are there: image 0 (1280 -> 640, a reduction by exactly 2) as the OpenCV-exact resize
+  // gives it, and every image's letterbox replayed from the block.
   const auto* headers = reinterpret_cast<const PreprocessImage*>(serial.data());
-  CHECK(std::memcmp(serial.data() + headers[0].pixels, batch[0].pixels.data(), 1280 * 3) == 0);
-  CHECK(std::memcmp(serial.data() + headers[0].pixels + 719ull * 1280 * 3, batch[0].pixels.data() + 719ull * 1280 * 3,
-                    1280 * 3) == 0);
+  std::vector<std::uint8_t> resized(640u * 360 * 3);
+  pre::resize_bilinear_u8(batch[0].pixels.data(), 1280, 720, 1280 * 3, 3, resized.data(), 640, 360);
+  CHECK(headers[0].identity == 1);
+  CHECK(headers[0].pitch == 640u * 3);
+  CHECK(std::memcmp(serial.data() + headers[0].pixels, resized.data(), resized.size()) == 0);
   CHECK(replay_differences(serial.data(), views, geo) == 0);
+  SECTION("the same with the even-factor reductions packed as rows (StageOptions::halves off)") {
+    StageOptions rows;
+    rows.halves = false;
+    const std::vector<PixelSource> pack(views.size(), PixelSource::Pack);
+    std::vector<unsigned char> plain(bytes, 0xa5), pooled_rows(bytes, 0xa5);
+    const std::size_t used_rows = preprocess_stage(views, geo, pack, plain.data(), nullptr, rows).packed_bytes;
+    REQUIRE(used_rows > 6u * 1280 * 720 * 3);
+    cpu::ThreadPool pool(3);
+    REQUIRE(preprocess_stage(views, geo, pack, pooled_rows.data(), &pool, rows).packed_bytes == used_rows);
+    CHECK(std::memcmp(plain.data(), pooled_rows.data(), bytes) == 0);
+    const auto* h = reinterpret_cast<const PreprocessImage*>(plain.data());
+    CHECK(h[0].identity == 0);
+    CHECK(std::memcmp(plain.data() + h[0].pixels, batch[0].pixels.data(), 1280 * 3) == 0);
+    CHECK(std::memcmp(plain.data() + h[0].pixels + 719ull * 1280 * 3, batch[0].pixels.data() + 719ull * 1280 * 3,
+                      1280 * 3) == 0);
+    CHECK(replay_differences(plain.data(), views, geo) == 0);
+  }
 }
 
-// The packed part handed over in ranges (StagedBands; the executor copies each to the device while the rest packs,
+// The packed part handed over in ranges (StageOptions::ready; the executor copies each to the device while the rest packs,
 // under YOLO12_STAGING_OVERLAP): the ranges run from 0 to packed_bytes in order without a gap, the last one marked,
 // each holding at least the asked pixel bytes; every byte of a range is final when the range is handed over (a copy
 // taken then equals the finished block); and the block is the one packed without ranges, byte for byte.
@@ -360,42 +398,64 @@ TEST_CASE("preprocess_stage hands the packed part over in ranges, each final whe
   std::vector<PixelSource> sources(batch.size(), PixelSource::Pack);
   sources[3] = PixelSource::Pinned;
   const std::size_t bytes = preprocess_staging_bytes(views, geo);
-  std::vector<unsigned char> plain(bytes, 0xa5);
-  const StagedBatch ref = preprocess_stage(views, geo, sources, plain.data(), nullptr);
-  REQUIRE(ref.packed_bytes > 2u * 1280 * 720 * 3);
-  CHECK(replay_differences(plain.data(), {views[0], views[1], views[2]}, {geo[0], geo[1], geo[2]}) == 0);
-
   cpu::ThreadPool pool(3);
-  for (cpu::ThreadPool* p : {static_cast<cpu::ThreadPool*>(nullptr), &pool}) {
-    for (const std::size_t band : {std::size_t(0), std::size_t(64) << 10, std::size_t(1) << 20, std::size_t(1) << 30}) {
-      INFO((p ? "pool of 3" : "this thread") << ", band " << band);
-      std::vector<unsigned char> block(bytes, 0xa5), handed(bytes, 0x5a);
-      std::size_t expect_begin = 0;
-      int ranges = 0;
-      bool last_seen = false, ordered = true, big_enough = true;
-      StagedBands bands;
-      bands.bytes = band;
-      bands.ready = [&](std::size_t begin, std::size_t end, bool last) {
-        ordered = ordered && !last_seen && begin == expect_begin && end > begin && end <= bytes;
-        if (!last && end - begin < band) big_enough = false;
-        std::memcpy(handed.data() + begin, block.data() + begin, end - begin);  // the device copy, taken now
-        expect_begin = end;
-        last_seen = last_seen || last;
-        ++ranges;
-      };
-      const StagedBatch staged = preprocess_stage(views, geo, sources, block.data(), p, bands);
-      CHECK(ordered);
-      CHECK(big_enough);
-      CHECK(last_seen);
-      CHECK(expect_begin == staged.packed_bytes);
-      REQUIRE(staged.packed_bytes == ref.packed_bytes);
-      CHECK(std::memcmp(handed.data(), block.data(), staged.packed_bytes) == 0);
-      CHECK(std::memcmp(plain.data(), block.data(), bytes) == 0);
-      REQUIRE(staged.pinned.size() == 1);
-      CHECK(staged.pinned[0].dst_offset == ref.pinned[0].dst_offset);
-      if (band == (std::size_t(1) << 30)) CHECK(ranges == 1);
-      if (band == (std::size_t(64) << 10)) CHECK(ranges > 20);  // 1280x720 alone is 2.7 MB
-      if (band == (std::size_t(1) << 20)) CHECK((ranges >= 4 && ranges <= 9));
+  struct Bands {
+    std::size_t bytes;  // band_bytes
+    int count;          // bands
+  };
+  for (const bool halves : {true, false}) {
+    INFO((halves ? "halves on" : "halves off"));
+    StageOptions plain_options;
+    plain_options.halves = halves;
+    std::vector<unsigned char> plain(bytes, 0xa5);
+    const StagedBatch ref = preprocess_stage(views, geo, sources, plain.data(), nullptr, plain_options);
+    REQUIRE(ref.packed_bytes > (halves ? 2u * 640 * 360 * 3 : 2u * 1280 * 720 * 3));
+    CHECK(replay_differences(plain.data(), {views[0], views[1], views[2]}, {geo[0], geo[1], geo[2]}) == 0);
+    // The pixels run from image 0's to packed_bytes, less at most 255 bytes of alignment after each image.
+    const std::size_t first = reinterpret_cast<const PreprocessImage*>(plain.data())[0].pixels;
+    const std::size_t pixels_at_least = ref.packed_bytes - first - 255 * views.size();
+
+    for (cpu::ThreadPool* p : {static_cast<cpu::ThreadPool*>(nullptr), &pool}) {
+      for (const Bands band : {Bands{0, 0}, Bands{std::size_t(64) << 10, 0}, Bands{std::size_t(1) << 20, 0},
+                               Bands{std::size_t(1) << 30, 0}, Bands{0, 4}}) {
+        INFO((p ? "pool of 3" : "this thread") << ", band_bytes " << band.bytes << ", bands " << band.count);
+        std::vector<unsigned char> block(bytes, 0xa5), handed(bytes, 0x5a);
+        std::size_t expect_begin = 0, smallest = ~std::size_t(0);
+        int ranges = 0;
+        bool last_seen = false, ordered = true;
+        StageOptions options;
+        options.halves = halves;
+        options.band_bytes = band.bytes;
+        options.bands = band.count;
+        options.ready = [&](std::size_t begin, std::size_t end, bool last) {
+          ordered = ordered && !last_seen && begin == expect_begin && end > begin && end <= bytes;
+          if (!last) smallest = std::min(smallest, end - begin);
+          std::memcpy(handed.data() + begin, block.data() + begin, end - begin);  // the device copy, taken now
+          expect_begin = end;
+          last_seen = last_seen || last;
+          ++ranges;
+        };
+        const StagedBatch staged = preprocess_stage(views, geo, sources, block.data(), p, options);
+        CHECK(ordered);
+        CHECK(last_seen);
+        CHECK(expect_begin == staged.packed_bytes);
+        REQUIRE(staged.packed_bytes == ref.packed_bytes);
+        CHECK(std::memcmp(handed.data(), block.data(), staged.packed_bytes) == 0);
+        CHECK(std::memcmp(plain.data(), block.data(), bytes) == 0);
+        REQUIRE(staged.pinned.size() == 1);
+        CHECK(staged.pinned[0].dst_offset == ref.pinned[0].dst_offset);
+        if (ranges > 1) CHECK(smallest >= band.bytes);  // every range but the last holds the bytes asked
+        if (band.bytes == (std::size_t(1) << 30)) CHECK(ranges == 1);
+        // smaller than a task (about 256 KB of source pixels): a range per task, 1281x719 alone 11
+        if (band.bytes == (std::size_t(64) << 10)) CHECK(ranges >= 18);
+        // 7.1 MB of packed pixels with halves off, 4.3 MB on (1280x720 and 1920x1080 both 640x360)
+        if (band.bytes == (std::size_t(1) << 20))
+          CHECK((halves ? ranges >= 3 && ranges <= 5 : ranges >= 5 && ranges <= 8));
+        if (band.count == 4) {  // at least a quarter of the pixels each: at most 4 ranges and the remainder
+          CHECK((ranges >= 2 && ranges <= 5));
+          CHECK(smallest >= pixels_at_least / 4);
+        }
+      }
     }
   }
   SECTION("no packed image: one range, the headers and taps") {
@@ -404,8 +464,8 @@ TEST_CASE("preprocess_stage hands the packed part over in ranges, each final whe
     int ranges = 0;
     std::size_t end_seen = 0;
     bool last_seen = false;
-    StagedBands bands;
-    bands.bytes = 1;
+    StageOptions bands;
+    bands.band_bytes = 1;
     bands.ready = [&](std::size_t begin, std::size_t end, bool last) {
       CHECK(begin == 0);
       end_seen = end;
@@ -490,19 +550,25 @@ TEST_CASE("staging block: packing time and bytes", "[preprocess][host][.bench]")
       std::vector<unsigned char> block(bytes);
       const std::vector<PixelSource> pack(views.size(), PixelSource::Pack);
       // The ranges the executor asks for under YOLO12_STAGING_OVERLAP (about eight of at least 1 MiB), handed to a
-      // callback that does nothing: what the grouping of the tasks costs the packing itself.
-      StagedBands bands;
-      bands.bytes = std::max(std::size_t(1) << 20, bytes / 8);
+      // callback that does nothing: what the grouping of the tasks costs the packing itself. And the packing with
+      // the even-factor reductions as rows (StageOptions::halves off, YOLO12_STAGING_HALVES=0).
+      StageOptions bands;
+      bands.band_bytes = std::size_t(1) << 20;
+      bands.bands = 8;
       bands.ready = [](std::size_t, std::size_t, bool) {};
-      std::size_t used = 0;
-      double ms[3];
-      for (int mode = 0; mode < 3; ++mode) {
+      StageOptions rows;
+      rows.halves = false;
+      std::size_t used = 0, used_rows = 0;
+      double ms[4];
+      for (int mode = 0; mode < 4; ++mode) {
         std::vector<double> t;
         for (int r = 0; r < 15; ++r) {
           const auto t0 = std::chrono::steady_clock::now();
-          used = mode == 0   ? preprocess_stage(views, geo, block.data(), nullptr)
-                 : mode == 1 ? preprocess_stage(views, geo, block.data())
-                             : preprocess_stage(views, geo, pack, block.data(), bands).packed_bytes;
+          if (mode == 3) used_rows = preprocess_stage(views, geo, pack, block.data(), rows).packed_bytes;
+          else
+            used = mode == 0   ? preprocess_stage(views, geo, block.data(), nullptr)
+                   : mode == 1 ? preprocess_stage(views, geo, block.data())
+                               : preprocess_stage(views, geo, pack, block.data(), bands).packed_bytes;
           t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         }
         std::sort(t.begin(), t.end());
@@ -510,8 +576,9 @@ TEST_CASE("staging block: packing time and bytes", "[preprocess][host][.bench]")
       }
       const double src_mb = static_cast<double>(sz.w) * sz.h * 3 * batch / 1e6;
       std::printf("staging %4dx%-4d batch %2d: source %7.1f MB, block %6.1f MB | pack %7.3f ms one thread, %7.3f ms pool, "
-                  "%7.3f ms pool in ranges\n",
-                  sz.w, sz.h, batch, src_mb, static_cast<double>(used) / 1e6, ms[0], ms[1], ms[2]);
+                  "%7.3f ms pool in ranges | halves off: block %6.1f MB, pack %7.3f ms pool\n",
+                  sz.w, sz.h, batch, src_mb, static_cast<double>(used) / 1e6, ms[0], ms[1], ms[2],
+                  static_cast<double>(used_rows) / 1e6, ms[3]);
     }
   }
 }

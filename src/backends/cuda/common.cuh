@@ -29,11 +29,12 @@ namespace yolo12::cuda {
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// An on/off environment variable (YOLO12_CONV_TUNE, YOLO12_CONV_TUNE_QUICK, YOLO12_CONV_TUNE_LOG): "1" on; "0",
-// empty or unset off; anything else an OptionError that names it.
-inline bool env_switch(const char* name) {
+// An on/off environment variable (YOLO12_CONV_TUNE, YOLO12_CONV_TUNE_QUICK, YOLO12_CONV_TUNE_LOG): "1" on; "0" off;
+// empty or unset `unset` (off unless given); anything else an OptionError that names it.
+inline bool env_switch(const char* name, bool unset = false) {
   const char* env = std::getenv(name);
-  if (!env || !*env || std::string(env) == "0") return false;
+  if (!env || !*env) return unset;
+  if (std::string(env) == "0") return false;
   if (std::string(env) == "1") return true;
   throw OptionError(std::string(name) + " must be 0 or 1, got '" + env + "'");
 }

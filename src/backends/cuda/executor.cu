@@ -35,7 +35,7 @@ namespace {
 constexpr std::size_t kAlign = 256;
 // YOLO12_STAGING_OVERLAP: the staging block goes to the device in about kStagingBands ranges of at least
 // kMinStagingBand bytes of pixels (a copy's fixed cost is a few microseconds).
-constexpr std::size_t kStagingBands = 8;
+constexpr int kStagingBands = 8;
 constexpr std::size_t kMinStagingBand = std::size_t(1) << 20;
 
 // How many streams the network may use (graph/schedule.hpp): YOLO12_CUDA_STREAMS, 1..16, default
@@ -89,6 +89,7 @@ class ExecutorImpl final : public CudaExecutor {
     if (cfg.max_batch < 1) throw OptionError("max_batch must be at least 1, got " + std::to_string(cfg.max_batch));
     tuning_ = cfg.tune_kernels || tuning_from_env();
     overlap_staging_ = env_switch("YOLO12_STAGING_OVERLAP");
+    staging_halves_ = env_switch("YOLO12_STAGING_HALVES", true);
     const std::string cache_path = tuning_ ? tune_cache_path(cfg) : std::string();
     if (!cache_path.empty())  // read now: a file that is not a tune cache fails the construction
       tune_cache_ = std::make_unique<TuneCache>(cache_path,
@@ -211,6 +212,7 @@ class ExecutorImpl final : public CudaExecutor {
   std::size_t staged_bytes_ = 0;              // the packed part of the block
   std::size_t graph_copy_from_ = 0;           // the graph's staging copy covers [graph_copy_from_, staged_bytes_)
   bool overlap_staging_ = false;              // YOLO12_STAGING_OVERLAP: copy the block's ranges while packing
+  bool staging_halves_ = true;                // YOLO12_STAGING_HALVES: even-factor reductions packed resized
   std::vector<PinnedCopy> pinned_copies_;     // images in page-locked memory, copied before the graph
   DeviceBuffer raw_in_, raw_out_;  // the parity path's buffers, made on its first use
   std::vector<GraphSlot> graphs_;  // index batch - 1
@@ -336,11 +338,13 @@ class ExecutorImpl final : public CudaExecutor {
     // YOLO12_STAGING_OVERLAP: each range of the block but the last goes to the device as soon as it is packed, on
     // the executor's stream (so before the graph), while the later ones are still being packed; the graph's staging
     // copy takes the last range. Off: the graph copies the whole packed part.
-    StagedBands bands;
+    StageOptions options;
+    options.halves = staging_halves_;
     graph_copy_from_ = 0;
     if (overlap_staging_) {
-      bands.bytes = std::max(kMinStagingBand, need / kStagingBands);
-      bands.ready = [this](std::size_t begin, std::size_t end, bool last) {
+      options.band_bytes = kMinStagingBand;
+      options.bands = kStagingBands;
+      options.ready = [this](std::size_t begin, std::size_t end, bool last) {
         if (last) {
           graph_copy_from_ = begin;
           return;
@@ -350,7 +354,7 @@ class ExecutorImpl final : public CudaExecutor {
                                           cudaMemcpyHostToDevice, stream_));
       };
     }
-    StagedBatch staged = preprocess_stage(images, geometry, sources, staging_host_.get(), bands);
+    StagedBatch staged = preprocess_stage(images, geometry, sources, staging_host_.get(), options);
     staged_bytes_ = staged.packed_bytes;
     pinned_copies_ = std::move(staged.pinned);
   }

@@ -9,8 +9,11 @@
 // 22 MB of 199). Where a batch's images hold more than kParallelBytes of pixels the rows are copied by several
 // threads: the block's layout (headers, taps, offsets) is fixed first on the calling thread, then the ranges of
 // about kTaskBytes of packed rows are copied in parallel, so the block is byte for byte the one the serial
-// packing writes. With StagedBands the tasks run in consecutive groups, and each group's range of the block is handed
-// to the caller once it is written (the executor copies it to the device while the next group packs).
+// packing writes. With StageOptions::ready the tasks run in consecutive groups, and each group's range of the block is
+// handed to the caller once it is written (the executor copies it to the device while the next group packs).
+// An image reduced by an even factor is packed already resized (StageOptions::halves): its tasks write output rows,
+// each the rounded 2x2 mean of two source rows (pre::resize_halves_row, vectorised), which reads the same source
+// bytes as the row copy and writes a quarter of them.
 #include "preprocess.cuh"
 
 #include <algorithm>
@@ -24,6 +27,7 @@
 
 #include "backends/cpu/thread_pool.hpp"
 #include "common.cuh"
+#include "pre/resize_halves.hpp"
 
 namespace yolo12::cuda {
 namespace {
@@ -57,6 +61,7 @@ struct AxisPlan {
   std::vector<pre::ResizeTap> taps;    // (dst_len) pre::resize_taps_x / _y
   std::vector<int> keep;               // the source lines the block holds, ascending; empty: all of them
   std::vector<pre::ResizeTap> packed;  // (dst_len) taps into `keep` (empty with it)
+  pre::HalfTaps halves = pre::HalfTaps::No;  // every tap 1024 / 1024 (an even-factor reduction)
   // The taps and the number of lines of a packed image, and source line of packed line k.
   const std::vector<pre::ResizeTap>& packed_taps() const { return keep.empty() ? taps : packed; }
   int lines(int src_len) const { return keep.empty() ? src_len : static_cast<int>(keep.size()); }
@@ -69,6 +74,7 @@ constexpr int kColumnKeepPercent = 40;
 AxisPlan make_plan(bool x_axis, int src_len, int dst_len) {
   AxisPlan p;
   p.taps = x_axis ? pre::resize_taps_x(src_len, dst_len) : pre::resize_taps_y(src_len, dst_len);
+  p.halves = pre::half_taps(p.taps);
   // A line is kept where a tap gives it weight (a tap of two zero weights, never made, keeps its i0).
   std::vector<int> index(static_cast<std::size_t>(src_len), -1);
   for (const pre::ResizeTap& t : p.taps) {
@@ -158,7 +164,7 @@ std::size_t preprocess_staging_bytes(const std::vector<ImageView>& images,
 }
 
 StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
-                             const std::vector<PixelSource>& sources, void* block, const StagedBands& bands) {
+                             const std::vector<PixelSource>& sources, void* block, const StageOptions& options) {
   std::size_t packed = 0;  // the source pixels of the images this thread (or the pool) packs
   for (std::size_t i = 0; i < images.size() && i < sources.size(); ++i)
     if (sources[i] == PixelSource::Pack)
@@ -171,10 +177,10 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
       if (!sp.pool)  // a pool no caller has needed yet is never started
         sp.pool = std::make_unique<cpu::ThreadPool>(
             std::max(1, std::min<int>(kMaxStagingThreads, static_cast<int>(std::thread::hardware_concurrency()))));
-      return preprocess_stage(images, geometry, sources, block, sp.pool.get(), bands);
+      return preprocess_stage(images, geometry, sources, block, sp.pool.get(), options);
     }
   }
-  return preprocess_stage(images, geometry, sources, block, nullptr, bands);
+  return preprocess_stage(images, geometry, sources, block, nullptr, options);
 }
 
 std::size_t preprocess_stage(const std::vector<ImageView>& images,
@@ -216,7 +222,7 @@ PixelSource locate_pixels(const ImageView& im, int device) {
 
 StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
                              const std::vector<PixelSource>& sources, void* block, cpu::ThreadPool* pool,
-                             const StagedBands& bands) {
+                             const StageOptions& options) {
   if (images.size() != geometry.size()) throw InputError("preprocess: one letterbox geometry per image is needed");
   if (images.size() != sources.size()) throw InputError("preprocess: one pixel source per image is needed");
   for (std::size_t i = 0; i < images.size(); ++i) check_geometry(images[i], geometry[i], i);
@@ -225,6 +231,7 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
   std::size_t off = header_bytes(images.size());
   struct Plans {
     std::shared_ptr<const AxisPlan> x, y;
+    bool halves = false;  // packed already resized, by the 2x2 mean
   };
   std::vector<Plans> plans(images.size());
 
@@ -257,6 +264,9 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
     plans[i] = {cached_plan(true, im.width, g.new_w), cached_plan(false, im.height, g.new_h)};
     // Packed images read the lines kept; pinned and device ones all of their lines.
     const bool packed = sources[i] == PixelSource::Pack;
+    plans[i].halves = packed && options.halves && plans[i].x->halves != pre::HalfTaps::No &&
+                      plans[i].y->halves != pre::HalfTaps::No;
+    if (plans[i].halves) h.identity = 1;  // the block holds the resized image (its taps are not read)
     const auto& tx = packed ? plans[i].x->packed_taps() : plans[i].x->taps;
     const auto& ty = packed ? plans[i].y->packed_taps() : plans[i].y->taps;
     h.taps_x = off;
@@ -277,11 +287,15 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
   for (std::size_t i = 0; i < images.size(); ++i) {
     if (sources[i] != PixelSource::Pack) continue;
     const ImageView& im = images[i];
-    const int rows = plans[i].y->lines(im.height);
-    const std::size_t row = static_cast<std::size_t>(plans[i].x->lines(im.width)) * headers[i].bpp;
+    const bool halves = plans[i].halves;
+    const int rows = halves ? headers[i].new_h : plans[i].y->lines(im.height);
+    const std::size_t row =
+        static_cast<std::size_t>(halves ? headers[i].new_w : plans[i].x->lines(im.width)) * headers[i].bpp;
     headers[i].pixels = off;
     headers[i].pitch = row;
-    const int rows_per_task = static_cast<int>(std::max<std::size_t>(1, kTaskBytes / row));
+    // A task reads about kTaskBytes of source pixels: a resized row reads two source rows of twice its width.
+    const std::size_t read_per_row = halves ? 4 * row : row;
+    const int rows_per_task = static_cast<int>(std::max<std::size_t>(1, kTaskBytes / read_per_row));
     for (int k = 0; k < rows; k += rows_per_task) tasks.push_back({i, k, std::min(rows, k + rows_per_task)});
     off = align_up(off + row * rows, 256);
   }
@@ -308,6 +322,16 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
     const AxisPlan& py = *plans[task.image].y;
     const std::size_t row = headers[task.image].pitch;
     unsigned char* dst = base + headers[task.image].pixels + row * task.k0;
+    if (plans[task.image].halves) {  // output rows, each the 2x2 mean of its y tap's two source rows
+      const bool adjacent = px.halves == pre::HalfTaps::Adjacent;
+      for (int k = task.k0; k < task.k1; ++k, dst += row) {
+        const pre::ResizeTap& ty = py.taps[static_cast<std::size_t>(k)];
+        pre::resize_halves_row(dst, im.data + im.pitch * static_cast<std::size_t>(ty.i0),
+                               im.data + im.pitch * static_cast<std::size_t>(ty.i1), px.taps, headers[task.image].bpp,
+                               adjacent);
+      }
+      return;
+    }
     if (px.keep.empty() && py.keep.empty() && im.pitch == row) {  // whole rows, one run
       std::memcpy(dst, im.data + im.pitch * task.k0, row * (task.k1 - task.k0));
       return;
@@ -326,12 +350,18 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
       for (std::ptrdiff_t t = 0; t < count; ++t) copy_rows(first + t, 0);
   };
   const auto n = static_cast<std::ptrdiff_t>(tasks.size());
-  if (!bands.ready) {
+  if (!options.ready) {
     run(0, n);
     return staged;
   }
   // Ranges of whole tasks: a range ends where its last task's rows end (the last range at packed_bytes, with the
   // alignment after the last image).
+  std::size_t band = options.band_bytes;
+  if (options.bands > 0) {
+    std::size_t total = 0;
+    for (const RowsTask& task : tasks) total += headers[task.image].pitch * static_cast<std::size_t>(task.k1 - task.k0);
+    band = std::max(band, total / static_cast<std::size_t>(options.bands));
+  }
   std::size_t begin = 0, pixel_bytes = 0;
   std::ptrdiff_t first = 0;
   for (std::ptrdiff_t t = 0; t < n; ++t) {
@@ -339,15 +369,15 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
     const std::size_t row = headers[task.image].pitch;
     pixel_bytes += row * static_cast<std::size_t>(task.k1 - task.k0);
     const bool last = t + 1 == n;
-    if (pixel_bytes < bands.bytes && !last) continue;
+    if (pixel_bytes < band && !last) continue;
     run(first, t + 1 - first);
     const std::size_t end = last ? staged.packed_bytes : headers[task.image].pixels + row * task.k1;
-    bands.ready(begin, end, last);
+    options.ready(begin, end, last);
     begin = end;
     first = t + 1;
     pixel_bytes = 0;
   }
-  if (n == 0) bands.ready(0, staged.packed_bytes, true);  // headers and taps only
+  if (n == 0) options.ready(0, staged.packed_bytes, true);  // headers and taps only
   return staged;
 }
 

@@ -12,7 +12,10 @@
 // the columns no x tap weighs where that leaves at most 40 % of them (a column gather costs more per byte than a
 // row copy). The taps in the block are then renumbered to the rows and columns kept, and a zero-weight tap points
 // at a kept one, so every value the kernel blends is the one the CPU blends. A 1080p frame puts a ninth of its
-// bytes in the block, a 720p frame (a reduction by exactly 2) all of them.
+// bytes in the block. A reduction by an even factor (1280x720, 2560x1440, 3840x2160 to 640x360) has every tap
+// weigh its two lines 1024 / 1024, where the resize is exactly the rounded mean of 2x2 source pixels
+// (pre/resize_halves.hpp): such an image is packed already resized, by that mean on the host, and marked identity,
+// so a 720p frame puts a quarter of its bytes in the block (StageOptions::halves, on by default).
 // Images whose pixels are already in page-locked or device memory skip the host copy (locate_pixels):
 // a pinned image's rows (all of them) go by one cudaMemcpy2DAsync from the caller's memory into the device
 // block, after the packed part; a device image (on the executor's device, or managed) is read in place by
@@ -50,7 +53,8 @@ struct PreprocessImage {
   int src_w = 0, src_h = 0, bpp = 3;  // the source image (before any rows or columns were left out)
   int ch[3] = {2, 1, 0};          // source channel of R, G, B
   int new_w = 0, new_h = 0, left = 0, top = 0;
-  int identity = 0;               // 1: new size == source size, no resize (as Ultralytics)
+  int identity = 0;               // 1: the pixels are the resized image (the source at its own size, as Ultralytics
+                                  // skips the resize, or an even-factor reduction packed already resized)
 };
 
 // The RGB values (0..255) of output pixel (x, y) of image `im`, read from `block` (the staging block as the
@@ -130,24 +134,30 @@ struct StagedBatch {
   std::size_t packed_bytes = 0;   // [0, packed_bytes) of the host block goes to the device block as is
   std::vector<PinnedCopy> pinned;  // then these, after it
 };
-// The packed part of the block in consecutive ranges, each handed over as soon as it holds its final bytes, so that
-// a caller can copy it to the device while the rest is still being packed (the CUDA executor under
-// YOLO12_STAGING_OVERLAP). ready(begin, end, last) is called on the calling thread, in order: the ranges run from 0
-// to packed_bytes without a gap, the first holds the headers and taps, each holds whole copy tasks of about
-// `bytes` pixel bytes or more (0: one task each), and `last` marks the final one. No `ready`: one range, no call.
-struct StagedBands {
-  std::size_t bytes = 0;
+// How preprocess_stage packs.
+// - halves: pack the images reduced by an even factor already resized (above); off, their rows as they are. The
+//   letterbox is the same byte for byte either way (the CUDA executor's YOLO12_STAGING_HALVES=0 turns it off).
+// - ready: the packed part of the block in consecutive ranges, each handed over as soon as it holds its final bytes,
+//   so that a caller can copy it to the device while the rest is still being packed (the CUDA executor under
+//   YOLO12_STAGING_OVERLAP). ready(begin, end, last) is called on the calling thread, in order: the ranges run from
+//   0 to packed_bytes without a gap, the first holds the headers and taps, each holds whole copy tasks of at least
+//   max(band_bytes, the packed pixel bytes / bands) (bands 0: band_bytes; both 0: one task each), and `last` marks
+//   the final one. No `ready`: one range, no call.
+struct StageOptions {
+  bool halves = true;
+  std::size_t band_bytes = 0;
+  int bands = 0;
   std::function<void(std::size_t begin, std::size_t end, bool last)> ready;
 };
 // preprocess_stage with the pixels of each image where `sources` says (one per image): Pack images as
 // above, Pinned ones placed after the packed part (their copies returned), Device ones not in the block.
-// The Pack images' rows go through the staging pool as above; the overload with `pool` as above too. With
-// `bands`, the packed part is handed over range by range as above; the block is the same byte for byte.
+// The Pack images' rows go through the staging pool as above; the overload with `pool` as above too. `options`
+// as above; with `ready` the block is the same byte for byte.
 StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
-                             const std::vector<PixelSource>& sources, void* block, const StagedBands& bands = {});
+                             const std::vector<PixelSource>& sources, void* block, const StageOptions& options = {});
 StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::vector<pre::LetterboxParams>& geometry,
                              const std::vector<PixelSource>& sources, void* block, cpu::ThreadPool* pool,
-                             const StagedBands& bands = {});
+                             const StageOptions& options = {});
 
 template <typename T>
 void preprocess_letterbox(const PreprocessParams<T>& p, cudaStream_t stream);
