@@ -460,10 +460,14 @@ if [ "$mode" = perf ]; then
       margs=(); for l in ${PERF_MULTI_DEVICES:-0 0,0}; do margs+=(--devices "$l"); done
       for mb in ${PERF_MULTI_BATCHES:-32}; do
       for inp in ${PERF_MULTI_INPUTS:-host}; do  # where the frames are: host, pinned, device
-        sfx=$([ "$inp" = host ] || echo "_$inp")$([ "$mb" = 32 ] || echo "_b$mb")
-        timeout 60 "$build/yolo12-multi-bench" "$y12" "${margs[@]}" --batch "$mb" --half --seconds 4 --warmup 2 --input "$inp" \
-          --json "$out/multi_yolo12${sc}${sfx}.json" > "$out/multi_yolo12${sc}${sfx}.log" 2>&1 || note "yolo12-multi-bench yolo12$sc ($inp, batch $mb) FAILED"
-        note "multi yolo12$sc ($inp, batch $mb): $(tail -n 4 "$out/multi_yolo12${sc}${sfx}.log" | tr -s ' ' | tr '\n' ';' | cut -c1-200)"
+      for pv in ${PERF_MULTI_VARIANTS:-default}; do  # settings as PERF_BENCH_VARIANTS'
+        variant_env "$pv"
+        sfx=$([ "$inp" = host ] || echo "_$inp")$([ "$mb" = 32 ] || echo "_b$mb")$([ "$name" = default ] || echo "_$name")
+        "${envv[@]}" timeout 60 "$build/yolo12-multi-bench" "$y12" "${margs[@]}" --batch "$mb" --half --seconds 4 --warmup 2 \
+          --input "$inp" --json "$out/multi_yolo12${sc}${sfx}.json" > "$out/multi_yolo12${sc}${sfx}.log" 2>&1 ||
+          note "yolo12-multi-bench yolo12$sc ($inp, batch $mb, $name) FAILED"
+        note "multi yolo12$sc ($inp, batch $mb, $name): $(tail -n 4 "$out/multi_yolo12${sc}${sfx}.log" | tr -s ' ' | tr '\n' ';' | cut -c1-200)"
+      done
       done
       done
     done

@@ -565,49 +565,61 @@ TEST_CASE("CUDA backend: images in pinned and device memory give the host image'
   CHECK(cpu.detect(view(host[0].data())).image_width == W);
 }
 
-// YOLO12_STAGING_OVERLAP (docs/api.md): the staging block goes to the GPU in ranges while it is still being packed;
-// the detections must be the one-copy path's bit for bit, for a batch that mixes 720p frames, a 1080p frame (rows and
-// columns left out of the block) and a pinned frame (copied after the packed part), and for one frame alone.
-TEST_CASE("CUDA backend: the staging block copied in ranges while it packs gives the same detections",
+// YOLO12_STAGING_OVERLAP and YOLO12_STAGING_HALVES (docs/api.md): the staging block goes to the GPU in ranges while
+// it is still being packed; frames reduced by an even factor are packed already resized (at this 320 input: 1280x720
+// and 1920x1080 by 4 and 6, a 640x360 frame by exactly 2, the vectorised path). The detections must be those of the
+// block packed as rows and copied in one go, bit for bit, for a batch that mixes those frames and a pinned 720p
+// frame (copied after the packed part, never resized on the host), and for one frame alone.
+TEST_CASE("CUDA backend: the staging block copied in ranges while it packs, and frames packed resized, give the same "
+          "detections",
           "[gpu][model]") {
   const std::string model = first_fixture_model();
   if (model.empty()) return;
   INFO("model " << model);
-  const std::size_t p720 = 1280 * 3 + 64, p1080 = 1920 * 3;
+  const std::size_t p720 = 1280 * 3 + 64, p1080 = 1920 * 3, p360 = 640 * 3 + 5;
   const std::vector<std::vector<std::uint8_t>> f720 = synthetic_frames(3, 1280, 720, p720);
   const std::vector<std::vector<std::uint8_t>> f1080 = synthetic_frames(1, 1920, 1080, p1080);
+  const std::vector<std::vector<std::uint8_t>> f360 = synthetic_frames(1, 640, 360, p360);
   std::uint8_t* pinned = nullptr;
   REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&pinned), p720 * 720) == cudaSuccess);
   std::memcpy(pinned, f720[2].data(), p720 * 720);
   const auto v720 = [&](const std::uint8_t* p) { return ImageView{p, 1280, 720, p720, PixelFormat::BGR8}; };
-  const std::vector<ImageView> batch{v720(f720[0].data()), ImageView{f1080[0].data(), 1920, 1080, p1080,
-                                     PixelFormat::BGR8}, v720(pinned), v720(f720[1].data())};
+  const std::vector<ImageView> batch{v720(f720[0].data()),
+                                     ImageView{f1080[0].data(), 1920, 1080, p1080, PixelFormat::BGR8}, v720(pinned),
+                                     v720(f720[1].data()), ImageView{f360[0].data(), 640, 360, p360, PixelFormat::BGR8}};
   DetectorOptions o;
   o.device = Device::Cuda;
-  o.max_batch = 4;
+  o.max_batch = 5;
   o.conf = 0.001f;
   o.input_height = o.input_width = 320;
+  // One detector's results: the batch, then frame 0 alone twice (the graph and the block reused).
+  const auto run = [&](const char* overlap, const char* halves) {
+    test::EnvScope o1("YOLO12_STAGING_OVERLAP", overlap);
+    test::EnvScope o2("YOLO12_STAGING_HALVES", halves);
+    Detector det(model, o);
+    std::vector<Result> r = det.detect(batch);
+    r.push_back(det.detect(batch[0]));
+    r.push_back(det.detect(batch[0]));
+    return r;
+  };
   try {
     for (Precision prec : {Precision::Fp32, Precision::Fp16}) {
       INFO((prec == Precision::Fp16 ? "fp16" : "fp32"));
       o.precision = prec;
-      std::vector<Result> want, got;
-      {
-        test::EnvScope off("YOLO12_STAGING_OVERLAP", "0");
-        Detector det(model, o);
-        want = det.detect(batch);
-        want.push_back(det.detect(batch[0]));
-      }
-      {
-        test::EnvScope on("YOLO12_STAGING_OVERLAP", "1");
-        Detector det(model, o);
-        got = det.detect(batch);
-        got.push_back(det.detect(batch[0]));
-        got.push_back(det.detect(batch[0]));  // the graph and the block reused
-      }
-      want.push_back(want.back());
+      const std::vector<Result> want = run("0", "0");
       for (const Result& r : want) REQUIRE(!r.detections.empty());
-      require_same_detections(got, want);
+      {
+        INFO("frames packed resized (the default)");
+        require_same_detections(run("0", "1"), want);
+      }
+      {
+        INFO("copied in ranges while it packs, frames packed resized");
+        require_same_detections(run("1", "1"), want);
+      }
+      {
+        INFO("copied in ranges while it packs, frames as rows");
+        require_same_detections(run("1", "0"), want);
+      }
     }
   } catch (...) {
     cudaFreeHost(pinned);
