@@ -17,16 +17,17 @@
 namespace yolo12::pre {
 
 enum class HalfTaps {
-  No,        // some tap's weights are not 1024 / 1024
-  Any,       // every tap weighs 1024 / 1024
-  Adjacent,  // and tap d reads source lines 2d and 2d + 1 (a reduction by exactly 2)
+  No,        // some tap's weights are not 1024 / 1024, or its two lines are not neighbours
+  Any,       // every tap weighs two neighbouring lines 1024 / 1024
+  Adjacent,  // and tap d reads lines 2d and 2d + 1 (a reduction by exactly 2)
 };
 HalfTaps half_taps(const std::vector<ResizeTap>& taps);
 
 // One output row of an image whose x and y taps are both halves (half_taps != No): for each of the dst_w pixels of
 // `taps_x` and each of `channels` (1..4) interleaved channels, the rounded mean of row0's and row1's two pixels
-// (row0, row1: the source rows of the output row's y tap). `adjacent`: half_taps(taps_x) == Adjacent, which takes
-// a vectorised path (SSSE3, where the CPU has it) for 1, 3 and 4 channels. Writes dst[0, dst_w * channels) only.
+// (row0, row1: the source rows of the output row's y tap). `adjacent`: half_taps(taps_x) == Adjacent (the pixels
+// read in one piece, else gathered through the taps). 1, 3 and 4 channels take a vectorised path (SSSE3, where the
+// CPU has it). Reads no source pixel past taps_x.back().i1; writes dst[0, dst_w * channels) only.
 void resize_halves_row(std::uint8_t* dst, const std::uint8_t* row0, const std::uint8_t* row1,
                        const std::vector<ResizeTap>& taps_x, int channels, bool adjacent);
 

@@ -1,7 +1,8 @@
 // tests/unit/test_resize_halves.cpp - pre::resize_halves_row (src/pre/resize_halves.hpp), the 2x2 rounded mean the
 // CUDA staging packs for frames reduced by an even factor, against pre::resize_bilinear_u8 (the OpenCV-exact
-// resize) byte for byte: reductions by 2 (the vectorised path, every width from 1 to 80 so each tail length runs),
-// 4 and 6, 1 to 4 channels, padded rows, extreme and random pixels; and the taps' classification.
+// resize) byte for byte: reductions by 2 (pixels loaded in one piece and gathered, every width from 1 to 80 so each
+// tail length runs), 4 and 6 (gathered), 1 to 4 channels (2: the plain loop), padded rows, extreme and random
+// pixels, nothing written past the row; and the taps' classification.
 #include <cstdint>
 #include <random>
 #include <string>
@@ -33,13 +34,14 @@ void check_same_as_bilinear(int src_w, int src_h, int dst_w, int dst_h, int chan
   REQUIRE(pre::half_taps(ty) != pre::HalfTaps::No);
   const bool adjacent = pre::half_taps(tx) == pre::HalfTaps::Adjacent;
   constexpr std::uint8_t kGuard = 0xA5;
+  // Adjacent taps both ways: their pixels loaded in one piece, and gathered through the taps as other reductions.
   for (const bool fast : {adjacent, false}) {
     std::vector<std::uint8_t> got(row * dst_h + 64, kGuard);
     for (int y = 0; y < dst_h; ++y)
       pre::resize_halves_row(got.data() + row * y, src.data() + pitch * ty[y].i0, src.data() + pitch * ty[y].i1, tx,
                              channels, fast);
     INFO(src_w << "x" << src_h << " -> " << dst_w << "x" << dst_h << ", " << channels << " channels, pad " << pad
-               << (fast ? ", vectorised" : ", plain") << (extremes ? ", 0 / 255 pixels" : ""));
+               << (fast ? ", in one piece" : ", gathered") << (extremes ? ", 0 / 255 pixels" : ""));
     std::size_t differ = 0;
     for (std::size_t i = 0; i < want.size(); ++i) differ += got[i] != want[i] ? 1 : 0;
     REQUIRE(differ == 0);
@@ -71,5 +73,7 @@ TEST_CASE("resize_halves_row gives resize_bilinear_u8's bytes at every width, by
       check_same_as_bilinear(1280, 16, 640, 8, channels, pad, rng, true);
       check_same_as_bilinear(4 * 37, 4 * 5, 37, 5, channels, pad, rng, false);
       check_same_as_bilinear(6 * 23, 6 * 4, 23, 4, channels, pad, rng, true);
+      check_same_as_bilinear(2560, 16, 640, 4, channels, pad, rng, false);
+      check_same_as_bilinear(3840, 12, 640, 2, channels, pad, rng, false);
     }
 }
