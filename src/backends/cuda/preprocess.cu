@@ -293,7 +293,7 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
         static_cast<std::size_t>(halves ? headers[i].new_w : plans[i].x->lines(im.width)) * headers[i].bpp;
     headers[i].pixels = off;
     headers[i].pitch = row;
-    // A task reads about kTaskBytes of source pixels: a resized row reads two source rows of twice its width.
+    // A task reads about kTaskBytes of source pixels: a resized row reads two source rows, at least twice its width.
     const std::size_t read_per_row = halves ? 4 * row : row;
     const int rows_per_task = static_cast<int>(std::max<std::size_t>(1, kTaskBytes / read_per_row));
     for (int k = 0; k < rows; k += rows_per_task) tasks.push_back({i, k, std::min(rows, k + rows_per_task)});
