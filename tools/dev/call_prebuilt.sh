@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/dev/call_prebuilt.sh - a GPU call with no build on the GPU machine, for a session with little device time left.
 #
-#   tools/dev/call_prebuilt.sh pack BUILD   here: strip yolo12-bench and tests/test_preprocess of a CUDA build folder
+#   tools/dev/call_prebuilt.sh pack BUILD   here: strip yolo12-bench, yolo12-multi-bench and tests/test_preprocess of a
+#                                           CUDA build folder
 #                                           (e.g. the one `bash .ci/run` leaves in a clean clone: sm_90a, the CUDA
 #                                           runtime static, no spdlog) into .carry/prebuilt (yolo12-bench xz-compressed:
 #                                           54 MB stripped, 10 MB packed, so it fits the 64 MiB a call carries)
@@ -9,6 +10,10 @@
 #                                           bench on that machine's cores, and yolo12-bench on the yolo12n fixture
 #                                           end to end on 3840x2160 frames with YOLO12_STAGING_HALVES on and off, then
 #                                           on 1280x720 frames; output into $OUT/prebuilt_call.txt
+#   tools/dev/call_prebuilt.sh multi        there (carry .carry/prebuilt and .whl): yolo12-multi-bench on yolo12n with
+#                                           the peer's random weights (bench/torch_peer.py save), 1280x720 host frames,
+#                                           3 and 4 detectors at batch 32, 2 and 3 at batch 1; into
+#                                           $OUT/prebuilt_multi.txt
 #
 # Binaries built on Debian 12 run on the GPU machine's newer system (twenty-sixth session: the call took 16 s and
 # about 45 s of device time with the start). The figures are only as new as the build folder: say which commit
@@ -16,19 +21,19 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 dir=.carry/prebuilt
+unpack() { python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('$dir/$1.xz'), open('/tmp/$1', 'wb'))" && chmod +x "/tmp/$1"; }
 case "${1:-}" in
   pack)
     build=${2:?usage: $0 pack BUILD}
     mkdir -p "$dir"
     strip -o "$dir/test_preprocess" "$build/tests/test_preprocess" || exit 1
-    strip -o "$dir/yolo12-bench" "$build/yolo12-bench" && xz -f -6 "$dir/yolo12-bench" || exit 1
+    for b in yolo12-bench yolo12-multi-bench; do strip -o "$dir/$b" "$build/$b" && xz -f -6 "$dir/$b" || exit 1; done
     ls -la "$dir"
     ;;
   run)
     out=${OUT:-out/prebuilt}
     mkdir -p "$out"
-    python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('$dir/yolo12-bench.xz'), open('/tmp/yolo12-bench', 'wb'))" &&
-      chmod +x /tmp/yolo12-bench "$dir/test_preprocess" || exit 1
+    unpack yolo12-bench && chmod +x "$dir/test_preprocess" || exit 1
     python3 exporter/export.py tests/data/yolo12n_rand.pt -o /tmp/yolo12n_rand.y12 > /dev/null || exit 1
     {
       nvidia-smi -L
@@ -43,5 +48,21 @@ case "${1:-}" in
       timeout 30 /tmp/yolo12-bench /tmp/yolo12n_rand.y12 --batch 1 --precision fp16 --iters 200 2>&1 | grep "fp16 b"
     } 2>&1 | tee "$out/prebuilt_call.txt"
     ;;
-  *) echo "usage: $0 pack BUILD | run" >&2; exit 2 ;;
+  multi)
+    out=${OUT:-out/prebuilt}
+    mkdir -p "$out"
+    unpack yolo12-multi-bench || exit 1
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
+      export PYTHONPATH=/tmp/site
+    YOLO_OFFLINE=1 timeout 120 python3 bench/torch_peer.py save --save-dir /tmp/peer --scales n > "$out/peer_save.log" 2>&1 &&
+      python3 exporter/export.py /tmp/peer/yolo12n_peer.pt -o /tmp/yolo12n_peer.y12 > /dev/null || exit 1
+    {
+      nvidia-smi -L
+      timeout 60 /tmp/yolo12-multi-bench /tmp/yolo12n_peer.y12 --devices 0,0,0 --devices 0,0,0,0 --batch 32 --half \
+        --seconds 4 --warmup 2 --input host 2>&1 | grep "img/s"
+      timeout 60 /tmp/yolo12-multi-bench /tmp/yolo12n_peer.y12 --devices 0,0 --devices 0,0,0 --batch 1 --half \
+        --seconds 4 --warmup 2 --input host 2>&1 | grep "img/s"
+    } 2>&1 | tee "$out/prebuilt_multi.txt"
+    ;;
+  *) echo "usage: $0 pack BUILD | run | multi" >&2; exit 2 ;;
 esac
