@@ -253,11 +253,12 @@ TEST_CASE("the staging block holds only the pixels the resize weighs, and gives 
                         {1001, 2999, PixelFormat::BGR8, 3, -1, -1, false},
                         {640, 640, PixelFormat::BGR8, 0, 640, 640, false},
                         {97, 61, PixelFormat::RGBA8, 0, 61, 97, false}};
-  for (const Case& c : cases)
+  for (const Case& c : cases) {
+    INFO(c.w << "x" << c.h << " format " << static_cast<int>(c.f));
+    std::vector<Image> one;
+    one.push_back(random_image(rng, c.w, c.h, c.f, c.extra_pitch));
     for (const bool halves : {true, false}) {
-      INFO(c.w << "x" << c.h << " format " << static_cast<int>(c.f) << (halves ? ", halves on" : ", halves off"));
-      std::vector<Image> one;
-      one.push_back(random_image(rng, c.w, c.h, c.f, c.extra_pitch));
+      INFO((halves ? "halves on" : "halves off"));
       for (bool rect : {false, true}) {
         INFO((rect ? "rect" : "fixed"));
         std::vector<ImageView> views{one[0].view};
@@ -285,6 +286,7 @@ TEST_CASE("the staging block holds only the pixels the resize weighs, and gives 
           CHECK(packed_pixel_bytes(block.data(), 0, 1, used) * 2 <= static_cast<std::size_t>(c.w) * c.h * bpp);
       }
     }
+  }
   SECTION("packed, pinned and device images in one block: each read its own way") {
     std::vector<Image> batch;
     batch.push_back(random_image(rng, 1920, 1080, PixelFormat::BGR8, 0));
