@@ -298,8 +298,10 @@ san_job() {  # tool test name catch-filter [env VAR=value ...]: one sanitizer pr
 #    tuned kernels without timing every candidate (each candidate kernel is sanitized on its own in
 #    test_conv '[tune]').
 #  - racecheck: one process per fixture and part (fp32, serial, batch2, fp16, tuned: YOLO12_TEST_MODEL_PARTS),
-#    the pinned/device-memory case, the refused-options case, and the real-image case narrowed to one
-#    model, image and size (YOLO11n on bus at 320 by default) in two processes (images; batch and clone).
+#    the pinned/device-memory case in two processes (fp32 and the CPU refusal; fp16: YOLO12_TEST_PINNED_PARTS),
+#    the refused-options case, and the real-image case narrowed to one model, image and size (YOLO11n on bus at
+#    320 by default) in three processes (images, batch, clone: YOLO12_TEST_REAL_PARTS). The twenty-sixth session's
+#    pinned and batch-and-clone processes, one each then, reached a 300 s limit among 18 processes on 16 cores.
 #  - memcheck: one process per fixture (every part), one for the other cases, one for the real-image case.
 # SANITIZE_MODEL_JOBS (default all: "fixtures pinned refused others real") picks these groups, e.g. "pinned real" with
 # a long SANITIZE_TIMEOUT to give the slowest racecheck processes the machine.
@@ -321,13 +323,19 @@ san_model_jobs() {
     san_job memcheck test_model_gpu "test_model_gpu_$fx" "[fixture]~[big]" env "YOLO12_TEST_FIXTURE=$fx" \
       "YOLO12_CONV_TUNE_CACHE=$cache" YOLO12_CONV_TUNE_QUICK=1
   done
-  [[ $groups == *" pinned "* ]] && san_job racecheck test_model_gpu test_model_gpu_pinned "CUDA backend: images in pinned*"
+  if [[ $groups == *" pinned "* ]]; then
+    san_job racecheck test_model_gpu test_model_gpu_pinned_fp32 "CUDA backend: images in pinned*" env \
+      YOLO12_TEST_PINNED_PARTS=fp32,cpu
+    san_job racecheck test_model_gpu test_model_gpu_pinned_fp16 "CUDA backend: images in pinned*" env \
+      YOLO12_TEST_PINNED_PARTS=fp16
+  fi
   [[ $groups == *" refused "* ]] &&
     san_job racecheck test_model_gpu test_model_gpu_refused "CUDA backend: options and inputs it refuses"
   [[ $groups == *" others "* ]] && san_job memcheck test_model_gpu test_model_gpu_others "~[fixture]~[real]~[big]"
   if [[ $groups == *" real "* ]]; then
     san_job racecheck test_model_gpu test_model_gpu_real_images "[real]" env "${real[@]}" YOLO12_TEST_REAL_PARTS=images
-    san_job racecheck test_model_gpu test_model_gpu_real_batch "[real]" env "${real[@]}" YOLO12_TEST_REAL_PARTS=batch,clone
+    san_job racecheck test_model_gpu test_model_gpu_real_batch "[real]" env "${real[@]}" YOLO12_TEST_REAL_PARTS=batch
+    san_job racecheck test_model_gpu test_model_gpu_real_clone "[real]" env "${real[@]}" YOLO12_TEST_REAL_PARTS=clone
     san_job memcheck test_model_gpu test_model_gpu_real "[real]" env "${real[@]}"
   fi
   return 0

@@ -14,6 +14,11 @@
 #                                           the peer's random weights (bench/torch_peer.py save), 1280x720 host frames,
 #                                           3 and 4 detectors at batch 32, 2 and 3 at batch 1; into
 #                                           $OUT/prebuilt_multi.txt
+#   tools/dev/call_prebuilt.sh spin         there (carry .carry/prebuilt and .whl): the staging pools' poll
+#                                           (YOLO12_STAGING_SPIN_US 0 against the default) on yolo12n with the peer's
+#                                           random weights and 1280x720 host frames: one detect() at batch 1 and 32
+#                                           (yolo12-bench, the two settings alternated twice), yolo12-multi-bench with 1-3
+#                                           detectors at batch 1 and 3 at batch 32; into $OUT/prebuilt_spin.txt
 #
 # Binaries built on Debian 12 run on the GPU machine's newer system (twenty-sixth session: the call took 16 s and
 # about 45 s of device time with the start). The figures are only as new as the build folder: say which commit
@@ -48,14 +53,37 @@ case "${1:-}" in
       timeout 30 /tmp/yolo12-bench /tmp/yolo12n_rand.y12 --batch 1 --precision fp16 --iters 200 2>&1 | grep "fp16 b"
     } 2>&1 | tee "$out/prebuilt_call.txt"
     ;;
-  multi)
+  multi | spin)
     out=${OUT:-out/prebuilt}
     mkdir -p "$out"
     unpack yolo12-multi-bench || exit 1
+    [ "$1" = spin ] && { unpack yolo12-bench || exit 1; }
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
       export PYTHONPATH=/tmp/site
     YOLO_OFFLINE=1 timeout 120 python3 bench/torch_peer.py save --save-dir /tmp/peer --scales n > "$out/peer_save.log" 2>&1 &&
       python3 exporter/export.py /tmp/peer/yolo12n_peer.pt -o /tmp/yolo12n_peer.y12 > /dev/null || exit 1
+    if [ "$1" = spin ]; then
+      {
+        nvidia-smi -L
+        for round in 1 2; do
+          for spin in 0 default; do
+            env=(); [ $spin = 0 ] && env=(YOLO12_STAGING_SPIN_US=0)
+            echo "round $round, YOLO12_STAGING_SPIN_US=$spin: yolo12-bench, 1280x720 host frames"
+            env "${env[@]}" timeout 60 /tmp/yolo12-bench /tmp/yolo12n_peer.y12 --batch 1,32 --precision fp16 \
+              --image 1280x720 --iters 200 2>&1 | grep "fp16 b"
+          done
+        done
+        for spin in 0 default; do
+          env=(); [ $spin = 0 ] && env=(YOLO12_STAGING_SPIN_US=0)
+          echo "YOLO12_STAGING_SPIN_US=$spin: yolo12-multi-bench"
+          env "${env[@]}" timeout 60 /tmp/yolo12-multi-bench /tmp/yolo12n_peer.y12 --devices 0 --devices 0,0 \
+            --devices 0,0,0 --batch 1 --half --seconds 4 --warmup 2 --input host 2>&1 | grep "img/s"
+          env "${env[@]}" timeout 60 /tmp/yolo12-multi-bench /tmp/yolo12n_peer.y12 --devices 0,0,0 --batch 32 --half \
+            --seconds 4 --warmup 2 --input host 2>&1 | grep "img/s"
+        done
+      } 2>&1 | tee "$out/prebuilt_spin.txt"
+      exit 0
+    fi
     {
       nvidia-smi -L
       timeout 60 /tmp/yolo12-multi-bench /tmp/yolo12n_peer.y12 --devices 0,0,0 --devices 0,0,0,0 --batch 32 --half \
@@ -64,5 +92,5 @@ case "${1:-}" in
         --seconds 4 --warmup 2 --input host 2>&1 | grep "img/s"
     } 2>&1 | tee "$out/prebuilt_multi.txt"
     ;;
-  *) echo "usage: $0 pack BUILD | run | multi" >&2; exit 2 ;;
+  *) echo "usage: $0 pack BUILD | run | multi | spin" >&2; exit 2 ;;
 esac

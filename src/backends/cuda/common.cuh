@@ -39,6 +39,25 @@ inline bool env_switch(const char* name, bool unset = false) {
   throw OptionError(std::string(name) + " must be 0 or 1, got '" + env + "'");
 }
 
+// A count from the environment (YOLO12_STAGING_SPIN_US): decimal digits only, at most `max`; empty or unset `unset`;
+// anything else an OptionError that names it.
+inline long env_count(const char* name, long unset, long max) {
+  const char* env = std::getenv(name);
+  if (!env || !*env) return unset;
+  long v = 0;
+  for (const char* c = env; *c; ++c) {
+    if (*c < '0' || *c > '9' || v > max) {
+      v = -1;
+      break;
+    }
+    v = v * 10 + (*c - '0');
+  }
+  if (v < 0 || v > max)
+    throw OptionError(std::string(name) + " must be a whole number from 0 to " + std::to_string(max) + ", got '" +
+                      env + "'");
+  return v;
+}
+
 // What the kernels' launch choices depend on, for the current device (cudaGetDevice: the device the
 // caller's kernels run on), queried once per device ordinal and kept (device.cu). The one place device
 // facts come from: no kernel hard-codes an SM count or a shared-memory size. The defaults are the

@@ -90,6 +90,7 @@ class ExecutorImpl final : public CudaExecutor {
     tuning_ = cfg.tune_kernels || tuning_from_env();
     overlap_staging_ = env_switch("YOLO12_STAGING_OVERLAP");
     staging_halves_ = env_switch("YOLO12_STAGING_HALVES", true);
+    (void)staging_spin();  // YOLO12_STAGING_SPIN_US, read when a staging pool is made: a bad value fails here
     const std::string cache_path = tuning_ ? tune_cache_path(cfg) : std::string();
     if (!cache_path.empty())  // read now: a file that is not a tune cache fails the construction
       tune_cache_ = std::make_unique<TuneCache>(cache_path,

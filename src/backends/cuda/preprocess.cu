@@ -17,6 +17,7 @@
 #include "preprocess.cuh"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -37,6 +38,7 @@ constexpr std::size_t kParallelBytes = std::size_t(1) << 20;  // below: one thre
 constexpr std::size_t kTaskBytes = std::size_t(256) << 10;    // pixel bytes per copy task
 constexpr int kMaxStagingThreads = 8;                         // memcpy bandwidth saturates well before 16
 constexpr int kStagingPools = 4;                              // callers that pack with a pool at the same time
+constexpr long kStagingSpinUs = 1000;  // the pools' poll after a loop (YOLO12_STAGING_SPIN_US; below)
 
 // The process's staging pools, each made on first use: min(hardware threads, 8) threads, the caller counting
 // as one. A pool serves one caller at a time; a caller takes the first free one, so that up to kStagingPools
@@ -52,6 +54,14 @@ StagingPool* staging_pools() {
   static StagingPool pools[kStagingPools];
   return pools;
 }
+
+}  // namespace
+
+std::chrono::microseconds staging_spin() {
+  return std::chrono::microseconds(env_count("YOLO12_STAGING_SPIN_US", kStagingSpinUs, 1000000));
+}
+
+namespace {
 
 std::size_t header_bytes(std::size_t batch) { return align_up(sizeof(PreprocessImage) * batch, 256); }
 
@@ -176,7 +186,8 @@ StagedBatch preprocess_stage(const std::vector<ImageView>& images, const std::ve
       if (!lock.owns_lock()) continue;
       if (!sp.pool)  // a pool no caller has needed yet is never started
         sp.pool = std::make_unique<cpu::ThreadPool>(
-            std::max(1, std::min<int>(kMaxStagingThreads, static_cast<int>(std::thread::hardware_concurrency()))));
+            std::max(1, std::min<int>(kMaxStagingThreads, static_cast<int>(std::thread::hardware_concurrency()))),
+            staging_spin());
       return preprocess_stage(images, geometry, sources, block, sp.pool.get(), options);
     }
   }

@@ -26,6 +26,7 @@
 // division, as torch's x / 255) and written into the NHWC network input, fp32 or fp16.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -109,6 +110,12 @@ std::size_t preprocess_stage(const std::vector<ImageView>& images,
 // byte for byte.
 std::size_t preprocess_stage(const std::vector<ImageView>& images,
                              const std::vector<pre::LetterboxParams>& geometry, void* block, cpu::ThreadPool* pool);
+
+// How long a staging pool's threads poll for the next batch before they sleep (cpu::ThreadPool's `spin`): a video at
+// batch 1 packs a frame every 0.6 ms or so, and waking the sleeping threads for each frame costs about what the
+// packing does (docs/benchmarks-gpu.md, "Twenty-seventh session"). YOLO12_STAGING_SPIN_US (microseconds, at most
+// 1,000,000; 0: sleep at once) sets it, default 1,000; read when a pool is made. Throws OptionError for a bad value.
+std::chrono::microseconds staging_spin();
 
 // Where an image's pixels are, for the staging.
 enum class PixelSource {
