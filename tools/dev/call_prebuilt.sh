@@ -19,6 +19,14 @@
 #                                           random weights and 1280x720 host frames: one detect() at batch 1 and 32
 #                                           (yolo12-bench, the two settings alternated twice), yolo12-multi-bench with 1-3
 #                                           detectors at batch 1 and 3 at batch 32; into $OUT/prebuilt_spin.txt
+#   tools/dev/call_prebuilt.sh tune SCALE   there (carry .carry/prebuilt with yolo12-bench.xz, and .whl): yolo12-bench on
+#                                           yolo12SCALE with the peer's random weights, fp16, batch 1 and 32, under the
+#                                           defaults, then with kernel tuning and its log (YOLO12_CONV_TUNE=1
+#                                           YOLO12_CONV_TUNE_LOG=1, the per-op profile): the `tune` lines for
+#                                           tools/dev/tune_log_report.py and yolo12-rule-replay; into
+#                                           $OUT/bench_SCALE_default.log and $OUT/profile_SCALE_tuned.log
+#                                           (TUNE_BENCH_VARIANTS="+a -b ...": a bench run under each edit of the
+#                                           default conv variants too, into $OUT/bench_SCALE_variants.log)
 #
 # Binaries built on Debian 12 run on the GPU machine's newer system (twenty-sixth session: the call took 16 s and
 # about 45 s of device time with the start). The figures are only as new as the build folder: say which commit
@@ -52,6 +60,29 @@ case "${1:-}" in
       echo "1280x720 defaults"
       timeout 30 /tmp/yolo12-bench /tmp/yolo12n_rand.y12 --batch 1 --precision fp16 --iters 200 2>&1 | grep "fp16 b"
     } 2>&1 | tee "$out/prebuilt_call.txt"
+    ;;
+  tune)
+    sc=${2:?usage: $0 tune SCALE}
+    out=${OUT:-out/prebuilt}
+    mkdir -p "$out"
+    unpack yolo12-bench || exit 1
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
+      export PYTHONPATH=/tmp/site
+    YOLO_OFFLINE=1 timeout 120 python3 bench/torch_peer.py save --save-dir /tmp/peer --scales "$sc" > "$out/peer_save.log" 2>&1 &&
+      python3 exporter/export.py "/tmp/peer/yolo12${sc}_peer.pt" -o "/tmp/yolo12${sc}_peer.y12" > /dev/null || exit 1
+    nvidia-smi -L | tee "$out/gpu.txt"
+    timeout 60 /tmp/yolo12-bench "/tmp/yolo12${sc}_peer.y12" --batch 1,32 --precision fp16 --iters 100 \
+      > "$out/bench_${sc}_default.log" 2>&1
+    grep "fp16 b" "$out/bench_${sc}_default.log"
+    for v in ${TUNE_BENCH_VARIANTS:-}; do  # e.g. "+f16_wide_tiles +f16_stem_mma": edits of the defaults, one run each
+      echo "YOLO12_CONV_VARIANTS=$v"
+      YOLO12_CONV_VARIANTS=$v timeout 60 /tmp/yolo12-bench "/tmp/yolo12${sc}_peer.y12" --batch 1,32 --precision fp16 \
+        --iters 100 2>&1 | grep "fp16 b"
+    done 2>&1 | tee "$out/bench_${sc}_variants.log"
+    YOLO12_CONV_TUNE=1 YOLO12_CONV_TUNE_LOG=1 timeout "${TUNE_TIMEOUT:-240}" /tmp/yolo12-bench "/tmp/yolo12${sc}_peer.y12" --batch 1,32 \
+      --precision fp16 --iters 50 --warmup 10 --profile-ops 40 > "$out/profile_${sc}_tuned.log" 2>&1
+    echo "tuned run: rc=$? ($(grep -c '^tune' "$out/profile_${sc}_tuned.log") tune lines)"
+    grep "fp16 b" "$out/profile_${sc}_tuned.log"
     ;;
   multi | spin)
     out=${OUT:-out/prebuilt}
@@ -92,5 +123,5 @@ case "${1:-}" in
         --seconds 4 --warmup 2 --input host 2>&1 | grep "img/s"
     } 2>&1 | tee "$out/prebuilt_multi.txt"
     ;;
-  *) echo "usage: $0 pack BUILD | run | multi | spin" >&2; exit 2 ;;
+  *) echo "usage: $0 pack BUILD | run | multi | spin | tune SCALE" >&2; exit 2 ;;
 esac
