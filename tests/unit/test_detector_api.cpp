@@ -77,6 +77,44 @@ TEST_CASE("impossible options are refused when the detector is created", "[api]"
   }
 }
 
+TEST_CASE("YOLO12_CPU_SPIN_US: a bad value is an OptionError naming it; polling or not, the same detections",
+          "[api][thread_pool]") {
+  const std::string path = tiny_model_path();
+  for (const char* bad : {"abc", "-5", "1000001", "12us", " 7"}) {
+    INFO("YOLO12_CPU_SPIN_US='" << bad << "'");
+    EnvScope env("YOLO12_CPU_SPIN_US", bad);
+    try {
+      Detector d(path, cpu_options());
+      FAIL("no error");
+    } catch (const OptionError& e) {
+      CHECK(message_has(e, "YOLO12_CPU_SPIN_US"));
+    }
+  }
+  std::vector<std::uint8_t> pixels(60 * 90 * 3);
+  std::mt19937 rng(5);
+  for (auto& p : pixels) p = static_cast<std::uint8_t>(rng() & 0xff);
+  const ImageView img{pixels.data(), 90, 60, 90 * 3, PixelFormat::BGR8};
+  DetectorOptions o = cpu_options();
+  o.cpu_threads = 3;
+  o.conf = 0.001f;
+  std::vector<Result> results;
+  for (const char* spin : {"0", "", "1000000"}) {  // sleeping, the default (200 us), a 1 s poll
+    EnvScope env("YOLO12_CPU_SPIN_US", spin);
+    Detector d(path, o);
+    for (int i = 0; i < 3; ++i) results.push_back(d.detect(img));
+  }
+  REQUIRE(!results[0].detections.empty());
+  for (const Result& r : results) {
+    REQUIRE(r.detections.size() == results[0].detections.size());
+    for (std::size_t i = 0; i < r.detections.size(); ++i) {
+      CHECK(r.detections[i].score == results[0].detections[i].score);
+      CHECK(r.detections[i].box.x1 == results[0].detections[i].box.x1);
+      CHECK(r.detections[i].box.y2 == results[0].detections[i].box.y2);
+      CHECK(r.detections[i].class_id == results[0].detections[i].class_id);
+    }
+  }
+}
+
 TEST_CASE("model info", "[api]") {
   const ModelInfo info = read_model_info(tiny_model_path());
   CHECK(info.num_classes == 3);

@@ -2,7 +2,7 @@
 // every task of every loop runs exactly once with a worker index in range, back-to-back loops of every size (the
 // polling workers must see each new loop, and the caller each loop's end), an exception from a task reaches the
 // caller and leaves the pool usable, and a polling pool is destroyed without hanging. The staging pools of the CUDA
-// backend poll (cuda/preprocess.cu); the CPU backend's pool sleeps.
+// backend poll for 1 ms (cuda/preprocess.cu), the CPU executor's pool for 200 us (cpu/executor.cpp).
 #include <algorithm>
 #include <atomic>
 #include <chrono>

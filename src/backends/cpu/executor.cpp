@@ -11,6 +11,7 @@
 #include "backends/cpu/executor.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <sstream>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "backends/cpu/ops.hpp"
 #include "backends/cpu/thread_pool.hpp"
+#include "core/env.hpp"
 #include "core/log.hpp"
 #include "graph/memory_plan.hpp"
 #include "model/model_file.hpp"
@@ -50,6 +52,16 @@ namespace {
 
 std::size_t numel(const graph::Value& v) { return static_cast<std::size_t>(v.c) * v.h * v.w; }
 
+// How long the pool's threads poll for the next op's loop before they sleep (ThreadPool's `spin`). The network runs
+// one parallel loop per op, and a worker put to sleep between two of them costs a wake-up each time: yolo12n at 320 on
+// two threads 32.1 ms -> 27.0 ms a forward with the poll (docs/benchmarks-cpu.md, "Twenty-seventh session"). 200 us
+// covers the gap between two ops with room to spare, and lets the threads sleep soon after an inference.
+// YOLO12_CPU_SPIN_US (microseconds, 0 to 1,000,000; 0: sleep at once) sets it; read when an executor is made.
+constexpr long kCpuSpinUs = 200;
+std::chrono::microseconds cpu_spin() {
+  return std::chrono::microseconds(env_count("YOLO12_CPU_SPIN_US", kCpuSpinUs, 1000000));
+}
+
 }  // namespace
 
 struct CpuExecutor::State final : ValueViews {
@@ -66,7 +78,7 @@ struct CpuExecutor::State final : ValueViews {
   const float* input = nullptr;     // bound for the current forward()
 
   State(std::shared_ptr<const CpuWeights> w, graph::Graph graph, int batch, int threads)
-      : weights(std::move(w)), g(std::move(graph)), max_batch(batch), pool(threads) {}
+      : weights(std::move(w)), g(std::move(graph)), max_batch(batch), pool(threads, cpu_spin()) {}
 
   // Values are stored batch-outermost: image b of value v at base(v) + b * numel(v).
   float* base(int value) const {

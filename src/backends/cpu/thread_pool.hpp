@@ -8,8 +8,9 @@
 // `spin`: how long a worker keeps polling for the next loop after finishing one, and the caller for the
 // workers' end of a loop, before sleeping on a condition variable. 0 (the default): sleep at once. A
 // sleeping thread takes tens of microseconds to wake (more from a deep idle state), twice per loop (the
-// workers, then the caller); a short, frequent loop, such as packing one video frame every 0.6 ms
-// (cuda/preprocess.cu's staging pools), spends more than its work on that. The poll pauses the core
+// workers, then the caller); short, frequent loops spend more than their work on that: packing one video
+// frame every 0.6 ms (cuda/preprocess.cu's staging pools, 1 ms of polling), or the CPU executor's one loop
+// per op (cpu/executor.cpp, 200 us). The poll pauses the core
 // (x86 `pause`) and yields the thread every few microseconds, so that oversubscribed cores still run
 // the threads that have work.
 #pragma once

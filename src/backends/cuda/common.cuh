@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "core/env.hpp"
 #include "yolo12/errors.hpp"
 
 namespace yolo12::cuda {
@@ -29,34 +30,7 @@ namespace yolo12::cuda {
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// An on/off environment variable (YOLO12_CONV_TUNE, YOLO12_CONV_TUNE_QUICK, YOLO12_CONV_TUNE_LOG): "1" on; "0" off;
-// empty or unset `unset` (off unless given); anything else an OptionError that names it.
-inline bool env_switch(const char* name, bool unset = false) {
-  const char* env = std::getenv(name);
-  if (!env || !*env) return unset;
-  if (std::string(env) == "0") return false;
-  if (std::string(env) == "1") return true;
-  throw OptionError(std::string(name) + " must be 0 or 1, got '" + env + "'");
-}
-
-// A count from the environment (YOLO12_STAGING_SPIN_US): decimal digits only, at most `max`; empty or unset `unset`;
-// anything else an OptionError that names it.
-inline long env_count(const char* name, long unset, long max) {
-  const char* env = std::getenv(name);
-  if (!env || !*env) return unset;
-  long v = 0;
-  for (const char* c = env; *c; ++c) {
-    if (*c < '0' || *c > '9' || v > max) {
-      v = -1;
-      break;
-    }
-    v = v * 10 + (*c - '0');
-  }
-  if (v < 0 || v > max)
-    throw OptionError(std::string(name) + " must be a whole number from 0 to " + std::to_string(max) + ", got '" +
-                      env + "'");
-  return v;
-}
+// env_switch and env_count (core/env.hpp) read the YOLO12_* settings.
 
 // What the kernels' launch choices depend on, for the current device (cudaGetDevice: the device the
 // caller's kernels run on), queried once per device ordinal and kept (device.cu). The one place device
