@@ -646,6 +646,11 @@ TEST_CASE("CUDA backend: options and inputs it refuses", "[gpu][model]") {
   o.device_index = 97;
   REQUIRE_THROWS_AS(Detector(model, o), OptionError);
   o.device_index = 0;
+  for (const char* bad : {"soon", "2000000", "-1"}) {  // the staging pools' poll (docs/api.md)
+    INFO("YOLO12_STAGING_SPIN_US=" << bad);
+    test::EnvScope env("YOLO12_STAGING_SPIN_US", bad);
+    REQUIRE_THROWS_AS(Detector(model, o), OptionError);
+  }
   Detector det(model, o);
   std::vector<std::uint8_t> px(64 * 48 * 3, 77);
   REQUIRE_THROWS_AS(det.detect(std::vector<ImageView>{ImageView{px.data(), 64, 48, 64 * 3, PixelFormat::BGR8},
