@@ -10,9 +10,8 @@
 // sleeping thread takes tens of microseconds to wake (more from a deep idle state), twice per loop (the
 // workers, then the caller); short, frequent loops spend more than their work on that: packing one video
 // frame every 0.6 ms (cuda/preprocess.cu's staging pools, 1 ms of polling), or the CPU executor's one loop
-// per op (cpu/executor.cpp, 200 us). The poll pauses the core
-// (x86 `pause`) and yields the thread every few microseconds, so that oversubscribed cores still run
-// the threads that have work.
+// per op (cpu/executor.cpp, 200 us). The poll pauses the core (x86 `pause`) and yields the thread every
+// 8 us, so that oversubscribed cores still run the threads that have work.
 #pragma once
 
 #include <atomic>
@@ -52,7 +51,8 @@ class ThreadPool {
   std::ptrdiff_t job_size_ = 0;
   std::atomic<std::ptrdiff_t> next_{0};
   const std::chrono::microseconds spin_;
-  // generation_, busy_ and stop_ change under mutex_; they are atomic so that the spinning threads can poll them.
+  // Atomic so that polling threads can read them. generation_ and stop_ change under mutex_; busy_ is set under it
+  // and counted down by the workers without it (the last one then notifies under it).
   std::atomic<std::size_t> generation_{0};
   std::atomic<int> busy_{0};
   std::atomic<bool> stop_{false};
