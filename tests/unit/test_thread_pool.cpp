@@ -1,8 +1,9 @@
 // tests/unit/test_thread_pool.cpp - cpu::ThreadPool (src/backends/cpu/thread_pool.hpp), sleeping and polling (`spin`):
 // every task of every loop runs exactly once with a worker index in range, back-to-back loops of every size (the
-// polling workers must see each new loop, and the caller each loop's end), an exception from a task reaches the
-// caller and leaves the pool usable, and a polling pool is destroyed without hanging. The staging pools of the CUDA
-// backend poll for 1 ms (cuda/preprocess.cu), the CPU executor's pool for 200 us (cpu/executor.cpp).
+// polling workers must see each new loop, and the caller each loop's end), parallel_for returns only after its slowest
+// task, an exception from a task reaches the caller and leaves the pool usable, and a polling pool is destroyed
+// without hanging. The staging pools of the CUDA backend poll for 1 ms (cuda/preprocess.cu), the CPU executor's pool
+// for 200 us (cpu/executor.cpp).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -72,6 +73,26 @@ TEST_CASE("ThreadPool: a loop's results are complete when parallel_for returns",
         want += m * (m + 1) / 2 + l;
       }
       REQUIRE(sum == want);
+    }
+  }
+}
+
+TEST_CASE("ThreadPool: parallel_for returns only after its slowest task", "[cpu][thread_pool]") {
+  // Task t sleeps (t + 1) ms, so the worker that takes the last task finishes well after the others: a caller that
+  // stopped waiting for the workers early (polling or sleeping) would return before that task's flag is set.
+  for (const long spin_us : {0L, 100000L}) {
+    INFO("spin " << spin_us << " us");
+    ThreadPool pool(4, microseconds(spin_us));
+    for (int round = 0; round < 5; ++round) {
+      std::vector<std::atomic<int>> finished(static_cast<std::size_t>(pool.size()));
+      pool.parallel_for(pool.size(), [&](std::ptrdiff_t t, int) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(t + 1));
+        finished[static_cast<std::size_t>(t)].store(1);
+      });
+      for (std::size_t t = 0; t < finished.size(); ++t) {
+        INFO("task " << t);
+        REQUIRE(finished[t].load() == 1);
+      }
     }
   }
 }
