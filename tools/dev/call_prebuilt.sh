@@ -34,6 +34,14 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 dir=.carry/prebuilt
+# The peer's random weights of yolo12SCALE (bench/torch_peer.py save, the carried wheels), exported to
+# /tmp/yolo12SCALE_peer.y12; the save's log into OUT/peer_save.log.
+peer_model() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
+    export PYTHONPATH=/tmp/site
+  YOLO_OFFLINE=1 timeout 120 python3 bench/torch_peer.py save --save-dir /tmp/peer --scales "$1" > "$2/peer_save.log" 2>&1 &&
+    python3 exporter/export.py "/tmp/peer/yolo12$1_peer.pt" -o "/tmp/yolo12$1_peer.y12" > /dev/null
+}
 unpack() { python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('$dir/$1.xz'), open('/tmp/$1', 'wb'))" && chmod +x "/tmp/$1"; }
 case "${1:-}" in
   pack)
@@ -66,10 +74,7 @@ case "${1:-}" in
     out=${OUT:-out/prebuilt}
     mkdir -p "$out"
     unpack yolo12-bench || exit 1
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
-      export PYTHONPATH=/tmp/site
-    YOLO_OFFLINE=1 timeout 120 python3 bench/torch_peer.py save --save-dir /tmp/peer --scales "$sc" > "$out/peer_save.log" 2>&1 &&
-      python3 exporter/export.py "/tmp/peer/yolo12${sc}_peer.pt" -o "/tmp/yolo12${sc}_peer.y12" > /dev/null || exit 1
+    peer_model "$sc" "$out" || exit 1
     nvidia-smi -L | tee "$out/gpu.txt"
     timeout 60 /tmp/yolo12-bench "/tmp/yolo12${sc}_peer.y12" --batch 1,32 --precision fp16 --iters 100 \
       > "$out/bench_${sc}_default.log" 2>&1
@@ -89,10 +94,7 @@ case "${1:-}" in
     mkdir -p "$out"
     unpack yolo12-multi-bench || exit 1
     [ "$1" = spin ] && { unpack yolo12-bench || exit 1; }
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
-      export PYTHONPATH=/tmp/site
-    YOLO_OFFLINE=1 timeout 120 python3 bench/torch_peer.py save --save-dir /tmp/peer --scales n > "$out/peer_save.log" 2>&1 &&
-      python3 exporter/export.py /tmp/peer/yolo12n_peer.pt -o /tmp/yolo12n_peer.y12 > /dev/null || exit 1
+    peer_model n "$out" || exit 1
     if [ "$1" = spin ]; then
       {
         nvidia-smi -L
