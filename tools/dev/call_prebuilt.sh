@@ -27,6 +27,19 @@
 #                                           $OUT/bench_SCALE_default.log and $OUT/profile_SCALE_tuned.log
 #                                           (TUNE_BENCH_VARIANTS="+a -b ...": a bench run under each edit of the
 #                                           default conv variants too, into $OUT/bench_SCALE_variants.log)
+#   tools/dev/call_prebuilt.sh ab SCALES    there (carry .whl, and yolo12-bench.xz and yolo12-bench-b.xz in .carry/prebuilt,
+#                                           or one of them there and the other left in /tmp by the call before on the
+#                                           same warm machine: both beside the tree exceed the carry): the two builds
+#                                           of yolo12-bench alternated twice on each yolo12SCALE of the comma list
+#                                           with the peer's random weights, fp16, batch 1 and 32; an A/B of a kernel
+#                                           change built here (pack the second build by hand:
+#                                           strip -o .carry/prebuilt/yolo12-bench-b BUILD/yolo12-bench, then xz);
+#                                           into $OUT/prebuilt_ab.txt
+#   tools/dev/call_prebuilt.sh ncu SCALE REGEX  there (carry .carry/prebuilt with yolo12-bench.xz, and .whl): Nsight
+#                                           Compute on the first COUNT (4) kernels whose names match REGEX (after SKIP)
+#                                           in yolo12SCALE at batch BATCH (32), one stream: speed of light, occupancy,
+#                                           warp states, pipe use, instruction mix, memory, and the stall reasons of
+#                                           tools/dev/ncu_stall_metrics.txt; into $OUT/ncu_SCALE.txt
 #
 # Binaries built on Debian 12 run on the GPU machine's newer system (twenty-sixth session: the call took 16 s and
 # about 45 s of device time with the start). The figures are only as new as the build folder: say which commit
@@ -34,13 +47,19 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 dir=.carry/prebuilt
-# The peer's random weights of yolo12SCALE (bench/torch_peer.py save, the carried wheels), exported to
-# /tmp/yolo12SCALE_peer.y12; the save's log into OUT/peer_save.log.
+# The peer's random weights of yolo12SCALE for each SCALE of a comma list (bench/torch_peer.py save, the carried
+# wheels), exported to /tmp/yolo12SCALE_peer.y12; the save's log into OUT/peer_save.log.
 peer_model() {
+  local todo="" s
+  for s in ${1//,/ }; do [ -s "/tmp/yolo12${s}_peer.y12" ] || todo="$todo${todo:+,}$s"; done
+  [ -z "$todo" ] && return 0
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
     export PYTHONPATH=/tmp/site
-  YOLO_OFFLINE=1 timeout 120 python3 bench/torch_peer.py save --save-dir /tmp/peer --scales "$1" > "$2/peer_save.log" 2>&1 &&
-    python3 exporter/export.py "/tmp/peer/yolo12$1_peer.pt" -o "/tmp/yolo12$1_peer.y12" > /dev/null
+  YOLO_OFFLINE=1 timeout 180 python3 bench/torch_peer.py save --save-dir /tmp/peer --scales "$todo" > "$2/peer_save.log" 2>&1 ||
+    return 1
+  for s in ${todo//,/ }; do
+    python3 exporter/export.py "/tmp/peer/yolo12${s}_peer.pt" -o "/tmp/yolo12${s}_peer.y12" > /dev/null || return 1
+  done
 }
 unpack() { python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('$dir/$1.xz'), open('/tmp/$1', 'wb'))" && chmod +x "/tmp/$1"; }
 case "${1:-}" in
@@ -89,6 +108,45 @@ case "${1:-}" in
     echo "tuned run: rc=$? ($(grep -c '^tune' "$out/profile_${sc}_tuned.log") tune lines)"
     grep "fp16 b" "$out/profile_${sc}_tuned.log"
     ;;
+  ab)
+    scales=${2:?usage: $0 ab SCALES}
+    out=${OUT:-out/prebuilt}
+    mkdir -p "$out"
+    # Each binary from the carry, or left in /tmp by the call before on a warm machine (both do not fit one carry
+    # beside the tree).
+    for bin in yolo12-bench yolo12-bench-b; do
+      if [ -f "$dir/$bin.xz" ]; then unpack $bin || exit 1; fi
+      [ -x "/tmp/$bin" ] || { echo "ab: no $bin in $dir or /tmp" >&2; exit 1; }
+    done
+    peer_model "$scales" "$out" || exit 1
+    {
+      nvidia-smi -L
+      for sc in ${scales//,/ }; do
+        for round in 1 2; do
+          for bin in yolo12-bench yolo12-bench-b; do
+            echo "yolo12$sc round $round $bin"
+            timeout 90 "/tmp/$bin" "/tmp/yolo12${sc}_peer.y12" --batch 1,32 --precision fp16 --iters 100 2>&1 | grep "fp16 b"
+          done
+        done
+      done
+    } 2>&1 | tee "$out/prebuilt_ab.txt"
+    ;;
+  ncu)
+    sc=${2:?usage: $0 ncu SCALE REGEX}
+    regex=${3:?usage: $0 ncu SCALE REGEX}
+    out=${OUT:-out/prebuilt}
+    mkdir -p "$out"
+    unpack yolo12-bench || exit 1
+    peer_model "$sc" "$out" || exit 1
+    YOLO12_CUDA_STREAMS=1 timeout "${NCU_TIMEOUT:-150}" ncu --clock-control none --kernel-name "regex:$regex" \
+      --launch-skip "${SKIP:-0}" --launch-count "${COUNT:-4}" --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats \
+      --section MemoryWorkloadAnalysis --section LaunchStats \
+      --metrics "$(grep -v '^#' tools/dev/ncu_stall_metrics.txt | tr -s ' \n' ',' | sed 's/^,//; s/,$//')" \
+      /tmp/yolo12-bench "/tmp/yolo12${sc}_peer.y12" --batch "${BATCH:-32}" --precision fp16 --iters 2 --warmup 0 \
+      > "$out/ncu_${sc}.txt" 2>&1
+    echo "ncu: rc=$? $(grep -c 'GPU Speed Of Light' "$out/ncu_${sc}.txt") kernels"
+    ;;
   multi | spin)
     out=${OUT:-out/prebuilt}
     mkdir -p "$out"
@@ -125,5 +183,5 @@ case "${1:-}" in
         --seconds 4 --warmup 2 --input host 2>&1 | grep "img/s"
     } 2>&1 | tee "$out/prebuilt_multi.txt"
     ;;
-  *) echo "usage: $0 pack BUILD | run | multi | spin | tune SCALE" >&2; exit 2 ;;
+  *) echo "usage: $0 pack BUILD | run | multi | spin | tune SCALE | ab SCALES | ncu SCALE REGEX" >&2; exit 2 ;;
 esac
