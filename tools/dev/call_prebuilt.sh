@@ -27,13 +27,13 @@
 #                                           $OUT/bench_SCALE_default.log and $OUT/profile_SCALE_tuned.log
 #                                           (TUNE_BENCH_VARIANTS="+a -b ...": a bench run under each edit of the
 #                                           default conv variants too, into $OUT/bench_SCALE_variants.log)
-#   tools/dev/call_prebuilt.sh ab SCALES    there (carry .whl, and yolo12-bench.xz and yolo12-bench-b.xz in .carry/prebuilt,
-#                                           or one of them there and the other left in /tmp by the call before on the
-#                                           same warm machine: both beside the tree exceed the carry): the two builds
+#   tools/dev/call_prebuilt.sh ab SCALES    there (carry .whl, and .carry/prebuilt with both builds in ab.tar.xz, or one
+#                                           of them as NAME.xz and the other left in /tmp by the call before on the
+#                                           same warm machine): the two builds
 #                                           of yolo12-bench alternated twice on each yolo12SCALE of the comma list
 #                                           with the peer's random weights, fp16, batch 1 and 32; an A/B of a kernel
-#                                           change built here (pack the second build by hand:
-#                                           strip -o .carry/prebuilt/yolo12-bench-b BUILD/yolo12-bench, then xz);
+#                                           change built here (pack by hand: strip both builds' yolo12-bench to
+#                                           yolo12-bench and yolo12-bench-b, tar -cf - both | xz -9e > ab.tar.xz);
 #                                           into $OUT/prebuilt_ab.txt
 #   tools/dev/call_prebuilt.sh ncu SCALE REGEX  there (carry .carry/prebuilt with yolo12-bench.xz, and .whl): Nsight
 #                                           Compute on the first COUNT (4) kernels whose names match REGEX (after SKIP)
@@ -61,7 +61,16 @@ peer_model() {
     python3 exporter/export.py "/tmp/peer/yolo12${s}_peer.pt" -o "/tmp/yolo12${s}_peer.y12" > /dev/null || return 1
   done
 }
-unpack() { python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('$dir/$1.xz'), open('/tmp/$1', 'wb'))" && chmod +x "/tmp/$1"; }
+# /tmp/NAME from .carry/prebuilt/NAME.xz, or from .carry/prebuilt/ab.tar.xz (two builds of yolo12-bench in one archive:
+# tar -cf - yolo12-bench yolo12-bench-b | xz -9e; 17 MB where two .xz files take 21, which with the tree is over the
+# carry limit).
+unpack() {
+  if [ ! -f "$dir/$1.xz" ] && [ -f "$dir/ab.tar.xz" ]; then
+    tar -xJf "$dir/ab.tar.xz" -C /tmp "$1" && chmod +x "/tmp/$1"
+    return
+  fi
+  python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('$dir/$1.xz'), open('/tmp/$1', 'wb'))" && chmod +x "/tmp/$1"
+}
 case "${1:-}" in
   pack)
     build=${2:?usage: $0 pack BUILD}
@@ -115,7 +124,7 @@ case "${1:-}" in
     # Each binary from the carry, or left in /tmp by the call before on a warm machine (both do not fit one carry
     # beside the tree).
     for bin in yolo12-bench yolo12-bench-b; do
-      if [ -f "$dir/$bin.xz" ]; then unpack $bin || exit 1; fi
+      if [ -f "$dir/$bin.xz" ] || [ -f "$dir/ab.tar.xz" ]; then unpack $bin || exit 1; fi
       [ -x "/tmp/$bin" ] || { echo "ab: no $bin in $dir or /tmp" >&2; exit 1; }
     done
     peer_model "$scales" "$out" || exit 1
