@@ -93,18 +93,8 @@ int stem_smem_bytes(int c_out, bool contig) {
   return (c_out * G::kKKC + G::kPH * G::kRS) * 4 + (contig ? 2 * G::kPH * G::kRawRS * 2 : 0);
 }
 
-// silu_fast (conv_detail.cuh) with __expf's exp2 taken flush-to-zero (ex2.approx.ftz): the two exponentials
-// differ only where 2^x is below 2^-126, and there 1 + e rounds to 1 either way, so the result is the same
-// bit for bit; it saves the three instructions per value that rescale subnormal results.
-__host__ __device__ __forceinline__ float stem_silu(float v) {
-#ifdef __CUDA_ARCH__
-  float e;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(v * -1.44269504088896341f));  // __expf(-v)
-  return __fdividef(v, 1.f + e);
-#else
-  return silu_fast(v);
-#endif
-}
+// The stem's SiLU: silu_fast (conv_detail.cuh), one hardware tanh per value.
+__host__ __device__ __forceinline__ float stem_silu(float v) { return silu_fast(v); }
 
 // One tile: its first output row and column, and where its patch sits (stem_patch.cuh).
 struct StemTile {
