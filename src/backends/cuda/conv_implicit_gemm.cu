@@ -122,11 +122,54 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     __syncthreads();
   }
 
+  // 1x1 convs with 16-byte chunks (kPointwise && kVecA) load through pointers made once here: each of this thread's
+  // A rows and B rows at its chunk of this rank's first K tile, and whether the row exists. A K tile then costs one
+  // offset add and one select per chunk; computing each chunk's address and zero-fill size from scratch took about 20
+  // instructions per cp.async, more than the tile's MMAs and fragment loads together (twenty-eighth session, the
+  // SASS of the 128 x 64 tile: 120 of a K tile's 190 instructions).
+  constexpr bool kPtrLoads = kPointwise && kVecA;
+  const __half* a_ptr[kAPasses];  // row m0 + row0 + i * kARows of x at K column kt_begin * BK + chunk * kChunk
+  bool a_row[kAPasses];
+  const __half* b_ptr[kBPasses];  // row n0 + row0 + i * kARows of w at the same K column
+  bool b_row[kBPasses];
+  const int k_first = kt_begin * BK + chunk * kChunk;  // the pointers' K column
+  if constexpr (kPtrLoads) {
+#pragma unroll
+    for (int i = 0; i < kAPasses; ++i) {
+      a_row[i] = rows[i].iy0 == 0;  // gemm_row_origin: row 0's base where m >= M
+      a_ptr[i] = rows[i].base + k_first;
+    }
+#pragma unroll
+    for (int i = 0; i < kBPasses; ++i) {
+      const int r = row0 + i * kARows, n = n0 + r;
+      b_row[i] = r < BN && n < a.n_g;
+      b_ptr[i] = wg + static_cast<long long>(b_row[i] ? n : 0) * a.k_pad + k_first;
+    }
+  }
+
   auto load_tile = [&](int kt, int stage) {
 #pragma unroll
    for (int hk = 0; hk < BK / kTileK; ++hk) {
     const int kcol = hk * kTileK + chunk * kChunk;  // column inside the tile
     const int kk = (kt_begin + kt) * BK + kcol;
+    if constexpr (kPtrLoads) {
+      // Past K the chunk is zero-filled (src-size 0) from its row's start, and a missing row's pointer is row 0's:
+      // every source address stays inside x and w, so no select of a fallback pointer per chunk.
+      const int koff = kt * BK + hk * kTileK;  // from the pointers' K column
+      const bool a_in = kk < a.k_real, b_in = kk < a.k_pad;
+      const int a_off = a_in ? koff : -k_first, b_off = b_in ? koff : -k_first;
+      __half* as = As + stage * BM * kRowHalves + kcol;
+      __half* bs = Bs + stage * BN * kRowHalves + kcol;
+#pragma unroll
+      for (int i = 0; i < kAPasses; ++i)
+        cp_async_16(as + (row0 + i * kARows) * kRowHalves, a_ptr[i] + a_off, a_row[i] && a_in ? 16 : 0);
+#pragma unroll
+      for (int i = 0; i < kBPasses; ++i) {
+        const int r = row0 + i * kARows;
+        if (BN % kARows == 0 || r < BN) cp_async_16(bs + r * kRowHalves, b_ptr[i] + b_off, b_row[i] && b_in ? 16 : 0);
+      }
+      continue;
+    }
     __half* as = As + stage * BM * kRowHalves;
     int2 tap = make_int2(0, 0);
     if constexpr (kTable) tap = ktab[kk / kChunk];
