@@ -1481,7 +1481,7 @@ TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids w
   cd::conv_variants() = cd::ConvVariants();
   // With f16_wgmma (the default) on a device that runs the wgmma kernel, the wide long-K layers go there.
   if (cd::wgmma_available()) {
-    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[13].s)) == "implicit_gemm_wgmma 128x256x64 s4 ws");
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[13].s)) == "implicit_gemm_wgmma 128x128x64 s6 ws pingpong");
     // (f16_wgmma_waves: 400 row tiles are under 4 per SM, so this 1x1 384->384 at 40x40 is no longer kept on mma.sync)
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(expect[14].s)) == "implicit_gemm_wgmma 128x128x64 s3");
     // f16_tall_1x1 (a default): 6400 row tiles are many, so this 1x1 48->64 takes 256-row mma.sync tiles.

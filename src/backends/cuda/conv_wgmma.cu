@@ -77,22 +77,31 @@ __device__ __forceinline__ void wg_load_stage(const ImplicitGemmParams<__half>& 
                                               unsigned char* as, unsigned char* bs) {
   static_assert(kStep % 8 == 0, "rows row0 + kStep i share one swizzle phase");
   const int kk = kt * kWgBK + chunk * kChunk;
-  int2 tap = make_int2(0, 0);
-  if constexpr (!kPointwise) tap = ktab[kk / kChunk];
+  if constexpr (kPointwise) {
+    // As conv2d_implicit_gemm_f16's pointer loads: a chunk past K is zero-filled from its row's start, and a
+    // missing row reads as row 0 (gemm_row_origin), so every source address stays inside x and w and no
+    // fallback pointer is selected per chunk (twenty-eighth session).
+    const bool a_in = kk < a.k_real, b_in = kk < a.k_pad;
+    const int a_off = a_in ? kk : 0, b_off = b_in ? kk : 0;
+#pragma unroll
+    for (int i = 0; i < kAPasses; ++i)
+      cp_async_16(as + (row0 + i * kStep) * kWgRowBytes + swz, rows[i].base + a_off, rows[i].iy0 == 0 && a_in ? 16 : 0);
+#pragma unroll
+    for (int i = 0; i < kBPasses; ++i) {
+      const int r = row0 + i * kStep;
+      const int n = n0 + r;
+      const bool ok = n < a.n_g;
+      cp_async_16(bs + r * kWgRowBytes + swz, wg + static_cast<long long>(ok ? n : 0) * a.k_pad + b_off,
+                  ok && b_in ? 16 : 0);
+    }
+    return;
+  }
+  const int2 tap = ktab[kk / kChunk];
   const int tap_dy = tap.y >> 16, tap_dx = tap.y & 0xffff;
 #pragma unroll
   for (int i = 0; i < kAPasses; ++i) {
-    unsigned char* dst = as + (row0 + i * kStep) * kWgRowBytes + swz;
-    bool ok;
-    const __half* src;
-    if constexpr (kPointwise) {
-      ok = rows[i].iy0 == 0 && kk < a.k_real;
-      src = rows[i].base + kk;
-    } else {
-      ok = table_chunk_read(a, rows[i], tap_dy, tap_dx, kk);
-      src = rows[i].base + tap.x;
-    }
-    cp_async_16(dst, ok ? src : a.x, ok ? 16 : 0);
+    const bool ok = table_chunk_read(a, rows[i], tap_dy, tap_dx, kk);
+    cp_async_16(as + (row0 + i * kStep) * kWgRowBytes + swz, ok ? rows[i].base + tap.x : a.x, ok ? 16 : 0);
   }
 #pragma unroll
   for (int i = 0; i < kBPasses; ++i) {
@@ -610,10 +619,22 @@ namespace {
 bool wgmma_plan_waves(const ConvShape& s, const GemmLayout& l, long long m_tiles, int k_tiles, long long sms,
                       ConvPlan& plan, bool few_rows) {
   const bool pointwise = is_pointwise(s);
-  if (pointwise && k_tiles <= 4 && !few_rows) return false;
+  // Twenty-eighth session: 65..96 channels with 3-4 K tiles are taken here (on the 96-wide tile the model picks),
+  // where mma.sync ran them on three 32-wide column tiles: yolo12m's 1x1 256->80 at 80x80, batch 32, 0.115 -> 0.065 ms
+  // (H100, tune log), yolo12l's 0.106 -> 0.071 and yolo12x's 192->96 0.094 -> 0.076 (H200, fifteenth session). With
+  // 2 K tiles (yolo12n's 80->80) wgmma won on the H100 (0.056 -> 0.047-0.051) but lost on the H200 (0.052-0.059 ->
+  // 0.057-0.067), so those stay.
+  const bool narrow96 = l.n_g > 64 && l.n_g <= 96 && k_tiles >= 3;
+  if (pointwise && k_tiles <= 4 && !few_rows && !narrow96) return false;
   bool divides = false;  // a width of 96+ divides the channels
   for (const int bn : {256, 192, 128, 96}) divides = divides || l.n_g % bn == 0;
-  if (pointwise && k_tiles <= 6 && l.n_g >= 256 && (m_tiles >= 4 * sms || (!divides && m_tiles >= 3 * sms)))
+  // Twenty-eighth session: with 5-6 K tiles only over 16+ row tiles per SM (160x160 at batch 32; was 4+): yolo12m's
+  // 1x1 384->512 at 80x80, batch 32 (12 row tiles per SM), 0.355 on mma.sync 128x128 -> 0.304 ms on wgmma 128x128
+  // (H100); yolo12x's 384->384 there 0.291 -> 0.296 (H200, fifteenth session, before the seventeenth's epilogue
+  // change). With 4 K tiles the GPUs disagree (yolo12m's 256->256 at 80x80 0.151 -> 0.139 on the H100, yolo12l's
+  // 0.160 -> 0.179 on the H200's older log), so those stay from 4 row tiles per SM.
+  const long long rows_min = (k_tiles <= 4 ? 4 : 16) * sms;
+  if (pointwise && k_tiles <= 6 && l.n_g >= 256 && (m_tiles >= rows_min || (!divides && m_tiles >= 3 * sms)))
     return false;
   double best = 0;
   bool found = false;
@@ -632,6 +653,13 @@ bool wgmma_plan_waves(const ConvShape& s, const GemmLayout& l, long long m_tiles
       if (k_tiles >= 14 && blocks >= 4 * sms && ws_tile(bn, w)) {
         t = w;
         speed = k_tiles >= 32 ? 1.0 : 0.95;
+        // Twenty-eighth session: 256 columns run as the ping-pong schedule of the 128-wide tile (two 128 x 128 tiles
+        // in flight per block, the same 256 columns per SM). yolo12m's 3x3/2 256->256 at 160x160 and 512->512 at
+        // 80x80, batch 32, on the H100: 0.751 / 0.559 ms on 128x256 ws, 0.552 / 0.526 on 128x128 ping-pong; on the
+        // H200 (yolo12l, fifteenth session) 0.571 / 0.512 against 0.556 / 0.528. (The two-warpgroup 128x256 tile,
+        // 0.527 / 0.485 on the H100, was 0.611 / 0.533 on the H200.)
+        WgmmaTile ping;
+        if (bn == 256 && ws_tile(128, ping, true) && wgmma_fits(s, ping)) t = ping;
       }
     }
     if (!wgmma_fits(s, t)) continue;
@@ -668,6 +696,13 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const
   widths.push_back(64);
   const auto blocks = [&](int bn) { return m_tiles * ceil_div(l.n_g, bn) * s.groups; };
   const auto large = [&](int bn) { return 2 * blocks(bn) >= 3 * sms; };  // 1.5 blocks per SM
+  // Twenty-eighth session: with 8+ K tiles, 128 x 64 tiles that give a third of the SMs a block (batch 1 at 40x40 and
+  // 80x80) beat mma.sync's split-K, which the small grid left them on: yolo12m's 1x1 512->256 at 40x40 (52 tiles)
+  // 0.0104 -> 0.0068 ms, 1024->256 0.0132 -> 0.0092, 3x3 256->64 at 80x80 0.0244 -> 0.0169, 3x3 64->64 there
+  // 0.0099 -> 0.0088 (H100); yolo12l's 512->256 0.0101 -> 0.0089 and 3x3 256->64 0.0242 -> 0.0191 (H200). Under 8 K
+  // tiles the H200's log lost (1x1 256->256 at 40x40: 0.0068 -> 0.0074); on 32 tiles (20x20) it lost too (1x1
+  // 1024->512: 0.0108 -> 0.0110; 3x3/2 512->512 0.0264 -> 0.0282 on the H100).
+  const auto a_third = [&](int bn) { return k_tiles >= 8 && 3 * blocks(bn) >= sms; };
   if (v.f16_wgmma_ping && pointwise && k_tiles >= 18 && l.n_g % 128 == 0 && blocks(128) >= 4 * sms) {
     WgmmaTile t;
     if (ws_tile(128, t, true) && wgmma_fits(s, t)) {
@@ -689,7 +724,7 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const
   if (k_tiles >= 32) {  // long K: the widest tile that gives half the SMs a block
     for (const int bn : widths)
       if (2 * blocks(bn) >= sms) return pick(bn, bn == 96 || (bn == 128 && large(bn)) ? 3 : 4);
-    return false;
+    return a_third(64) && pick(64, 4);
   }
   for (const int bn : widths)
     if (large(bn)) {
@@ -697,7 +732,7 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const
       return pick(bn, bn == 96 || bn == 128 ? 3 : 4);
     }
   if (2 * blocks(64) >= sms) return pick(64, 4);
-  return false;
+  return a_third(64) && pick(64, 4);
 }
 
 namespace {
