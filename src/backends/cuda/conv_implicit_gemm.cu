@@ -122,15 +122,15 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
     __syncthreads();
   }
 
-  // 1x1 convs with 16-byte chunks (kPointwise && kVecA) load through pointers made once here: each of this thread's
-  // A rows and B rows at its chunk of this rank's first K tile, and whether the row exists. A K tile then costs one
-  // offset add and one select per chunk; computing each chunk's address and zero-fill size from scratch took about 20
-  // instructions per cp.async, more than the tile's MMAs and fragment loads together (twenty-eighth session, the
-  // SASS of the 128 x 64 tile: 120 of a K tile's 190 instructions).
+  // B rows (every path), and A rows of 1x1 convs with 16-byte chunks (kPointwise && kVecA), load through pointers
+  // made once here: each of this thread's rows at its chunk of this rank's first K tile, and whether the row exists.
+  // A K tile then costs one offset add and a predicate per chunk; computing each chunk's address and zero-fill size
+  // from scratch took about 20 instructions per cp.async, more than the tile's MMAs and fragment loads together
+  // (twenty-eighth session, the SASS of the 1x1 128 x 64 tile: 120 of a K tile's 190 instructions).
   constexpr bool kPtrLoads = kPointwise && kVecA;
   const __half* a_ptr[kAPasses];  // row m0 + row0 + i * kARows of x at K column kt_begin * BK + chunk * kChunk
   bool a_row[kAPasses];
-  const __half* b_ptr[kBPasses];  // row n0 + row0 + i * kARows of w at the same K column
+  const __half* b_ptr[kBPasses];  // row n0 + row0 + i * kARows of w at the same K column (every path)
   bool b_row[kBPasses];
   const int k_first = kt_begin * BK + chunk * kChunk;  // the pointers' K column
   if constexpr (kPtrLoads) {
@@ -139,13 +139,23 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       a_row[i] = rows[i].iy0 == 0;  // gemm_row_origin: row 0's base where m >= M
       a_ptr[i] = rows[i].base + k_first;
     }
+  }
+#pragma unroll
+  for (int i = 0; i < kBPasses; ++i) {  // every path loads B so
+    const int r = row0 + i * kARows, n = n0 + r;
+    b_row[i] = r < BN && n < a.n_g;
+    b_ptr[i] = wg + static_cast<long long>(b_row[i] ? n : 0) * a.k_pad + k_first;
+  }
+  // The B rows of one K tile (the weights, (n_g, k_pad) halves per group), into stage row r = row0 + i * kARows;
+  // koff: the chunk's K column less k_first. A chunk past k_pad is zero-filled from its row's start.
+  const auto load_b = [&](__half* bs, int koff, bool b_in) {
+    const int b_off = b_in ? koff : -k_first;
 #pragma unroll
     for (int i = 0; i < kBPasses; ++i) {
-      const int r = row0 + i * kARows, n = n0 + r;
-      b_row[i] = r < BN && n < a.n_g;
-      b_ptr[i] = wg + static_cast<long long>(b_row[i] ? n : 0) * a.k_pad + k_first;
+      const int r = row0 + i * kARows;
+      if (BN % kARows == 0 || r < BN) cp_async_16(bs + r * kRowHalves, b_ptr[i] + b_off, b_row[i] && b_in ? 16 : 0);
     }
-  }
+  };
 
   auto load_tile = [&](int kt, int stage) {
 #pragma unroll
@@ -156,18 +166,13 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
       // Past K the chunk is zero-filled (src-size 0) from its row's start, and a missing row's pointer is row 0's:
       // every source address stays inside x and w, so no select of a fallback pointer per chunk.
       const int koff = kt * BK + hk * kTileK;  // from the pointers' K column
-      const bool a_in = kk < a.k_real, b_in = kk < a.k_pad;
-      const int a_off = a_in ? koff : -k_first, b_off = b_in ? koff : -k_first;
+      const bool a_in = kk < a.k_real;
+      const int a_off = a_in ? koff : -k_first;
       __half* as = As + stage * BM * kRowHalves + kcol;
-      __half* bs = Bs + stage * BN * kRowHalves + kcol;
 #pragma unroll
       for (int i = 0; i < kAPasses; ++i)
         cp_async_16(as + (row0 + i * kARows) * kRowHalves, a_ptr[i] + a_off, a_row[i] && a_in ? 16 : 0);
-#pragma unroll
-      for (int i = 0; i < kBPasses; ++i) {
-        const int r = row0 + i * kARows;
-        if (BN % kARows == 0 || r < BN) cp_async_16(bs + r * kRowHalves, b_ptr[i] + b_off, b_row[i] && b_in ? 16 : 0);
-      }
+      load_b(Bs + stage * BN * kRowHalves + kcol, koff, kk < a.k_pad);
       continue;
     }
     __half* as = As + stage * BM * kRowHalves;
@@ -197,17 +202,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(v);
       }
     }
-    __half* bs = Bs + stage * BN * kRowHalves;
-#pragma unroll
-    for (int i = 0; i < kBPasses; ++i) {
-      const int r = row0 + i * kARows;
-      if (r < BN) {
-        const int n = n0 + r;
-        const bool ok = n < a.n_g && kk < a.k_pad;
-        cp_async_16(bs + r * kRowHalves + kcol, ok ? wg + static_cast<long long>(n) * a.k_pad + kk : a.w,
-                    ok ? 16 : 0);
-      }
-    }
+    load_b(Bs + stage * BN * kRowHalves + kcol, kt * BK + hk * kTileK, kk < a.k_pad);
    }
   };
 
