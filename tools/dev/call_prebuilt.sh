@@ -35,6 +35,11 @@
 #                                           change built here (pack by hand: strip both builds' yolo12-bench to
 #                                           yolo12-bench and yolo12-bench-b, tar -cf - both | xz -9e > ab.tar.xz);
 #                                           into $OUT/prebuilt_ab.txt
+#   tools/dev/call_prebuilt.sh bench SCALES there: one build of yolo12-bench (BIN, default /tmp/yolo12-bench, else the
+#                                           carried one) on each yolo12SCALE of the comma list, ROUNDS (2) runs of
+#                                           batch 1 and 32 each, fp16, the peer's random weights (carry .whl); into
+#                                           $OUT/bench.txt (e.g. after `tools/gpu_check.sh test`, with
+#                                           BIN=build-check/yolo12-bench)
 #   tools/dev/call_prebuilt.sh ncu SCALE REGEX  there (carry .carry/prebuilt with yolo12-bench.xz, and .whl): Nsight
 #                                           Compute on the first COUNT (4) kernels whose names match REGEX (after SKIP)
 #                                           in yolo12SCALE at batch BATCH (32), one stream: speed of light, occupancy,
@@ -140,6 +145,25 @@ case "${1:-}" in
       done
     } 2>&1 | tee "$out/prebuilt_ab.txt"
     ;;
+  bench)
+    # One build of yolo12-bench (BIN, default /tmp/yolo12-bench: unpacked from the carry, or copied there from a
+    # build folder of this call) on each yolo12SCALE of the comma list, ROUNDS (2) runs each; into $OUT/bench.txt.
+    scales=${2:?usage: $0 bench SCALES}
+    out=${OUT:-out/prebuilt}
+    mkdir -p "$out"
+    bin=${BIN:-/tmp/yolo12-bench}
+    [ -x "$bin" ] || { unpack yolo12-bench || exit 1; }
+    peer_model "$scales" "$out" || exit 1
+    {
+      nvidia-smi -L
+      for sc in ${scales//,/ }; do
+        for round in $(seq "${ROUNDS:-2}"); do
+          echo "yolo12$sc round $round"
+          timeout 90 "$bin" "/tmp/yolo12${sc}_peer.y12" --batch 1,32 --precision fp16 --iters 100 2>&1 | grep "fp16 b"
+        done
+      done
+    } 2>&1 | tee "$out/bench.txt"
+    ;;
   ncu)
     sc=${2:?usage: $0 ncu SCALE REGEX}
     regex=${3:?usage: $0 ncu SCALE REGEX}
@@ -192,5 +216,5 @@ case "${1:-}" in
         --seconds 4 --warmup 2 --input host 2>&1 | grep "img/s"
     } 2>&1 | tee "$out/prebuilt_multi.txt"
     ;;
-  *) echo "usage: $0 pack BUILD | run | multi | spin | tune SCALE | ab SCALES | ncu SCALE REGEX" >&2; exit 2 ;;
+  *) echo "usage: $0 pack BUILD | run | multi | spin | tune SCALE | ab SCALES | bench SCALES | ncu SCALE REGEX" >&2; exit 2 ;;
 esac
