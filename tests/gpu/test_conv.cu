@@ -2220,8 +2220,8 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       {shape(32, 160, 384, 384, 1, 1), 0, 0},    // wide 1x1, short K, many pixels: mma.sync
       {shape(32, 160, 32, 32, 3, 1), 0, 0},      // 32 channels
       {shape(32, 80, 64, 64, 1, 1), 0, 0},       // one K tile
-      {shape(1, 40, 768, 768, 3, 2), 0, 0},      // 48 blocks of 128x64: split-K on mma.sync
-      {shape(1, 80, 64, 64, 3, 1), 0, 0},
+      {shape(1, 40, 768, 768, 3, 2), 64, 4},     // 48 blocks of 128x64, a third of the SMs, 8+ K tiles (twenty-eighth
+      {shape(1, 80, 64, 64, 3, 1), 64, 4},       // session; split-K on mma.sync before)
       {shape(32, 160, 96, 48, 1, 1), 0, 0, 8, 64},   // 1x1 with 2 K tiles, not 96 wide: mma.sync (f16_wgmma_short)
       {shape(32, 80, 96, 128, 1, 1), 0, 0, 8, 128},
   };
@@ -2318,7 +2318,8 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       {shape(32, 80, 80, 80, 1, 1), 0, 0},
       {shape(32, 40, 128, 256, 1, 1), 0, 0},      // 2 and 4 K tiles at 40x40, too (yolo12s)
       {shape(32, 40, 256, 256, 1, 1), 0, 0},
-      {shape(32, 80, 384, 384, 1, 1), 0, 0},      // 6 K tiles, 256+ channels, 1600 row tiles
+      {shape(32, 80, 384, 384, 1, 1), 128, 3},    // 6 K tiles, 1600 row tiles: under 16 per SM (twenty-eighth session)
+      {shape(32, 160, 384, 384, 1, 1), 0, 0},     // 6 K tiles, 256+ channels, 6400 row tiles: mma.sync
       {shape(32, 40, 384, 464, 1, 1), 0, 0},      // no width of 96+ divides 464, 400 row tiles
   };
   for (const Waves& r : waves) {

@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -84,6 +85,10 @@ void conv_pack_weights(const ConvShape& s, const float* oihw, T* dst, int tensor
     throw Error("conv_pack_weights: a tensor of " + std::to_string(co_n) + " x " + std::to_string(ci_n) +
                 " channels does not fit a conv of " + std::to_string(s.c_out) + " x " + std::to_string(s.c_in) +
                 " in groups of " + std::to_string(s.groups) + " (only groups-1 convs are widened)");
+  // The GEMM kernels address one group's packed weights with 32-bit offsets (conv2d_implicit_gemm_f16's B rows).
+  if (!is_depthwise(s) && 1LL * gemm_layout(s).n_g * gemm_layout(s).k_pad > std::numeric_limits<int>::max())
+    throw Error("conv_pack_weights: a conv of " + std::to_string(s.c_out) + " x " + std::to_string(s.c_in) + " x " +
+                std::to_string(s.k) + "x" + std::to_string(s.k) + " has 2^31 or more weights per group");
   const std::size_t total = conv_packed_weight_elems(s);
   for (std::size_t i = 0; i < total; ++i) dst[i] = T(0.f);
   const int kk = s.k * s.k;

@@ -130,7 +130,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   constexpr bool kPtrLoads = kPointwise && kVecA;
   const __half* a_ptr[kAPasses];  // row m0 + row0 + i * kARows of x at K column kt_begin * BK + chunk * kChunk
   bool a_row[kAPasses];
-  const __half* b_ptr[kBPasses];  // row n0 + row0 + i * kARows of w at the same K column (every path)
+  int b_idx[kBPasses];  // element offset in wg of row n0 + row0 + i * kARows at the same K column (every path; 32-bit
+                       // where a pointer took two registers more: the 128 x 128 tile reached 130 and lost its second
+                       // block per SM)
   bool b_row[kBPasses];
   const int k_first = kt_begin * BK + chunk * kChunk;  // the pointers' K column
   if constexpr (kPtrLoads) {
@@ -144,7 +146,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
   for (int i = 0; i < kBPasses; ++i) {  // every path loads B so
     const int r = row0 + i * kARows, n = n0 + r;
     b_row[i] = r < BN && n < a.n_g;
-    b_ptr[i] = wg + static_cast<long long>(b_row[i] ? n : 0) * a.k_pad + k_first;
+    b_idx[i] = (b_row[i] ? n : 0) * a.k_pad + k_first;  // under 2^31: conv_pack_weights refuses more
   }
   // The B rows of one K tile (the weights, (n_g, k_pad) halves per group), into stage row r = row0 + i * kARows;
   // koff: the chunk's K column less k_first. A chunk past k_pad is zero-filled from its row's start.
@@ -153,7 +155,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
 #pragma unroll
     for (int i = 0; i < kBPasses; ++i) {
       const int r = row0 + i * kARows;
-      if (BN % kARows == 0 || r < BN) cp_async_16(bs + r * kRowHalves, b_ptr[i] + b_off, b_row[i] && b_in ? 16 : 0);
+      if (BN % kARows == 0 || r < BN) cp_async_16(bs + r * kRowHalves, wg + (b_idx[i] + b_off), b_row[i] && b_in ? 16 : 0);
     }
   };
 
