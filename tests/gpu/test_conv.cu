@@ -773,6 +773,12 @@ TEST_CASE("conv_pack_weights of a widened conv puts each stored weight where the
   ConvShape grouped = make_case(1, 8, 8, 16, 24, 3, 1, 2).s;
   std::vector<float> g(yolo12::cuda::conv_packed_weight_elems(grouped));
   CHECK_THROWS_AS(yolo12::cuda::conv_pack_weights<float>(grouped, w.data(), g.data(), 20, 16), yolo12::Error);
+  // 2^31 or more weights per group (65536 x 36864 here; the GEMM kernels' B offsets are 32-bit): refused before any
+  // weight is read or written.
+  const ConvShape huge = make_case(1, 8, 8, 4096, 65536, 3, 1, 1).s;
+  CHECK_THROWS_AS(yolo12::cuda::conv_pack_weights<__half>(huge, nullptr, nullptr), yolo12::Error);
+  const ConvShape huge_grouped = make_case(1, 8, 8, 4096 * 2, 65536 * 2, 3, 1, 2).s;
+  CHECK_THROWS_AS(yolo12::cuda::conv_pack_weights<__half>(huge_grouped, nullptr, nullptr), yolo12::Error);
 }
 
 TEST_CASE("fp16 split-K over a cluster: the plan splits small-M long-K convs, and they match the reference",
