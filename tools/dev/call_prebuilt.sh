@@ -76,6 +76,21 @@ unpack() {
   fi
   python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('$dir/$1.xz'), open('/tmp/$1', 'wb'))" && chmod +x "/tmp/$1"
 }
+# ROUNDS (2) rounds on each yolo12SCALE of the comma list $1, each round every build of yolo12-bench given after it in
+# turn: fp16, batch 1 and 32, the peer's random weights (peer_model first).
+bench_rounds() {
+  local scales=$1 sc round bin
+  shift
+  nvidia-smi -L
+  for sc in ${scales//,/ }; do
+    for round in $(seq "${ROUNDS:-2}"); do
+      for bin in "$@"; do
+        echo "yolo12$sc round $round $bin"
+        timeout 90 "$bin" "/tmp/yolo12${sc}_peer.y12" --batch 1,32 --precision fp16 --iters 100 2>&1 | grep "fp16 b"
+      done
+    done
+  done
+}
 case "${1:-}" in
   pack)
     build=${2:?usage: $0 pack BUILD}
@@ -133,17 +148,7 @@ case "${1:-}" in
       [ -x "/tmp/$bin" ] || { echo "ab: no $bin in $dir or /tmp" >&2; exit 1; }
     done
     peer_model "$scales" "$out" || exit 1
-    {
-      nvidia-smi -L
-      for sc in ${scales//,/ }; do
-        for round in 1 2; do
-          for bin in yolo12-bench yolo12-bench-b; do
-            echo "yolo12$sc round $round $bin"
-            timeout 90 "/tmp/$bin" "/tmp/yolo12${sc}_peer.y12" --batch 1,32 --precision fp16 --iters 100 2>&1 | grep "fp16 b"
-          done
-        done
-      done
-    } 2>&1 | tee "$out/prebuilt_ab.txt"
+    ROUNDS=2 bench_rounds "$scales" /tmp/yolo12-bench /tmp/yolo12-bench-b 2>&1 | tee "$out/prebuilt_ab.txt"
     ;;
   bench)
     # One build of yolo12-bench (BIN, default /tmp/yolo12-bench: unpacked from the carry, or copied there from a
@@ -154,15 +159,7 @@ case "${1:-}" in
     bin=${BIN:-/tmp/yolo12-bench}
     [ -x "$bin" ] || { unpack yolo12-bench || exit 1; }
     peer_model "$scales" "$out" || exit 1
-    {
-      nvidia-smi -L
-      for sc in ${scales//,/ }; do
-        for round in $(seq "${ROUNDS:-2}"); do
-          echo "yolo12$sc round $round"
-          timeout 90 "$bin" "/tmp/yolo12${sc}_peer.y12" --batch 1,32 --precision fp16 --iters 100 2>&1 | grep "fp16 b"
-        done
-      done
-    } 2>&1 | tee "$out/bench.txt"
+    bench_rounds "$scales" "$bin" 2>&1 | tee "$out/bench.txt"
     ;;
   ncu)
     sc=${2:?usage: $0 ncu SCALE REGEX}
