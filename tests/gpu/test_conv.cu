@@ -917,10 +917,12 @@ ConvShape yolo_shape(int batch, int h, int ci, int co, int k, int stride, int gr
 TEST_CASE("f16_plan takes conv2d_narrow_f16 where it is measured faster, and what it can take under the variants",
           "[conv][host][narrow]") {
   // The defaults (whatever YOLO12_CONV_VARIANTS says) but f16_halo, which conv_select asks first for the k x k
-  // convs at stride 1 (the [halo] case checks that).
+  // convs at stride 1 (the [halo] case checks that), and f16_stem_mma, which takes the stems of <= 64 channels
+  // before conv2d_stem_f16 (the [stem_mma] case checks that).
   const auto defaults = [] {
     cd::ConvVariants v;
     v.f16_halo = false;
+    v.f16_stem_mma = false;
     return v;
   };
   cd::conv_variants() = defaults();
@@ -2088,7 +2090,7 @@ TEST_CASE("conv2d_stem_mma matches the reference: tile edges, channel counts, vi
   cases.push_back(with_options(make_case(1, 33, 129, 3, 96, 3, 2, 1), true, true, true));    // yolo12x's 96, fusions
   cases.push_back(with_options(make_case(1, 17, 40, 3, 128, 3, 2, 1), false, true, false));  // 128: 16 n8 blocks
   cases.push_back(with_options(make_case(1, 23, 45, 3, 32, 3, 2, 1), false, false, true));
-  cases.push_back(with_options(make_case(2, 70, 90, 3, 48, 3, 2, 1), false, false, true));   // yolo12m's 48: 6 n8 blocks
+  cases.push_back(with_options(make_case(2, 70, 90, 3, 48, 3, 2, 1), false, false, true));   // 48 channels: 6 n8 blocks
   cases.push_back(with_options(make_case(1, 18, 21, 3, 60, 3, 2, 1), false, true, true));    // 60: 8 n8 blocks, partial
   cases.push_back(with_options(make_case(1, 1, 1, 3, 8, 3, 2, 1), false, false, true));      // one pixel
   cases.push_back(with_options(make_case(1, 16, 16, 3, 20, 3, 2, 1), false, false, true, 0, 5));  // x rows of 8 halves
@@ -2118,17 +2120,24 @@ TEST_CASE("conv2d_stem_mma matches the reference: tile edges, channel counts, vi
     INFO(describe(c));
     CHECK_FALSE(cd::stem_mma_supports(c.s));
   }
-  // conv_select takes it, and tuning times it, only under variant f16_stem_mma (off by default until it has run here).
+  // conv_select takes it under variant f16_stem_mma (on by default) for stems of <= 64 channels, conv2d_stem_f16 over
+  // that (yolo12x's 96); tuning times it on every stem it supports, only under the variant.
   const cd::ConvVariants saved = cd::conv_variants();
-  CHECK_FALSE(cd::ConvVariants().f16_stem_mma);
-  const ConvShape stem = yolo_shape(32, 640, 3, 16, 3, 2);
-  for (const bool on : {false, true}) {
-    cd::conv_variants() = cd::ConvVariants();
-    cd::conv_variants().f16_stem_mma = on;
-    INFO("f16_stem_mma " << on);
-    CHECK((plan_of(stem, true).algorithm == ConvAlgorithm::stem_mma) == on);
-    CHECK(dense_candidates_of(stem, ConvAlgorithm::stem_mma) == (on ? 1 : 0));
+  CHECK(cd::ConvVariants().f16_stem_mma);
+  for (const int c_out : {16, 64, 96, 128}) {
+    const ConvShape stem = yolo_shape(32, 640, 3, c_out, 3, 2);
+    const bool preferred = c_out <= 64;
+    CHECK(cd::stem_mma_preferred(stem) == preferred);
+    for (const bool on : {false, true}) {
+      cd::conv_variants() = cd::ConvVariants();
+      cd::conv_variants().f16_stem_mma = on;
+      INFO("c_out " << c_out << ", f16_stem_mma " << on);
+      CHECK((plan_of(stem, true).algorithm == ConvAlgorithm::stem_mma) == (on && preferred));
+      if (!(on && preferred)) CHECK(plan_of(stem, true).algorithm == ConvAlgorithm::stem_f16);
+      CHECK(dense_candidates_of(stem, ConvAlgorithm::stem_mma) == (on ? 1 : 0));
+    }
   }
+  CHECK_FALSE(cd::stem_mma_preferred(make_case(1, 16, 16, 3, 16, 3, 1, 1).s));  // stride 1: not a stem it takes
   CHECK(cd::parse_conv_variants("+f16_stem_mma").f16_stem_mma);
   cd::conv_variants() = saved;
 }

@@ -21,7 +21,7 @@
 //   fp16, f16_plan() says narrow_f16         -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
 //                                               short K, many pixels (f16_narrow; wider and longer convs
 //                                               with f16_narrow_wide, the stem with f16_narrow_stem)
-//   fp16, 3x3/2 from 3 channels (the stem)   -> conv2d_stem_mma          (conv_stem_mma.cu, variant f16_stem_mma, off)
+//   fp16, 3x3/2 from 3 to <= 64 channels     -> conv2d_stem_mma          (conv_stem_mma.cu, variant f16_stem_mma)
 //   fp16, c_in <= 4, c_out 8..128 (the stem) -> conv2d_stem_f16          (conv_stem.cu, variant f16_stem)
 //   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
 //   fp16, where wgmma_plan() takes it         -> conv2d_implicit_gemm_wgmma (conv_wgmma.cu, variant f16_wgmma,
@@ -275,7 +275,7 @@ ConvPlan conv_select(const ConvParams<T>& p) {
     }
     const ConvPlan f16 = conv_detail::f16_plan(p, conv_detail::wgmma_runs(p));
     if (f16.algorithm == ConvAlgorithm::narrow_f16) return f16;
-    if (conv_detail::conv_variants().f16_stem_mma && conv_detail::stem_mma_supports(p)) {
+    if (conv_detail::conv_variants().f16_stem_mma && conv_detail::stem_mma_preferred(p)) {
       plan.algorithm = ConvAlgorithm::stem_mma;
       return plan;
     }

@@ -266,10 +266,12 @@ struct ConvVariants {
                                   // among the tuning candidates
   bool f16_halo_wgmma_s2 = false; // the same at stride 2 (the halo split by column parity; thirteenth session; off:
                                   // slower than the implicit GEMMs on every stride-2 shape measured, fifteenth)
-  bool f16_stem_mma = false;      // the fp16 stem (3x3/2 from 3 channels) on mma.sync: conv2d_stem_mma (thirteenth
-                                  // session), and among the tuning candidates; off: slower than conv2d_stem_f16 at
-                                  // both batches measured (yolo12x batch 32: 1.28 vs 0.82 ms, fifteenth session; the
-                                  // second version 0.889 vs 0.829 ms on an H100, twenty-fourth)
+  bool f16_stem_mma = true;       // the fp16 stem (3x3/2 from 3 channels) on mma.sync: conv2d_stem_mma (thirteenth
+                                  // session; second version twenty-second), and among the tuning candidates. conv_select
+                                  // takes it for stems of <= 64 channels only (stem_mma_preferred): on an H100,
+                                  // yolo12m (3->64) 11.384 -> 11.157 ms at batch 32 and 1.034 -> 1.023 at batch 1
+                                  // (twenty-eighth session); at 96 (yolo12x) conv2d_stem_f16 is faster, 0.829 against
+                                  // 0.889 ms at batch 32 (twenty-fourth). On since the twenty-ninth session
   bool f16_wgmma_waves = true;    // with f16_wgmma: on grids of 4+ tiles of 128 x 64 per SM, the wgmma tile by a model of
                                   // waves (wgmma_plan_waves, conv_wgmma.cu; twelfth session, fitted to tuning with raster_n)
   bool f16_gemm_tma = false;      // fp16 1x1 convs (groups 1) over grids of 4+ tiles of 128 x 128 per SM: conv2d_gemm_tma

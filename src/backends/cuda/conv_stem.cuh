@@ -20,9 +20,12 @@ void launch_conv2d_stem_f16(const ConvParams<__half>& p, cudaStream_t stream);
 
 // conv2d_stem_mma (conv_stem_mma.cu): the stem on the tensor cores. supports: groups 1, c_in 3, k 3, stride 2,
 // dilation 1, any pad, 1 <= c_out <= 128; any views and alignment (element loads; half2 stores where they
-// allow). conv_select takes it under variant f16_stem_mma (off: slower than conv2d_stem_f16). max_grid > 0 caps the
-// persistent grid (the tests).
+// allow). max_grid > 0 caps the persistent grid (the tests).
 bool stem_mma_supports(const ConvShape& s);
+// Where conv_select takes conv2d_stem_mma over conv2d_stem_f16 (under variant f16_stem_mma, on): a shape it supports
+// with at most 64 output channels (yolo12m and l's 3->64 faster on the tensor cores, yolo12x's 96 not; measured in
+// the network, docs/kernels-conv.md). Tuning times it on every shape it supports.
+bool stem_mma_preferred(const ConvShape& s);
 void launch_conv2d_stem_mma(const ConvParams<__half>& p, cudaStream_t stream, int max_grid = 0);
 
 }  // namespace yolo12::cuda::conv_detail

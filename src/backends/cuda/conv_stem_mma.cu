@@ -24,8 +24,9 @@
 //   shared memory and writes them as 16-byte chunks, whole pixel rows at a time; otherwise the residual is added
 //   and channel pairs (or single channels) are stored from the registers.
 // Requirements (stem_mma_supports): fp16, groups 1, c_in 3, k 3, stride 2, dilation 1, any pad, c_out <= 128.
-// Used under variant f16_stem_mma (off): test_conv [stem_mma] checks it against the reference on a GPU, and
-// tests/unit/test_stem_mma_layout.cpp replays the layout on the CPU. The second version has not yet run on a GPU.
+// Used under variant f16_stem_mma (on since the twenty-ninth session, for stems of <= 64 channels:
+// stem_mma_preferred): test_conv [stem_mma] checks it against the reference on a GPU, and
+// tests/unit/test_stem_mma_layout.cpp replays the layout on the CPU.
 #include <cstdint>
 
 #include "common.cuh"
@@ -186,6 +187,8 @@ bool stem_mma_supports(const ConvShape& s) {
   return s.groups == 1 && s.c_in == sm::kCin && s.k == sm::kK && s.stride == sm::kStride && s.dilation == 1 &&
          s.pad >= 0 && s.c_out >= 1 && s.c_out <= 128;
 }
+
+bool stem_mma_preferred(const ConvShape& s) { return stem_mma_supports(s) && s.c_out <= 64; }
 
 void launch_conv2d_stem_mma(const ConvParams<__half>& cp, cudaStream_t stream, int max_grid) {
   StemMmaParams p;
