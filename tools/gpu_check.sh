@@ -10,7 +10,8 @@
 #          --profile-ops) under each conv-variant setting of PROFILE_VARIANTS.
 #   sanitize  only the sanitizer step of `test`: build the library and the SANITIZE_TESTS tests (default
 #          test_model_gpu), export the fixture models, run their compute-sanitizer processes (no ctest, no
-#          example app, no profile), so that a long SANITIZE_TIMEOUT fits one call.
+#          example app, no profile), so that a long SANITIZE_TIMEOUT fits one call. An entry TEST:TAG runs
+#          only that tag's cases of TEST (memcheck and racecheck, one process each, e.g. test_conv:splitk).
 #   bench  peer + ours:
 #   peer   the PyTorch peer (bench/torch_peer.py: Ultralytics YOLO12 n/s/m/l/x, random weights);
 #          its JSON is kept in the build folder for a later `ours` call on the same warm machine;
@@ -145,7 +146,7 @@ for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu tests/ops/test_*.cu; do [ -f "
 targets=(yolo12)
 case "$mode" in
   all|test) targets+=("${gpu_tests[@]}") ;;
-  sanitize) targets+=(${SANITIZE_TESTS:-test_model_gpu})
+  sanitize) for t in ${SANITIZE_TESTS:-test_model_gpu}; do targets+=("${t%%:*}"); done
             for r in ${SANITIZE_PLAIN_RUNS:-}; do targets+=("${r%%:*}"); done ;;
   perf) if [ -n "${PERF_TESTS:-}" ]; then targets+=($PERF_TESTS)  # only these GPU tests
         elif [ "${PERF_ALL_TESTS:-0}" = 1 ]; then targets+=("${gpu_tests[@]}"); else targets+=(test_conv test_preprocess test_roofline); fi ;;
@@ -382,8 +383,15 @@ profile_variants() {
   done
 }
 san_start() {  # the sanitizer processes of the tests in $1 (started in the background; san_report waits)
-  local t
+  local t tag
   for t in $1; do
+    case "$t" in  # "test:tag": that tag's cases only (e.g. test_conv:splitk), as PERF_SAN_TAGS runs them
+      *:*) tag=${t#*:} t=${t%%:*}
+           [ -x "$build/tests/$t" ] || continue
+           san_job memcheck "$t" "${t}_$tag" "[$tag]~[host]" env YOLO12_CONV_TUNE_QUICK=1
+           san_job racecheck "$t" "${t}_$tag" "[$tag]~[host]" env YOLO12_CONV_TUNE_QUICK=1
+           continue ;;
+    esac
     [ -x "$build/tests/$t" ] || continue
     if [ "$t" = test_model_gpu ]; then san_model_jobs; continue; fi
     san_job memcheck "$t" "$t" "~[big]"

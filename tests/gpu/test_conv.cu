@@ -2360,6 +2360,16 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
     yolo12::cuda::ConvPlan plan;
     CHECK_FALSE(cd::wgmma_plan(shape(32, 80, 96, 96, 1, 1), dev, plan, cd::ConvVariants{}));
   }
+  // Twenty-ninth session: with 4 K tiles, channels no width of 96+ divides (yolo12l's MLP 256->312 at 40x40) take the
+  // 128 x 64 wgmma tile; with 6 (yolo12x's 384->464 there) they stay on mma.sync.
+  {
+    yolo12::cuda::ConvPlan plan;
+    REQUIRE(cd::wgmma_plan(shape(32, 40, 256, 312, 1, 1), dev, plan, cd::ConvVariants{}));
+    CHECK(plan.bn == 64);
+    CHECK(plan.stages == 4);
+    CHECK_FALSE(plan.pingpong);
+    CHECK_FALSE(cd::wgmma_plan(shape(32, 40, 384, 464, 1, 1), dev, plan, cd::ConvVariants{}));
+  }
   // Below 4 tiles of 128 x 64 per SM the rule is the eleventh session's (batch 1's long-K 3x3/2 at 160x160).
   {
     yolo12::cuda::ConvPlan a, b;

@@ -633,8 +633,13 @@ bool wgmma_plan_waves(const ConvShape& s, const GemmLayout& l, long long m_tiles
   // (H100); yolo12x's 384->384 there 0.291 -> 0.296 (H200, fifteenth session, before the seventeenth's epilogue
   // change). With 4 K tiles the GPUs disagree (yolo12m's 256->256 at 80x80 0.151 -> 0.139 on the H100, yolo12l's
   // 0.160 -> 0.179 on the H200's older log), so those stay from 4 row tiles per SM.
+  // Twenty-ninth session: the clause for channels no width of 96+ divides holds from 5 K tiles only (yolo12x's 384->464
+  // at 40x40, where mma.sync and wgmma were even on the H200). With 4 (yolo12l's MLP 256->312 at 40x40, batch 32) the
+  // 128 x 64 wgmma tile the model picks won on both GPUs: 0.063 -> 0.048 ms on the H100 (twenty-ninth session's tune
+  // log), 0.069 -> 0.063 on the H200 (fifteenth session).
   const long long rows_min = (k_tiles <= 4 ? 4 : 16) * sms;
-  if (pointwise && k_tiles <= 6 && l.n_g >= 256 && (m_tiles >= rows_min || (!divides && m_tiles >= 3 * sms)))
+  if (pointwise && k_tiles <= 6 && l.n_g >= 256 &&
+      (m_tiles >= rows_min || (!divides && k_tiles >= 5 && m_tiles >= 3 * sms)))
     return false;
   double best = 0;
   bool found = false;
