@@ -36,7 +36,8 @@
 #                                           yolo12-bench and yolo12-bench-b, tar -cf - both | xz -9e > ab.tar.xz);
 #                                           into $OUT/prebuilt_ab.txt
 #   tools/dev/call_prebuilt.sh bench SCALES there: one build of yolo12-bench (BIN, default /tmp/yolo12-bench, else the
-#                                           carried one) on each yolo12SCALE of the comma list, ROUNDS (2) runs of
+#                                           carried one; several space-separated builds are alternated, an A/B) on
+#                                           each yolo12SCALE of the comma list, ROUNDS (2) runs of
 #                                           batch 1 and 32 each, fp16, the peer's random weights (carry .whl); into
 #                                           $OUT/bench.txt (e.g. after `tools/gpu_check.sh test`, with
 #                                           BIN=build-check/yolo12-bench)
@@ -156,10 +157,13 @@ case "${1:-}" in
     scales=${2:?usage: $0 bench SCALES}
     out=${OUT:-out/prebuilt}
     mkdir -p "$out"
-    bin=${BIN:-/tmp/yolo12-bench}
-    [ -x "$bin" ] || { unpack yolo12-bench || exit 1; }
+    bins=${BIN:-/tmp/yolo12-bench}  # several, space-separated: alternated in each round (an A/B of two builds)
+    for bin in $bins; do
+      [ -x "$bin" ] || [ "$bin" != /tmp/yolo12-bench ] || unpack yolo12-bench || exit 1
+      [ -x "$bin" ] || { echo "bench: no $bin" >&2; exit 1; }
+    done
     peer_model "$scales" "$out" || exit 1
-    bench_rounds "$scales" "$bin" 2>&1 | tee "$out/bench.txt"
+    bench_rounds "$scales" $bins 2>&1 | tee "$out/bench.txt"
     ;;
   ncu)
     sc=${2:?usage: $0 ncu SCALE REGEX}
