@@ -68,6 +68,47 @@ class TuneLogReport(unittest.TestCase):
         self.assertIn("batch 1: conv_select 0.010 ms, the fastest 0.010 ms (+0.000)", text)
         self.assertEqual(len(tune_log_report.report_gaps(rows, 1).splitlines()), 5)  # 2 headers, 2 shapes, 1 "more"
 
+    def test_agree(self):
+        # Two GPUs' logs. X: P2 fastest on both and beats both logged rules (agreed). Y: each log's fastest is the
+        # other's slower plan by over 3 % (the GPUs disagree). Z: in one log only. W: the rule is the fastest on both.
+        # V: the logs' common plan (R2) is within 3 % of both fastest but the first log's rule is faster than it.
+        # U: the second log's fastest plan (U3) is one the first did not time.
+        a = """tune conv f16 cX b1 ld1 al1: P1 0.010; P2 0.008; P3 0.009
+tune conv f16 cX b1 ld2 al1: P1 0.010; P2 0.008; P3 0.009
+tune conv f16 cY b1 ld1 al1: Q1 0.020; Q2 0.015
+tune conv f16 cZ b1 ld1 al1: S1 0.030; S2 0.010
+tune conv f16 cW b1 ld1 al1: T1 0.005; T2 0.006
+tune conv f16 cV b1 ld1 al1: R1 0.010; R2 0.0101
+tune conv f16 cU b1 ld1 al1: U1 0.010; U2 0.020
+"""
+        b = """tune conv f16 cX b1 ld1 al1: P3 0.0095; P1 0.012; P2 0.009
+tune conv f16 cY b1 ld7 al1: Q1 0.020; Q2 0.025
+tune conv f16 cW b1 ld1 al1: T1 0.004; T2 0.007
+tune conv f16 cV b1 ld1 al1: R1 0.012; R2 0.010
+tune conv f16 cU b1 ld1 al1: U1 0.030; U2 0.040; U3 0.015
+"""
+        ra, rb = tune_log_report.parse(a.splitlines()), tune_log_report.parse(b.splitlines())
+        text = tune_log_report.report_agree(ra, rb, 10, 0.03)
+        lines = text.splitlines()
+        self.assertEqual(lines[0], "batch 1: 5 shapes in both logs; 1 where one plan within 3 % of both logs' fastest "
+                                   "beats both logged rules (summed ms gained in each log):")
+        # X: two convs in the first log (0.020 -> 0.016), one in the second (its rule P3 0.0095 -> 0.009).
+        self.assertEqual(lines[1], "  -0.0040 / -0.0005 ms  conv f16 cX b1 (n=2 / 1): P1 / P3 -> P2 (1.00x / 1.00x of "
+                                   "each log's fastest)")
+        self.assertEqual(lines[2], "batch 1: 2 shapes where no plan is within 3 % in both and the fastest differ:")
+        self.assertEqual(lines[3], "  conv f16 cU b1 (n=1 / 1): fastest U1 0.0100 / U3 0.0150 ms; each other's "
+                                   "untimed / 0.0300; rule U1 0.0100 / U1 0.0300")
+        self.assertEqual(lines[4], "  conv f16 cY b1 (n=1 / 1): fastest Q2 0.0150 / Q1 0.0200 ms; each other's "
+                                   "0.0200 / 0.0250; rule Q1 0.0200 / Q1 0.0200")
+        self.assertEqual(len(lines), 5)  # the larger disagreement first (U: 0.015 ms, Y: 0.010); Z, W, V nowhere
+        # With a slack under V's 1 %, V's fastest plans (R1 / R2) differ by more than it: a disagreement. X stays
+        # agreed (P2 is the fastest in both logs).
+        tight = tune_log_report.report_agree(ra, rb, 10, 0.005).splitlines()
+        self.assertIn("batch 1: 3 shapes where no plan is within 0.5 % in both and the fastest differ:", tight)
+        self.assertIn("  conv f16 cV b1 (n=1 / 1): fastest R1 0.0100 / R2 0.0100 ms; each other's 0.0101 / 0.0120; "
+                      "rule R1 0.0100 / R1 0.0120", tight)
+        self.assertIn("cX", tight[1])
+
     def test_command_line(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "profile.log")
@@ -84,11 +125,19 @@ class TuneLogReport(unittest.TestCase):
                           "fastest without chain fused 0.011 ms; chain fused ran on 1 convs", out.stdout)
             self.assertIn("-0.0030 ms", out.stdout)
             self.assertNotIn("batch 32", out.stdout)
+            out = subprocess.run([sys.executable, script, path, "--agree", path], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)  # a log against itself: its own gaps, nothing differs
+            self.assertIn("batch 32: 2 shapes in both logs; 2 where one plan", out.stdout)
+            self.assertIn("-0.0500 / -0.0500 ms  conv f16 c96-96", out.stdout)
+            self.assertIn("batch 32: 0 shapes where no plan", out.stdout)
             empty = os.path.join(d, "empty.log")
             open(empty, "w").close()
             out = subprocess.run([sys.executable, script, empty], capture_output=True, text=True)
             self.assertEqual(out.returncode, 1)
             self.assertIn("no 'tune ...' lines", out.stderr)
+            out = subprocess.run([sys.executable, script, path, "--agree", empty], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("empty.log: no 'tune ...' lines", out.stderr)
 
 
 if __name__ == "__main__":

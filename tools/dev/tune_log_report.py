@@ -2,6 +2,7 @@
 """What kernel tuning measured, per conv and in total, from the lines YOLO12_CONV_TUNE_LOG=1 writes.
 
     python3 tools/dev/tune_log_report.py LOG [--kernel halo_wgmma] [--top 30] [--keys conv] [--by-shape | --gaps]
+    python3 tools/dev/tune_log_report.py LOG --agree LOG2 [--slack 0.03] [--top 30] [--keys conv]
 
 Each line `tune <key>: <plan> <ms>; <plan> <ms>; ...` (conv_tune.cu) is one conv at one batch size; its first
 plan is conv_select's. For every batch size the report gives the sum over convs of conv_select's time, of the
@@ -18,6 +19,14 @@ others: the table a selection rule is fitted to (docs/kernels-conv.md, "The fift
 how many convs of the shape, the summed time of conv_select's plans and of the fastest ones, and the plans (the
 most frequent fastest one); the table the selection rules are refitted to (docs/kernels-conv.md, "The eighteenth
 session"). --kernel plays no part in it.
+
+`--agree LOG2` compares two logs (two GPUs, or two builds) shape by shape, at each batch size, where both timed the
+shape: for every plan timed on every conv of the shape in both logs, its summed time over the fastest such plan's,
+in each log; the plan whose worse ratio of the two is smallest is the common choice. Listed first, the shapes where
+the common choice is within --slack (default 3 %) of each log's fastest and faster than each log's logged rule (what
+a rule change can take with both GPUs' measurements behind it), the largest summed gain first; then the shapes where
+no plan is within the slack in both logs and the logs' fastest plans differ (what the GPUs disagree on). yolo12m and
+yolo12l share most conv shapes, so an m log of one GPU and an l log of another compare too.
 
 The conv chains' tuning (conv_chain.cu) writes lines of the same form, `tune chain f16 ...: chain fused <ms>; chain
 split <ms>; chain links <ms>`: `--keys chain --kernel "chain fused"` reports the chains alone, the fused kernel
@@ -148,6 +157,63 @@ def report_gaps(rows, top):
     return "\n".join(text)
 
 
+def shape_totals(rows):
+    """{(batch, shape): (n convs, logged rule's summed ms, its plan name, {plan: summed ms})}, the plans being those
+    timed on every conv of the shape."""
+    groups = collections.OrderedDict()
+    for key, batch, plans in rows:
+        groups.setdefault((batch, shape_of(key)), []).append(plans)
+    out = collections.OrderedDict()
+    for k, convs in groups.items():
+        names = set.intersection(*[{name for name, _ in plans} for plans in convs])
+        totals = {name: sum(dict(plans)[name] for plans in convs) for name in names}
+        out[k] = (len(convs), sum(plans[0][1] for plans in convs), convs[0][0][0], totals)
+    return out
+
+
+def report_agree(rows_a, rows_b, top, slack):
+    """Per batch size, the shapes both logs timed: the changes both support, then the shapes they disagree on."""
+    ta, tb = shape_totals(rows_a), shape_totals(rows_b)
+    text = []
+    for batch in sorted({b for b, _ in ta if (b, _) in tb}):
+        agree, differ = [], []
+        shapes = [k for k in ta if k[0] == batch and k in tb]
+        for k in shapes:
+            (na, rule_a, name_a, pa), (nb, rule_b, name_b, pb) = ta[k], tb[k]
+            common = [n for n in pa if n in pb]
+            if not common:
+                continue
+            best_a, best_b = min(pa.values()), min(pb.values())
+            ratio = {n: max(pa[n] / best_a, pb[n] / best_b) for n in common}
+            pick = min(common, key=lambda n: (ratio[n], pa[n] + pb[n]))
+            gain_a, gain_b = rule_a - pa[pick], rule_b - pb[pick]
+            head = f"{k[1]} (n={na} / {nb})"
+            if ratio[pick] <= 1 + slack and gain_a > 0 and gain_b > 0:
+                agree.append((-(gain_a + gain_b),
+                              f"  {-gain_a:+.4f} / {-gain_b:+.4f} ms  {head}: {name_a} / {name_b} -> {pick} "
+                              f"({pa[pick] / best_a:.2f}x / {pb[pick] / best_b:.2f}x of each log's fastest)"))
+            elif ratio[pick] > 1 + slack:
+                fa, fb = min(pa, key=pa.get), min(pb, key=pb.get)
+                if fa != fb:  # each log's time for the other's fastest plan, where it timed that plan
+                    xa, xb = pa.get(fb), pb.get(fa)
+                    shown = lambda t: "untimed" if t is None else f"{t:.4f}"
+                    differ.append((-(xa - best_a if xa else 0) - (xb - best_b if xb else 0),
+                                   f"  {head}: fastest {fa} {best_a:.4f} / {fb} {best_b:.4f} ms; each other's "
+                                   f"{shown(xa)} / {shown(xb)}; rule {name_a} {rule_a:.4f} / {name_b} {rule_b:.4f}"))
+        text.append(f"batch {batch}: {len(shapes)} shapes in both logs; {len(agree)} where one plan within "
+                    f"{slack * 100:g} % of both logs' fastest beats both logged rules (summed ms gained in each log):")
+        text += [line for _, line in sorted(agree)[:top]]
+        text.append(f"batch {batch}: {len(differ)} shapes where no plan is within {slack * 100:g} % in both and the "
+                    f"fastest differ:")
+        text += [line for _, line in sorted(differ)[:top]]
+    return "\n".join(text)
+
+
+def read_rows(path, keys):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return [r for r in parse(f) if r[0].startswith(keys)]
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("log")
@@ -156,12 +222,19 @@ def main(argv):
     ap.add_argument("--keys", default="", help="only the lines whose key starts with this (conv, chain)")
     ap.add_argument("--by-shape", action="store_true", help="per conv shape, not per conv")
     ap.add_argument("--gaps", action="store_true", help="where conv_select's plan loses to the fastest, per shape")
+    ap.add_argument("--agree", metavar="LOG2", help="compare with a second log, shape by shape")
+    ap.add_argument("--slack", type=float, default=0.03, help="--agree: how far from each log's fastest counts as even")
     args = ap.parse_args(argv)
-    with open(args.log, encoding="utf-8", errors="replace") as f:
-        rows = [r for r in parse(f) if r[0].startswith(args.keys)]
-    if not rows:
-        print(f"{args.log}: no 'tune ...' lines (was YOLO12_CONV_TUNE_LOG=1 set?)", file=sys.stderr)
-        return 1
+    logs = [args.log] + ([args.agree] if args.agree else [])
+    rows = [read_rows(path, args.keys) for path in logs]
+    for path, r in zip(logs, rows):
+        if not r:
+            print(f"{path}: no 'tune ...' lines (was YOLO12_CONV_TUNE_LOG=1 set?)", file=sys.stderr)
+            return 1
+    if args.agree:
+        print(report_agree(rows[0], rows[1], args.top, args.slack))
+        return 0
+    rows = rows[0]
     if args.gaps:
         print(report_gaps(rows, args.top))
     else:
