@@ -382,14 +382,18 @@ profile_variants() {
     note "profile ($prefix$name): $(grep -E '^[nsmlx] fp16' "$log" | tr -s ' ' | cut -c1-60 | tr '\n' ';')"
   done
 }
+# san_tag_jobs TEST TAG: memcheck and racecheck of TEST's cases tagged TAG (host-only cases left out), one process
+# each. Kernel tuning inside a sanitizer runs each candidate once (YOLO12_CONV_TUNE_QUICK), as in the whole-model
+# jobs: test_conv_chain's whole-model case tunes, and under racecheck it died while tuning (fifteenth session).
+san_tag_jobs() {
+  san_job memcheck "$1" "${1}_$2" "[$2]~[host]" env YOLO12_CONV_TUNE_QUICK=1
+  san_job racecheck "$1" "${1}_$2" "[$2]~[host]" env YOLO12_CONV_TUNE_QUICK=1
+}
 san_start() {  # the sanitizer processes of the tests in $1 (started in the background; san_report waits)
-  local t tag
+  local t
   for t in $1; do
-    case "$t" in  # "test:tag": that tag's cases only (e.g. test_conv:splitk), as PERF_SAN_TAGS runs them
-      *:*) tag=${t#*:} t=${t%%:*}
-           [ -x "$build/tests/$t" ] || continue
-           san_job memcheck "$t" "${t}_$tag" "[$tag]~[host]" env YOLO12_CONV_TUNE_QUICK=1
-           san_job racecheck "$t" "${t}_$tag" "[$tag]~[host]" env YOLO12_CONV_TUNE_QUICK=1
+    case "$t" in  # "test:tag": that tag's cases only (e.g. test_conv:splitk)
+      *:*) [ -x "$build/tests/${t%%:*}" ] && san_tag_jobs "${t%%:*}" "${t#*:}"
            continue ;;
     esac
     [ -x "$build/tests/$t" ] || continue
@@ -559,10 +563,7 @@ if [ "$mode" = perf ]; then
     for tag in ${PERF_SAN_TAGS:-narrow dwtiled}; do  # one process per kernel, so a slow one cannot leave the other unchecked
       san_test=test_conv  # "test:tag" for a tag of another GPU test (test_conv_chain:chain)
       case "$tag" in *:*) san_test=${tag%%:*}; tag=${tag#*:} ;; esac
-      # Kernel tuning inside a sanitizer runs each candidate once (YOLO12_CONV_TUNE_QUICK), as in the whole-model
-      # jobs: test_conv_chain's whole-model case tunes, and under racecheck it died while tuning (fifteenth session).
-      san_job memcheck "$san_test" "${san_test}_$tag" "[$tag]~[host]" env YOLO12_CONV_TUNE_QUICK=1
-      san_job racecheck "$san_test" "${san_test}_$tag" "[$tag]~[host]" env YOLO12_CONV_TUNE_QUICK=1
+      san_tag_jobs "$san_test" "$tag"
     done
     san_job memcheck test_roofline test_roofline '[roofline]~[host]~measure_roofline*'
     if [ -x "$build/tests/test_ops_gpu" ]; then  # the shared op suite (PERF_ALL_TESTS=1 builds it)
