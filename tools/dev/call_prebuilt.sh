@@ -158,8 +158,8 @@ case "${1:-}" in
     out=${OUT:-out/prebuilt}
     mkdir -p "$out"
     bins=${BIN:-/tmp/yolo12-bench}  # several, space-separated: alternated in each round (an A/B of two builds)
-    for bin in $bins; do
-      [ -x "$bin" ] || [ "$bin" != /tmp/yolo12-bench ] || unpack yolo12-bench || exit 1
+    for bin in $bins; do  # the default one from the carry where the call before left none
+      if [ "$bin" = /tmp/yolo12-bench ] && [ ! -x "$bin" ]; then unpack yolo12-bench || exit 1; fi
       [ -x "$bin" ] || { echo "bench: no $bin" >&2; exit 1; }
     done
     peer_model "$scales" "$out" || exit 1

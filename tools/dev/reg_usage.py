@@ -65,7 +65,8 @@ def short(name):
 def compare(old, new, kernel_re="", every=False):
     """Lines of the report and the number of kernels whose register-limited blocks per SM dropped."""
     lines, drops = [], 0
-    for name in sorted(set(old) & set(new)):
+    both = set(old) & set(new)
+    for name in sorted(both):
         if kernel_re and not re.search(kernel_re, name):
             continue
         (r0, s0), (r1, s1) = old[name], new[name]
@@ -81,7 +82,7 @@ def compare(old, new, kernel_re="", every=False):
                 drops += 1
         lines.append(line)
     only = len(set(old) ^ set(new))
-    lines.append(f"{len(set(old) & set(new))} kernels in both, {only} in one only; {drops} with fewer blocks per SM")
+    lines.append(f"{len(both)} kernels in both, {only} in one only; {drops} with fewer blocks per SM")
     return lines, drops
 
 

@@ -175,9 +175,10 @@ def report_agree(rows_a, rows_b, top, slack):
     """Per batch size, the shapes both logs timed: the changes both support, then the shapes they disagree on."""
     ta, tb = shape_totals(rows_a), shape_totals(rows_b)
     text = []
-    for batch in sorted({b for b, _ in ta if (b, _) in tb}):
+    both = [k for k in ta if k in tb]
+    for batch in sorted({b for b, _ in both}):
         agree, differ = [], []
-        shapes = [k for k in ta if k[0] == batch and k in tb]
+        shapes = [k for k in both if k[0] == batch]
         for k in shapes:
             (na, rule_a, name_a, pa), (nb, rule_b, name_b, pb) = ta[k], tb[k]
             common = [n for n in pa if n in pb]

@@ -85,8 +85,9 @@ void conv_pack_weights(const ConvShape& s, const float* oihw, T* dst, int tensor
     throw Error("conv_pack_weights: a tensor of " + std::to_string(co_n) + " x " + std::to_string(ci_n) +
                 " channels does not fit a conv of " + std::to_string(s.c_out) + " x " + std::to_string(s.c_in) +
                 " in groups of " + std::to_string(s.groups) + " (only groups-1 convs are widened)");
+  const GemmLayout l = gemm_layout(s);  // the GEMM packing's (depthwise convs pack their own way, below)
   // The GEMM kernels address one group's packed weights with 32-bit offsets (conv2d_implicit_gemm_f16's B rows).
-  if (!is_depthwise(s) && 1LL * gemm_layout(s).n_g * gemm_layout(s).k_pad > std::numeric_limits<int>::max())
+  if (!is_depthwise(s) && 1LL * l.n_g * l.k_pad > std::numeric_limits<int>::max())
     throw Error("conv_pack_weights: a conv of " + std::to_string(s.c_out) + " x " + std::to_string(s.c_in) + " x " +
                 std::to_string(s.k) + "x" + std::to_string(s.k) + " has 2^31 or more weights per group");
   const std::size_t total = conv_packed_weight_elems(s);
@@ -98,7 +99,6 @@ void conv_pack_weights(const ConvShape& s, const float* oihw, T* dst, int tensor
       for (int t = 0; t < kk; ++t) dst[static_cast<std::size_t>(t) * c_pad + c] = T(oihw[c * kk + t]);
     return;
   }
-  const GemmLayout l = gemm_layout(s);
   const int cin_t = widened ? ci_n : l.cin_g;  // the tensor's input channels per group (groups 1 if widened)
   for (int co = 0; co < co_n; ++co)  // row co of (groups * n_g, k_pad) is (group, n) = divmod(co, n_g)
     for (int ci = 0; ci < cin_t; ++ci)
