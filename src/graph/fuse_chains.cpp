@@ -210,6 +210,53 @@ int fuse_stride1_pairs(Graph& g, const PairFilter& accept) {
   return fuse_pairs(g, [](const ConvAttrs& a) { return chain_stride1(a); }, true, accept);
 }
 
+int fuse_dw_branches(Graph& g, const BranchFilter& accept) {
+  constexpr int kLinks = 5;
+  const Touches t(g);  // decided on the unchanged graph, then applied
+  const auto dw3 = [](const ConvAttrs& a) { return chain_depthwise(a) && a.k == 3; };
+  std::vector<Op> ops;
+  int branches = 0;
+  for (std::size_t i = 0; i < g.ops.size();) {
+    const ConvOp* c[kLinks] = {};
+    bool ok = i + kLinks <= g.ops.size();
+    for (int k = 0; ok && k < kLinks; ++k) {
+      c[k] = g.ops[i + static_cast<std::size_t>(k)].get_if<ConvOp>();
+      ok = c[k] && !c[k]->residual.valid() &&
+           (k == 0 || k == 2 ? dw3(c[k]->attrs) : chain_pointwise(c[k]->attrs));
+    }
+    const int first = static_cast<int>(i), last = first + kLinks - 1;
+    for (int k = 1; ok && k < kLinks; ++k) {
+      const ValueRef& prev = c[k - 1]->out;
+      ok = same_slice(c[k]->in, prev) && t.writers(prev) == 1 && !t.needed_outside(prev, first, last) &&
+           !overlap(c[kLinks - 1]->out, prev) && !overlap(prev, c[0]->in);
+    }
+    ok = ok && !overlap(c[kLinks - 1]->out, c[0]->in);
+    if (ok && accept) {
+      std::vector<ConvAttrs> attrs;
+      for (const ConvOp* l : c) attrs.push_back(l->attrs);
+      ok = accept(attrs);
+    }
+    if (!ok) {
+      ops.push_back(std::move(g.ops[i]));
+      ++i;
+      continue;
+    }
+    ConvChainOp op;
+    op.attrs.links = kLinks;
+    op.attrs.stored[kLinks - 1] = true;
+    std::string name;
+    for (int k = 0; k < kLinks; ++k) {
+      op.links.push_back(*c[k]);
+      name += (k ? " + " : "") + g.ops[i + static_cast<std::size_t>(k)].name;
+    }
+    ops.push_back(Op{name, std::move(op)});
+    ++branches;
+    i += kLinks;
+  }
+  g.ops = std::move(ops);
+  return branches;
+}
+
 void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& op_name) {
   auto bad = [&](const std::string& what) { throw ModelError("conv chain '" + op_name + "': " + what); };
   const int n = op.attrs.links;
@@ -252,11 +299,14 @@ void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& 
       if (op.attrs.residual_link[i] != -1 || op.attrs.stored[i]) bad("attributes set past the last link");
     return;
   }
+  const bool branch = chain_dw_branch(op);  // links 0 and 2 depthwise, no residuals
   for (int i = 0; i < n; ++i) {
     const ConvOp& c = op.links[static_cast<std::size_t>(i)];
     const ConvAttrs& a = c.attrs;
     const std::string link = "link " + std::to_string(i) + ": ";
-    if (!chain_pointwise(a) && !(i == 0 && chain_depthwise(a)))
+    if (branch && (c.residual.valid() || op.attrs.residual_link[i] != -1))
+      bad(link + "a depthwise branch takes no residual");
+    if (!chain_pointwise(a) && !((i == 0 || (branch && i == 2)) && chain_depthwise(a)))
       bad(link + (i == 0 ? "neither a 1x1 conv with stride 1, pad 0, groups 1, dilation 1 nor a depthwise conv at "
                            "stride 1 keeping the map's size"
                          : "not a 1x1 conv with stride 1, pad 0, groups 1, dilation 1"));

@@ -37,6 +37,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "graph/graph.hpp"
 
@@ -74,6 +75,19 @@ int fuse_stride2_pairs(Graph& g, const PairFilter& accept = nullptr);
 // f16_halo_pair).
 int fuse_stride1_pairs(Graph& g, const PairFilter& accept = nullptr);
 
+// Makes a depthwise branch (graph/ops.hpp, chain_dw_branch) of every five CONSECUTIVE ConvOps that are a depthwise
+// 3x3 conv, a 1x1, a depthwise 3x3, a 1x1 and a 1x1 (chain_depthwise with k 3, chain_pointwise), each but the first
+// reading through `in` exactly the slice the one before writes (which nothing else writes), none with a residual,
+// where nothing outside the five reads or writes the first four outputs (nor a graph output or the head: they become
+// scratch, stored[0..3] false) and the last output overlaps neither the first's input nor those four. The branch takes
+// the first conv's place, named by the five names joined with " + ". Greedy from the first op; deterministic; returns
+// how many it made (0: g is unchanged). Where `accept` is given, a branch is made only where it also returns true for
+// the five convs' attributes (the CUDA backend: what its kernel takes). Why: the Detect head's class branch of YOLO11
+// and YOLO12 (cv3[i]: DWConv, Conv 1x1, DWConv, Conv 1x1, Conv2d 1x1 to the classes); the CUDA backend's
+// conv2d_dw_branch_f16 keeps its four maps on chip (variant f16_dw_branch).
+using BranchFilter = std::function<bool(const std::vector<ConvAttrs>& links)>;
+int fuse_dw_branches(Graph& g, const BranchFilter& accept = nullptr);
+
 // Checks what every backend's bind relies on (throws yolo12::ModelError naming op_name): 2..kMaxLinks links, as
 // many as attrs.links; each link chain_pointwise (link 0 chain_depthwise too: graph/ops.hpp), refs inside their values
 // and as wide as its attributes, all at the H x W of link 0's input; link i + 1 reads exactly link i's output
@@ -81,7 +95,8 @@ int fuse_stride1_pairs(Graph& g, const PairFilter& accept = nullptr);
 // of that link; the last link stored. A stride-2 pair (chain_stride2_pair) instead: two chain_stride2 links without
 // residuals, each output at its conv's output size; a stride-1 pair (chain_stride1_pair) the same with chain_stride1
 // links, where link 1 may have a residual from memory (at its output's size and width, overlapping neither link 0's
-// output nor its own).
+// output nor its own). A depthwise branch (chain_dw_branch) is checked as a chain whose links 0 and 2 are depthwise,
+// with no residual on any link.
 void check_conv_chain(const Graph& g, const ConvChainOp& op, const std::string& op_name);
 
 }  // namespace yolo12::graph

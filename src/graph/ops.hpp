@@ -162,6 +162,9 @@ struct AttentionOp {
 // The third form is a stride-1 pair (chain_stride1_pair, graph::fuse_stride1_pairs): two links, each a 3x3 conv at
 // stride 1 with pad 1, groups 1, dilation 1 (chain_stride1), link 1 reading link 0's output, link 0 without a
 // residual and link 1's residual (if any) from memory (the bottlenecks of C3k2 and C3k: cv1, then cv2 + the input).
+// The fourth form is a depthwise branch (chain_dw_branch, graph::fuse_dw_branches): five links, a depthwise 3x3 (link
+// 0 and link 2, chain_depthwise with k 3) and 1x1 convs (links 1, 3 and 4, chain_pointwise), each reading the one
+// before's output at the same H x W, none with a residual (the Detect head's class branch of YOLO11 and YOLO12).
 struct ConvChainAttrs {
   static constexpr int kMaxLinks = 5;
   int links = 0;                                        // 2..kMaxLinks
@@ -215,6 +218,13 @@ inline bool chain_stride2_pair(const ConvChainOp& op) {
 inline bool chain_stride1_pair(const ConvChainOp& op) {
   return op.attrs.links == 2 && op.links.size() == 2 && chain_stride1(op.links[0].attrs) &&
          chain_stride1(op.links[1].attrs);
+}
+
+// A chain of the depthwise branch form (above): dw 3x3, 1x1, dw 3x3, 1x1, 1x1.
+inline bool chain_dw_branch(const ConvChainOp& op) {
+  const auto dw3 = [](const ConvAttrs& a) { return chain_depthwise(a) && a.k == 3; };
+  return op.attrs.links == 5 && op.links.size() == 5 && dw3(op.links[0].attrs) && chain_pointwise(op.links[1].attrs) &&
+         dw3(op.links[2].attrs) && chain_pointwise(op.links[3].attrs) && chain_pointwise(op.links[4].attrs);
 }
 
 // The op table. X(Name) names NameOp above.

@@ -960,3 +960,95 @@ TEST_CASE("the CPU executor gives bit-identical results on yolo12n with its pair
     CHECK(same_bits(run_cpu(weights, fused, x, 2).raw, want.raw));
   }
 }
+
+// ---- graph::fuse_dw_branches: Detect's class branch -----------------------------------------------------------------
+
+TEST_CASE("fuse_dw_branches on YOLO12n at 640: Detect's class branch at each level, nothing else", "[graph][chains]") {
+  const Graph plain = yolo12::graph::build_graph(yolo12n_header(), 640, 640);
+  Graph g = plain;
+  const int made = yolo12::graph::fuse_dw_branches(g);
+  check_fused(plain, g);
+  CHECK(made == 3);
+  CHECK(g.ops.size() + 4u * static_cast<std::size_t>(made) == plain.ops.size());
+  const std::vector<const Op*> found = chains(g);
+  REQUIRE(static_cast<int>(found.size()) == made);
+  std::vector<std::string> got;
+  for (const Op* op : found) {
+    const auto& branch = op->get<ConvChainOp>();
+    INFO(op->name);
+    CHECK(op->name.rfind("model.21.cv3.", 0) == 0);
+    CHECK(yolo12::graph::chain_dw_branch(branch));
+    CHECK_FALSE(yolo12::graph::chain_stride1_pair(branch));
+    CHECK(branch.scratch().size() == 4);  // the four maps: nothing after the branch reads them
+    CHECK(branch.writes().size() == 1);   // the classes, which the head reads
+    REQUIRE_NOTHROW(yolo12::graph::check_conv_chain(g, branch, op->name));
+    got.push_back(chain_str(branch));
+    std::printf("  %-60s %s\n", op->name.c_str(), chain_str(branch).c_str());
+  }
+  CHECK(got == std::vector<std::string>{"64->64->80->80->80->80 stored 00001 residual -1 -1 -1 -1 -1",
+                                        "128->128->80->80->80->80 stored 00001 residual -1 -1 -1 -1 -1",
+                                        "256->256->80->80->80->80 stored 00001 residual -1 -1 -1 -1 -1"});
+  // The filter sees the five convs (the CUDA backend's: at most 128 channels in); refused, nothing changes.
+  Graph filtered = plain;
+  CHECK(yolo12::graph::fuse_dw_branches(filtered, [](const std::vector<yolo12::graph::ConvAttrs>& l) {
+          return l.size() == 5 && l[0].c_in <= 128;
+        }) == 2);
+  Graph refused = plain;
+  CHECK(yolo12::graph::fuse_dw_branches(refused, [](const auto&) { return false; }) == 0);
+  CHECK(dump(refused) == dump(plain));
+  // Deterministic, nothing left in a fused graph, and the other passes still find theirs.
+  Graph again = g;
+  CHECK(yolo12::graph::fuse_dw_branches(again) == 0);
+  CHECK(dump(again) == dump(g));
+  Graph all = plain;
+  REQUIRE(yolo12::graph::fuse_stride2_pairs(all) == 1);
+  const int pairs = yolo12::graph::fuse_stride1_pairs(all);
+  CHECK(pairs > 0);
+  CHECK(yolo12::graph::fuse_dw_branches(all) == 3);
+  check_fused(plain, all);
+  // A chain check: a branch with a residual, or a link reading something else, is refused.
+  const Op& op = *found[0];
+  ConvChainOp bad = op.get<ConvChainOp>();
+  bad.links[3].residual = bad.links[3].out;
+  CHECK_THROWS_AS(yolo12::graph::check_conv_chain(g, bad, op.name), yolo12::ModelError);
+  bad = op.get<ConvChainOp>();
+  bad.links[2].in = bad.links[0].in;
+  CHECK_THROWS_AS(yolo12::graph::check_conv_chain(g, bad, op.name), yolo12::ModelError);
+}
+
+TEST_CASE("fuse_dw_branches' rules on YOLO12n's P3 class branch, changed by hand", "[graph][chains]") {
+  const Graph plain = yolo12::graph::build_graph(yolo12n_header(), 640, 640);
+  std::size_t at = 0;
+  while (at < plain.ops.size() && plain.ops[at].name != "model.21.cv3.0.0.0") ++at;
+  REQUIRE(at + 4 < plain.ops.size());
+  const auto fused_at = [&](auto edit) {  // whether the branch at `at` is still made after the edit
+    Graph g = plain;
+    ConvOp* c[5];
+    for (int k = 0; k < 5; ++k) c[k] = &std::get<ConvOp>(g.ops[at + static_cast<std::size_t>(k)].op);
+    edit(c);
+    yolo12::graph::fuse_dw_branches(g);
+    return g.ops[at].get_if<ConvChainOp>() != nullptr;
+  };
+  CHECK(fused_at([](ConvOp**) {}));
+  CHECK_FALSE(fused_at([](ConvOp** c) { c[0]->attrs.k = 5; c[0]->attrs.pad = 2; }));  // a 5x5 depthwise link
+  CHECK_FALSE(fused_at([](ConvOp** c) { c[2]->attrs.groups = 1; }));                  // link 2 not depthwise
+  CHECK_FALSE(fused_at([](ConvOp** c) { c[3]->attrs.k = 3; c[3]->attrs.pad = 1; }));  // link 3 not 1x1
+  CHECK_FALSE(fused_at([](ConvOp** c) { c[4]->residual = c[0]->in; }));               // a residual
+  CHECK_FALSE(fused_at([](ConvOp** c) { c[2]->in.c -= 1; }));                         // not exactly link 1's slice
+  CHECK_FALSE(fused_at([](ConvOp** c) { c[4]->out = c[0]->in; }));                    // writes over the input
+}
+
+TEST_CASE("the CPU executor gives bit-identical results on yolo12n with its class branches fused",
+          "[graph][chains][cpu]") {
+  std::vector<float> x;
+  std::string why;
+  const std::string y12 = fixture("yolo12n_rand.pt", x, why);
+  YOLO12_SKIP_IF(y12.empty(), why);
+  const auto file = yolo12::model::ModelFile::open(y12);
+  const auto weights = yolo12::cpu::load_weights(*file);
+  const Graph plain = yolo12::graph::build_graph(file->header(), 320, 320);
+  const CpuRun want = run_cpu(weights, plain, x, 2);
+  Graph fused = plain;
+  REQUIRE(yolo12::graph::fuse_dw_branches(fused) == 3);
+  CHECK(same_bits(run_cpu(weights, fused, x, 2).raw, want.raw));
+}

@@ -41,6 +41,12 @@
 #                                           batch 1 and 32 each, fp16, the peer's random weights (carry .whl); into
 #                                           $OUT/bench.txt (e.g. after `tools/gpu_check.sh test`, with
 #                                           BIN=build-check/yolo12-bench)
+#   tools/dev/call_prebuilt.sh test NAME [ARGS]  there (carry .carry/prebuilt with NAME.xz: a GPU test binary built here,
+#                                           e.g. tests/test_dw_branch stripped and xz-compressed): the test with the
+#                                           Catch2 ARGS, on the fixture models (tests/data/*.pt) exported there, the
+#                                           source tree and a scratch binary folder given by environment; under
+#                                           compute-sanitizer --tool SANITIZER where that is set (memcheck,
+#                                           racecheck); into $OUT/NAME[_SANITIZER].log
 #   tools/dev/call_prebuilt.sh ncu SCALE REGEX  there (carry .carry/prebuilt with yolo12-bench.xz, and .whl): Nsight
 #                                           Compute on the first COUNT (4) kernels whose names match REGEX (after SKIP)
 #                                           in yolo12SCALE at batch BATCH (32), one stream: speed of light, occupancy,
@@ -164,6 +170,22 @@ case "${1:-}" in
     done
     peer_model "$scales" "$out" || exit 1
     bench_rounds "$scales" $bins 2>&1 | tee "$out/bench.txt"
+    ;;
+  test)
+    name=${2:?usage: $0 test NAME [ARGS]}
+    shift 2
+    out=${OUT:-out/prebuilt}
+    mkdir -p "$out" /tmp/models /tmp/test_bin
+    [ -x "/tmp/$name" ] || unpack "$name" || exit 1
+    for pt in tests/data/*.pt; do
+      y12=/tmp/models/$(basename "${pt%.*}").y12
+      [ -f "$y12" ] || timeout 120 python3 exporter/export.py "$pt" -o "$y12" > /dev/null 2>&1 || echo "export of $pt FAILED"
+    done
+    log=$out/$name${SANITIZER:+_$SANITIZER}.log
+    YOLO12_SOURCE_DIR=$PWD YOLO12_BINARY_DIR=/tmp/test_bin YOLO12_TEST_MODELS=/tmp/models timeout "${TEST_TIMEOUT:-300}" \
+      ${SANITIZER:+compute-sanitizer --tool "$SANITIZER" --error-exitcode 3} "/tmp/$name" "$@" > "$log" 2>&1
+    echo "$name${SANITIZER:+ under $SANITIZER}: rc=$?"
+    tail -6 "$log"
     ;;
   ncu)
     sc=${2:?usage: $0 ncu SCALE REGEX}

@@ -392,6 +392,7 @@ Step bind(const graph::ConvChainOp& op, const BindContext& ctx) {
   };
   const char* kind = graph::chain_stride2_pair(op)   ? " conv pair 3x3/2 "
                      : graph::chain_stride1_pair(op) ? " conv pair 3x3/1 "
+                     : graph::chain_dw_branch(op)    ? " conv branch dw3x3 "
                                                      : " conv chain 1x1 ";
   step.label = ctx.op_name + kind + widths + " (" + std::to_string(scratch) + " scratch)";
   return step;

@@ -45,6 +45,7 @@
 #include "core/tune_cache.hpp"
 #include "conv.cuh"
 #include "conv_detail.cuh"
+#include "conv_dw_branch.cuh"
 #include "conv_halo_pair.cuh"
 #include "conv_stem_pair.cuh"
 #include "launch.cuh"
@@ -489,65 +490,93 @@ ChainRun chain_rule(const ConvChainParams* whole, const ConvChainParams* rest, i
   return ChainRun::links;
 }
 
-// The kernel of a pair form (graph/ops.hpp): conv2d_stem_pair_f16 for stride-2 pairs (the stem and the conv after
-// it), conv2d_halo_pair_f16 for stride-1 pairs (a bottleneck's two 3x3 convs).
-struct PairKernel {
-  const char* form;    // the label's "3x3/2" or "3x3/1"
-  const char* name;    // the label's kernel name, and the tune cache key's first word
-  bool (*takes)(const ConvParams<__half>& first, const ConvParams<__half>& second);
-  void (*launch)(const ConvParams<__half>& first, const ConvParams<__half>& second, cudaStream_t stream);
+// The kernel of a fused form (graph/ops.hpp): conv2d_stem_pair_f16 for stride-2 pairs (the stem and the conv after
+// it), conv2d_halo_pair_f16 for stride-1 pairs (a bottleneck's two 3x3 convs), conv2d_dw_branch_f16 for depthwise
+// branches (Detect's class branch). Each takes the links' conv params in order.
+using LinkParams = std::vector<ConvParams<__half>>;
+struct FusedKernel {
+  const char* form;  // the label's words before the channels ("conv pair 3x3/2")
+  const char* name;  // the label's kernel name, and the tune cache key's first word
+  const char* log;   // the tune log's word for the op ("pair", "branch")
+  bool (*takes)(const LinkParams& links);
+  void (*launch)(const LinkParams& links, cudaStream_t stream);
 };
 
-const PairKernel kStemPair = {
-    "3x3/2", "stem_pair",
-    [](const ConvParams<__half>& a, const ConvParams<__half>& b) {
-      return conv_detail::stem_pair_supports(a, b) && conv_detail::stem_pair_views_ok(a, b);
+const FusedKernel kStemPair = {
+    "conv pair 3x3/2", "stem_pair", "pair",
+    [](const LinkParams& l) {
+      return conv_detail::stem_pair_supports(l[0], l[1]) && conv_detail::stem_pair_views_ok(l[0], l[1]);
     },
-    [](const ConvParams<__half>& a, const ConvParams<__half>& b, cudaStream_t s) {
-      conv_detail::launch_conv2d_stem_pair_f16(a, b, s);
-    }};
-const PairKernel kHaloPair = {
-    "3x3/1", "halo_pair",
-    [](const ConvParams<__half>& a, const ConvParams<__half>& b) {
-      return conv_detail::halo_pair_supports(a, b) && conv_detail::halo_pair_views_ok(a, b);
+    [](const LinkParams& l, cudaStream_t s) { conv_detail::launch_conv2d_stem_pair_f16(l[0], l[1], s); }};
+const FusedKernel kHaloPair = {
+    "conv pair 3x3/1", "halo_pair", "pair",
+    [](const LinkParams& l) {
+      return conv_detail::halo_pair_supports(l[0], l[1]) && conv_detail::halo_pair_views_ok(l[0], l[1]);
     },
-    [](const ConvParams<__half>& a, const ConvParams<__half>& b, cudaStream_t s) {
-      conv_detail::launch_conv2d_halo_pair_f16(a, b, s);
+    [](const LinkParams& l, cudaStream_t s) { conv_detail::launch_conv2d_halo_pair_f16(l[0], l[1], s); }};
+// The branch kernel takes a fixed array of its five links.
+bool dw_branch_array(const LinkParams& l, ConvParams<__half> (&a)[conv_detail::kDwBranchLinks]) {
+  if (l.size() != conv_detail::kDwBranchLinks) return false;
+  for (int i = 0; i < conv_detail::kDwBranchLinks; ++i) a[i] = l[static_cast<std::size_t>(i)];
+  return true;
+}
+const FusedKernel kDwBranch = {
+    "conv branch dw3x3", "dw_branch", "branch",
+    [](const LinkParams& l) {
+      ConvParams<__half> a[conv_detail::kDwBranchLinks];
+      if (!dw_branch_array(l, a)) return false;
+      ConvShape s[conv_detail::kDwBranchLinks];
+      for (int i = 0; i < conv_detail::kDwBranchLinks; ++i) s[i] = a[i];
+      return conv_detail::dw_branch_supports(s) && conv_detail::dw_branch_views_ok(a);
+    },
+    [](const LinkParams& l, cudaStream_t s) {
+      ConvParams<__half> a[conv_detail::kDwBranchLinks];
+      dw_branch_array(l, a);
+      conv_detail::launch_conv2d_dw_branch_f16(a, s);
     }};
 
-// A pair (graph/ops.hpp, chain_stride2_pair or chain_stride1_pair): on its kernel where that takes the pair (fp16,
-// its shapes and views, the first link's output read by nothing else), else the two links one by one. Tuning tunes
-// the links, then times the two ways and keeps the pair's kernel unless the links are 3 % faster, cached as "fused"
-// or "links".
+// A fused form (graph/ops.hpp: chain_stride2_pair, chain_stride1_pair, chain_dw_branch): on its kernel where that
+// takes the links (fp16, their shapes and views, no link's output but the last read outside the op), else the links
+// one by one. Tuning tunes the links, then times the two ways and keeps the fused kernel unless the links are 3 %
+// faster, cached as "fused" or "links" under the kernel's name and the links' conv keys.
 template <typename T>
-Step bind_pair(const graph::ConvChainOp& op, const BindContext<T>& ctx, const PairKernel& kernel) {
+Step bind_fused(const graph::ConvChainOp& op, const BindContext<T>& ctx, const FusedKernel& kernel) {
   std::vector<Step> links;
-  for (const graph::ConvOp& l : op.links) links.push_back(bind<T>(l, ctx));
-  const ConvParams<T> p0 = conv_params(op.links[0], ctx), p1 = conv_params(op.links[1], ctx);
+  std::vector<ConvParams<T>> params;
+  for (const graph::ConvOp& l : op.links) {
+    links.push_back(bind<T>(l, ctx));
+    params.push_back(conv_params(l, ctx));
+  }
+  const ConvParams<T>& p0 = params.front();
+  const ConvParams<T>& pn = params.back();
   bool fused = false;
-  if constexpr (std::is_same_v<T, __half>) fused = !op.attrs.stored[0] && kernel.takes(p0, p1);
+  if constexpr (std::is_same_v<T, __half>) {
+    fused = kernel.takes(params);
+    for (int i = 0; i + 1 < op.attrs.links; ++i) fused = fused && !op.attrs.stored[i];
+  }
   Step step;
   for (const Step& s : links) {
     step.weight_bytes += s.weight_bytes;
     step.flops_per_image += s.flops_per_image;
     step.bytes_per_image += s.bytes_per_image;
   }
-  if (fused)  // the input read, the residual read and the output written; the map stays on chip
+  if (fused)  // the input read, the residual read and the output written; the maps stay on chip
     step.bytes_per_image = sizeof(T) * (1.0 * p0.h * p0.w_in * p0.c_in +
-                                        (p1.residual ? 2.0 : 1.0) * p1.ho * p1.wo * p1.c_out);
+                                        (pn.residual ? 2.0 : 1.0) * pn.ho * pn.wo * pn.c_out);
   std::ostringstream label;
-  label << "conv pair " << kernel.form << " " << p0.c_in << "->" << p0.c_out << "->" << p1.c_out
-        << (p1.residual ? " +res " : " ") << p0.h << "x" << p0.w_in << "->" << p1.ho << "x" << p1.wo << " ["
+  label << kernel.form << " " << p0.c_in;
+  for (const ConvParams<T>& p : params) label << "->" << p.c_out;
+  label << (pn.residual ? " +res " : " ") << p0.h << "x" << p0.w_in << "->" << pn.ho << "x" << pn.wo << " ["
         << (fused ? std::string(kernel.name) + "_f16" : std::string("links one by one")) << "]";
   step.label = label.str();
   auto use_links = std::make_shared<std::map<int, bool>>();  // per batch, where tuning chose the links
   const auto launch = kernel.launch;
-  auto run_as = [p0, p1, links, launch](bool as_links, int batch, cudaStream_t stream) {
+  auto run_as = [params, links, launch](bool as_links, int batch, cudaStream_t stream) {
     if constexpr (std::is_same_v<T, __half>) {
       if (!as_links) {
-        ConvParams<T> q0 = p0, q1 = p1;
-        q0.batch = q1.batch = batch;
-        launch(q0, q1, stream);
+        LinkParams q = params;
+        for (ConvParams<T>& p : q) p.batch = batch;
+        launch(q, stream);
         return;
       }
     }
@@ -558,24 +587,29 @@ Step bind_pair(const graph::ConvChainOp& op, const BindContext<T>& ctx, const Pa
     run_as(!fused || (it != use_links->end() && it->second), batch, stream);
   };
   const std::string key_word = kernel.name;
-  step.tune = [run_as, use_links, fused, links, p0, p1, key_word](int batch, cudaStream_t stream, TuneCache* cache) {
+  const std::string log_word = kernel.log;
+  step.tune = [run_as, use_links, fused, links, params, key_word, log_word](int batch, cudaStream_t stream,
+                                                                            TuneCache* cache) {
     for (const Step& s : links)
       if (s.tune) s.tune(batch, stream, cache);
     Step::Tuned out;
     bool as_links = !fused;
     if constexpr (std::is_same_v<T, __half>) {  // fp32 never fuses (and conv_tune_key is fp16's)
       if (fused) {
-        ConvParams<T> q0 = p0, q1 = p1;
-        q0.batch = q1.batch = batch;
+        std::string key = key_word;
+        for (std::size_t i = 0; i < params.size(); ++i) {
+          ConvParams<T> q = params[i];
+          q.batch = batch;
+          key += (i ? " | " : " ") + conv_tune_key(q);
+        }
         const auto time_of = [&](std::size_t k) {
           return tune_time([&](cudaStream_t s) { run_as(k == 1, batch, s); }, stream);
         };
-        as_links = tune_way(key_word + " " + conv_tune_key(q0) + " | " + conv_tune_key(q1), {"fused", "links"}, "pair",
-                            time_of, cache, &out.cached) == 1;
+        as_links = tune_way(key, {"fused", "links"}, log_word.c_str(), time_of, cache, &out.cached) == 1;
       }
     }
     (*use_links)[batch] = as_links;
-    out.plan = as_links ? "pair links" : "pair fused";
+    out.plan = log_word + (as_links ? " links" : " fused");
     return out;
   };
   return step;
@@ -587,8 +621,9 @@ template <typename T>
 Step bind(const graph::ConvChainOp& op, const BindContext<T>& ctx) {
   const graph::ConvChainAttrs& a = op.attrs;
   graph::check_conv_chain(ctx.graph, op, ctx.op_name);  // the CPU backend's checks: a ModelError naming the op
-  if (graph::chain_stride2_pair(op)) return bind_pair(op, ctx, kStemPair);
-  if (graph::chain_stride1_pair(op)) return bind_pair(op, ctx, kHaloPair);
+  if (graph::chain_stride2_pair(op)) return bind_fused(op, ctx, kStemPair);
+  if (graph::chain_stride1_pair(op)) return bind_fused(op, ctx, kHaloPair);
+  if (graph::chain_dw_branch(op)) return bind_fused(op, ctx, kDwBranch);
   // The links one by one, as plain convs (their outputs in memory, scratch ones included): fp32, and fp16 wherever
   // conv2d_chain_f16 does not take the chain at a batch.
   std::vector<Step> links;

@@ -14,6 +14,7 @@
 #include "conv.cuh"
 #include "conv_chain.cuh"
 #include "conv_detail.cuh"
+#include "conv_dw_branch.cuh"
 #include "conv_halo_pair.cuh"
 #include "conv_stem_pair.cuh"
 #include "core/half.hpp"
@@ -101,6 +102,8 @@ class ExecutorImpl final : public CudaExecutor {
     // where the kernel takes the channel counts (yolo12n and s; m..x keep the two convs);
     // a bottleneck's two 3x3 convs as one op (conv_halo_pair.cuh), for fp16 under the conv variant f16_halo_pair, where
     // the kernel takes the channel counts (8-32);
+    // the Detect head's class branches as one op each (conv_dw_branch.cuh), for fp16 under the conv variant
+    // f16_dw_branch, where the kernel takes the channel counts;
     // chains of 1x1 convs as one op each (conv_chain.cuh), for fp16 under the conv variant conv_chain. The weights are
     // those of the links (the passes change no tensor), so the packing above does not depend on them.
     const auto kernel_takes = [](const graph::ConvAttrs& a, const graph::ConvAttrs& b) {
@@ -115,6 +118,12 @@ class ExecutorImpl final : public CudaExecutor {
     const int halo_pairs = std::is_same<T, __half>::value && conv_detail::conv_variants().f16_halo_pair
                                ? graph::fuse_stride1_pairs(graph_, halo_pair_takes)
                                : 0;
+    const auto dw_branch_takes = [](const std::vector<graph::ConvAttrs>& l) {
+      return l.size() == 5 && conv_detail::dw_branch_channels(l[0].c_in, l[1].c_out, l[3].c_out, l[4].c_out);
+    };
+    const int branches = std::is_same<T, __half>::value && conv_detail::conv_variants().f16_dw_branch
+                             ? graph::fuse_dw_branches(graph_, dw_branch_takes)
+                             : 0;
     const int chains = std::is_same<T, __half>::value && conv_detail::conv_variants().conv_chain
                            ? graph::fuse_conv_chains(graph_, chain_limits())
                            : 0;
@@ -128,7 +137,7 @@ class ExecutorImpl final : public CudaExecutor {
               std::to_string(plan_.ops) + " ops, " + std::to_string(plan_.values) + " values (" +
               std::to_string(widened.size()) + " widened to a multiple of 8 channels, " + std::to_string(chains) +
               " conv chains, " + std::to_string(pairs) + " stride-2 pairs, " + std::to_string(halo_pairs) +
-              " stride-1 pairs), " +
+              " stride-1 pairs, " + std::to_string(branches) + " class branches), " +
               std::to_string(sched_.streams) + " stream(s)");
     for (cudaEvent_t& e : ev_) YOLO12_CUDA_CHECK(cudaEventCreate(&e));
   }
