@@ -4,11 +4,11 @@
 // A block of 8 warps walks 8 x 16-pixel output tiles (a persistent grid); the three 1x1 links' weights stay resident
 // in shared memory for all its tiles. Per tile (dw_branch_layout.hpp has the maps and the regions they share):
 //   0. the input tile with a halo of 2 by cp.async (zero outside the image: link 0's padding);
-//   1. link 0, depthwise 3x3, over the 10 x 18 map (a halo of 1) from shared memory, fp32 sums of the 9 taps in
-//      order, one item per pixel and 8 channels;
+//   1. link 0, depthwise 3x3, over the 10 x 18 map (a halo of 1) from shared memory, on the tensor cores: per tap one
+//      m16n8k16 with a diagonal B (dw3x3_mma), fp32 sums of the 9 taps in order; units of 16 pixels x 16 channels;
 //   2. link 1, 1x1, on mma.sync m16n8k16 (ldmatrix A from the map, B from the resident weights; units of one m16
 //      tile x 32 or 16 channels over the warps), zero outside the image (link 2's padding);
-//   3. link 2, depthwise 3x3, over the 8 x 16 tile;
+//   3. link 2, depthwise 3x3, over the 8 x 16 tile, as step 1;
 //   4. link 3, 1x1, each warp its own output row (one m16 tile);
 //   5. link 4, 1x1, each warp its own row, staged as halves and stored by the same warp (16-byte stores where the
 //      output's view allows them).
@@ -61,33 +61,33 @@ __device__ void load_matrix(__half* dst, int row, const __half* src, int k_pad, 
   }
 }
 
-// A depthwise 3x3 item: 8 channels [g8, g8 + 8) of one output pixel whose tap (0, 0) is `src` in a tile of pixels
-// `pix` halves apart and rows `row_w` pixels wide; weights (9, c) halves in shared memory; fp32 sums over the taps
-// in order, then the epilogue; the 8 results as one 16-byte word.
-template <bool kSilu>
-__device__ __forceinline__ uint4 dw3x3_item(const __half* src, int pix, int row_w, const __half* wdw, int c, int g8,
-                                            const float* bias) {
-  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+// A depthwise 3x3 unit on the tensor cores: 16 pixels x 16 channels [cc16, cc16 + 16). Lane l's A row starts at
+// `arow` (its pixel's tap (0, 0), channels cc16 + (l / 16) * 8: ldmatrix's row address for row l % 16), taps (ky, kx)
+// at (ky * row_w + kx) * pix halves from it. Per tap one m16n8k16 per 8 channels whose B is diagonal (output channel n
+// reads input channel n only, so the 15 other products are exact zeros): in mma.cuh's fragment layout, lane (g, c)
+// holds w[tap][n] of n = g (the first n8 block, in b0) and n = 8 + g (the second, in b1) where g / 2 == c, in the half
+// g % 2, and zeros elsewhere. fp32 sums over the taps in order; acc zeroed first.
+__device__ __forceinline__ void dw3x3_mma(float (&acc)[1][2][4], const __half* arow, int pix, int row_w,
+                                          const __half* wdw, int c, int cc16, int lane) {
+  zero_accumulators(acc);
+  const int g = lane / 4;
+  const bool mine = (g >> 1) == lane % 4;
+  const int shift = (g & 1) * 16;
+  const unsigned short* w16 = reinterpret_cast<const unsigned short*>(wdw) + cc16 + g;  // (9, c): w[tap][cc16 + g]
 #pragma unroll
-  for (int ky = 0; ky < 3; ++ky) {
-    uint4 xr[3], wr[3];
-#pragma unroll
-    for (int kx = 0; kx < 3; ++kx) {  // the row's words loaded before any is used
-      xr[kx] = *reinterpret_cast<const uint4*>(src + (ky * row_w + kx) * pix + g8);
-      wr[kx] = *reinterpret_cast<const uint4*>(wdw + (ky * 3 + kx) * c + g8);
-    }
+  for (int ky = 0; ky < 3; ++ky)
 #pragma unroll
     for (int kx = 0; kx < 3; ++kx) {
-      float xv[8], wv[8];
-      unpack8(xr[kx], xv);
-      unpack8(wr[kx], wv);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] = fmaf(xv[e], wv[e], acc[e]);
+      const int tap = ky * 3 + kx;
+      std::uint32_t af[1][4], bf[2][2];
+      ldmatrix_x4(af[0], arow + (ky * row_w + kx) * pix);
+      const std::uint32_t lo = w16[tap * c], hi = w16[tap * c + 8];
+      bf[0][0] = mine ? lo << shift : 0u;
+      bf[0][1] = 0u;
+      bf[1][0] = 0u;
+      bf[1][1] = mine ? hi << shift : 0u;
+      mma_grid(acc, af, bf);
     }
-  }
-#pragma unroll
-  for (int e = 0; e < 8; ++e) acc[e] = epilogue_with<kSilu>(acc[e], bias[g8 + e], 1.f);
-  return pack8(acc);
 }
 
 // One warp's MMAs of a 1x1 link: rows [row0, row0 + 16) of A (a tile of rows a_row halves apart) times channels
@@ -178,7 +178,8 @@ __global__ void __launch_bounds__(db::kThreads) conv2d_dw_branch_f16(const DwBra
         bias[db::bias_at(L, i) + c] = p.bias[i] && c < real[i] ? p.bias[i][c] : 0.f;
   }
 
-  const int g0 = L.c0 / kChunk, g1 = L.c1 / kChunk;
+  const int g0 = L.c0 / kChunk;
+  const auto all = [](int) { return true; };
   for (int t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     const db::Tile at = db::tile_at(p.h, p.w_img, t);
     // Step 0: the input tile (region A is free: the previous tile ended with a barrier after its last read).
@@ -197,15 +198,18 @@ __global__ void __launch_bounds__(db::kThreads) conv2d_dw_branch_f16(const DwBra
       cp_async_wait<0>();
       __syncthreads();
     }
-    // Step 1: link 0 over the map's 192 A rows (rows past 180 repeat pixel 179) into D1.
+    // Step 1: link 0 over the map's 192 A rows (rows past 180 repeat pixel 179) into D1, units of 16 rows x 16
+    // channels over the warps.
     with_silu(p.silu[0], [&](auto s) {
       constexpr bool kS = decltype(s)::value;
-      for (int i = tid; i < db::kMapRows * g0; i += db::kThreads) {
-        const int q = i / g0, g8 = (i - q * g0) * kChunk;
-        const int qq = q < db::kMapPixels ? q : db::kMapPixels - 1;
-        const __half* src = A + ((qq / db::kMapW) * db::kInW + qq % db::kMapW) * L.r0;
-        *reinterpret_cast<uint4*>(D + q * L.r0 + g8) =
-            dw3x3_item<kS>(src, L.r0, db::kInW, DW1, L.c0, g8, bias + db::bias_at(L, 0));
+      const int cchunks = L.c0 / 16;
+      for (int u = warp; u < db::kMapRows / 16 * cchunks; u += db::kWarps) {
+        const int mt = u / cchunks, cc16 = (u - mt * cchunks) * 16;
+        const int q = mt * 16 + lane % 16, qq = q < db::kMapPixels ? q : db::kMapPixels - 1;
+        const __half* arow = A + ((qq / db::kMapW) * db::kInW + qq % db::kMapW) * L.r0 + cc16 + (lane / 16) * 8;
+        float acc[1][2][4];
+        dw3x3_mma(acc, arow, L.r0, db::kInW, DW1, L.c0, cc16, lane);
+        store_tile<2, kS>(acc, D, L.r0, mt * 16, db::kMapRows, cc16, bias + db::bias_at(L, 0), lane, all);
       }
     });
     __syncthreads();  // D1 complete; In read for the last time
@@ -221,19 +225,21 @@ __global__ void __launch_bounds__(db::kThreads) conv2d_dw_branch_f16(const DwBra
       });
     }
     __syncthreads();  // P1 complete; D1 read for the last time
-    // Step 3: link 2 over the 8 x 16 tile from P1 into D2 (region D).
+    // Step 3: link 2 over the 8 x 16 tile from P1 into D2 (region D), units of one output row x 16 channels.
     with_silu(p.silu[2], [&](auto s) {
       constexpr bool kS = decltype(s)::value;
-      for (int i = tid; i < db::kOutPixels * g1; i += db::kThreads) {
-        const int q = i / g1, g8 = (i - q * g1) * kChunk;
-        const __half* src = A + ((q / db::kTW) * db::kMapW + q % db::kTW) * L.r1;
-        *reinterpret_cast<uint4*>(D + q * L.r1 + g8) =
-            dw3x3_item<kS>(src, L.r1, db::kMapW, DW2, L.c1, g8, bias + db::bias_at(L, 2));
+      const int cchunks = L.c1 / 16;
+      for (int u = warp; u < db::kOutPixels / 16 * cchunks; u += db::kWarps) {
+        const int mt = u / cchunks, cc16 = (u - mt * cchunks) * 16;
+        const int q = mt * 16 + lane % 16;
+        const __half* arow = A + ((q / db::kTW) * db::kMapW + q % db::kTW) * L.r1 + cc16 + (lane / 16) * 8;
+        float acc[1][2][4];
+        dw3x3_mma(acc, arow, L.r1, db::kMapW, DW2, L.c1, cc16, lane);
+        store_tile<2, kS>(acc, D, L.r1, mt * 16, db::kOutPixels, cc16, bias + db::bias_at(L, 2), lane, all);
       }
     });
     __syncthreads();  // D2 complete; P1 read for the last time
     // Step 4: link 3, D2 (128, r1) x W2 -> P2 (128, r2) in region A; warp w its own m16 tile (output row w).
-    const auto all = [](int) { return true; };
     with_silu(p.silu[3], [&](auto s) {
       const int chunks = chunks_of(L.c2);
       link_1x1<decltype(s)::value>(D, L.r1, W2, L.r1, L.c2, L.c1, A, L.r2, db::kOutPixels, bias + db::bias_at(L, 3),
