@@ -11,8 +11,10 @@
 //   stores) or 16 (zero weight rows), input and output slices, SiLU on the last link, a persistent grid of a few
 //   blocks (each walks many tiles), batch > 1;
 // - the branches and views it refuses: false / yolo12::Error;
+// - dw_branch_preferred, the rule without tuning, on yolo12n's and yolo12s's branches;
 // - [model]: under the conv variant f16_dw_branch the whole model (the yolo12n and narrow yolo12l fixtures) with the
-//   branches fused, plain and tuned, within the fp16 bound against Ultralytics, and yolo12n's branches on the kernel.
+//   branches fused and forced onto the kernel (YOLO12_CHAIN_RUN=fused; at the fixtures' batch 1 the rule keeps the
+//   five convs), plain and tuned, within the fp16 bound against Ultralytics, and yolo12n's branches on the kernel.
 // [.bench] (not run by default): yolo12n's and yolo12s's P3 branch at a 640x640 input, batch 1 and 32, timed with CUDA
 // events (median of 50 after 5 warm-up runs), against the five convs; the floor from bytes at 3.0 TB/s.
 #include "catch.hpp"
@@ -262,6 +264,20 @@ TEST_CASE("conv2d_dw_branch_f16 refuses the branches and views it does not take"
   CHECK_FALSE(cd::dw_branch_channels(72, 80, 80, 80));   // not a multiple of 16
   CHECK_FALSE(cd::dw_branch_channels(64, 80, 80, 129));  // over 128 classes
   ConvShape s[kLinks];
+  // The rule without tuning: yolo12n's P3 branch (two blocks per SM) at batch 32, not at batch 1; the one-block
+  // layouts (yolo12n's P4, yolo12s's P3) never.
+  const auto shapes = [&](int batch, int size, int c0, int c1) {
+    s[0] = link_shape(batch, size, size, c0, c0, true, true);
+    s[1] = link_shape(batch, size, size, c0, c1, false, true);
+    s[2] = link_shape(batch, size, size, c1, c1, true, true);
+    s[3] = link_shape(batch, size, size, c1, c1, false, true);
+    s[4] = link_shape(batch, size, size, c1, 80, false, false);
+    return cd::dw_branch_supports(s) && cd::dw_branch_preferred(s);
+  };
+  CHECK(shapes(32, 80, 64, 80));
+  CHECK_FALSE(shapes(1, 80, 64, 80));
+  CHECK_FALSE(shapes(32, 40, 128, 80));
+  CHECK_FALSE(shapes(32, 80, 128, 128));
   for (int i = 0; i < kLinks; ++i) s[i] = run.s[i];
   s[2].k = 5;  // a 5x5 depthwise link
   s[2].pad = 2;
@@ -304,10 +320,13 @@ TEST_CASE("conv2d_dw_branch_f16 against the five convs on yolo12n's and yolo12s'
       }, 50);
       REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
       const double bytes = 2.0 * run.pixels * (k.c0 + k.c3);  // input, output
+      ConvShape s[kLinks];
+      for (int i = 0; i < kLinks; ++i) s[i] = run.s[i];
       std::printf("dw_branch %s %d->%d->%d b%d %dx%d: fused %.4f ms, five convs %.4f ms, fused floor %.4f ms at 3.0 "
-                  "TB/s, smem %d B\n",
+                  "TB/s, smem %d B, the rule takes %s\n",
                   k.name, k.c0, k.c1, k.c3, batch, k.size, k.size, fused, links, bytes / 3.0e9,
-                  yolo12::cuda::dw_branch::layout(k.c0, k.c1, k.c1, k.c3).bytes);
+                  yolo12::cuda::dw_branch::layout(k.c0, k.c1, k.c1, k.c3).bytes,
+                  cd::dw_branch_preferred(s) ? "the kernel" : "the five convs");
     }
 }
 
@@ -334,6 +353,7 @@ TEST_CASE("the class branches in the whole model: fused under f16_dw_branch, wit
     }
     {
       DwBranchVariant on(true);
+      yolo12::test::EnvScope forced("YOLO12_CHAIN_RUN", "fused");  // the kernel also where its rule keeps the links
       yolo12::Detector d(c.model, c.options);
       fused = d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
       CHECK(d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr) == fused);  // deterministic
@@ -352,8 +372,12 @@ TEST_CASE("the class branches in the whole model: fused under f16_dw_branch, wit
     CHECK(e_fused < c.bound16);
     CHECK(e_tuned < c.bound16);
 
-    // The executor's steps: the class branches, each on the fused kernel where it takes the channels.
+    // The executor's steps: the class branches, each on the fused kernel where it takes the channels (forced: at the
+    // fixture's batch 1 the rule, dw_branch_preferred, keeps the five convs, and the labels say so).
     DwBranchVariant on(true);
+    const std::vector<std::string> unforced = test::fp16_step_labels(c);
+    CHECK(test::count_containing(unforced, "[dw_branch_f16]") == 0);
+    yolo12::test::EnvScope forced("YOLO12_CHAIN_RUN", "fused");
     const std::vector<std::string> labels = test::fp16_step_labels(c);
     const int branches = test::count_containing(labels, "conv branch dw3x3");
     const int on_kernel = test::count_containing(labels, "[dw_branch_f16]");

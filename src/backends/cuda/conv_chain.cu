@@ -500,6 +500,9 @@ struct FusedKernel {
   const char* log;   // the tune log's word for the op ("pair", "branch")
   bool (*takes)(const LinkParams& links);
   void (*launch)(const LinkParams& links, cudaStream_t stream);
+  // Without tuning, whether the kernel rather than the links runs the batch of `links` (nullptr: always). Where
+  // YOLO12_CHAIN_RUN is "fused" (the tests), always.
+  bool (*prefer)(const LinkParams& links) = nullptr;
 };
 
 const FusedKernel kStemPair = {
@@ -533,6 +536,11 @@ const FusedKernel kDwBranch = {
       ConvParams<__half> a[conv_detail::kDwBranchLinks];
       dw_branch_array(l, a);
       conv_detail::launch_conv2d_dw_branch_f16(a, s);
+    },
+    [](const LinkParams& l) {
+      ConvShape s[conv_detail::kDwBranchLinks];
+      for (int i = 0; i < conv_detail::kDwBranchLinks && i < static_cast<int>(l.size()); ++i) s[i] = l[i];
+      return l.size() == conv_detail::kDwBranchLinks && conv_detail::dw_branch_preferred(s);
     }};
 
 // A fused form (graph/ops.hpp: chain_stride2_pair, chain_stride1_pair, chain_dw_branch): on its kernel where that
@@ -563,11 +571,25 @@ Step bind_fused(const graph::ConvChainOp& op, const BindContext<T>& ctx, const F
   if (fused)  // the input read, the residual read and the output written; the maps stay on chip
     step.bytes_per_image = sizeof(T) * (1.0 * p0.h * p0.w_in * p0.c_in +
                                         (pn.residual ? 2.0 : 1.0) * pn.ho * pn.wo * pn.c_out);
-  std::ostringstream label;
+  // Without tuning, per batch: the kernel where it is fused and preferred at that batch.
+  const auto prefer = kernel.prefer;
+  const auto preferred = [params, prefer](int batch) {
+    if (!prefer) return true;
+    const char* env = std::getenv("YOLO12_CHAIN_RUN");
+    if (env && std::string(env) == "fused") return true;
+    if constexpr (std::is_same_v<T, __half>) {
+      LinkParams q = params;
+      for (ConvParams<T>& p : q) p.batch = batch;
+      return prefer(q);
+    }
+    return false;
+  };
+  std::ostringstream label;  // the way at the executor's largest batch
   label << kernel.form << " " << p0.c_in;
   for (const ConvParams<T>& p : params) label << "->" << p.c_out;
   label << (pn.residual ? " +res " : " ") << p0.h << "x" << p0.w_in << "->" << pn.ho << "x" << pn.wo << " ["
-        << (fused ? std::string(kernel.name) + "_f16" : std::string("links one by one")) << "]";
+        << (fused && preferred(ctx.max_batch) ? std::string(kernel.name) + "_f16" : std::string("links one by one"))
+        << "]";
   step.label = label.str();
   auto use_links = std::make_shared<std::map<int, bool>>();  // per batch, where tuning chose the links
   const auto launch = kernel.launch;
@@ -582,9 +604,9 @@ Step bind_fused(const graph::ConvChainOp& op, const BindContext<T>& ctx, const F
     }
     for (const Step& s : links) s.run(batch, stream);
   };
-  step.run = [run_as, use_links, fused](int batch, cudaStream_t stream) {
+  step.run = [run_as, use_links, fused, preferred](int batch, cudaStream_t stream) {
     const auto it = use_links->find(batch);
-    run_as(!fused || (it != use_links->end() && it->second), batch, stream);
+    run_as(!fused || (it != use_links->end() ? it->second : !preferred(batch)), batch, stream);
   };
   const std::string key_word = kernel.name;
   const std::string log_word = kernel.log;

@@ -299,10 +299,12 @@ struct ConvVariants {
                                   // (conv_halo_pair.cuh; twenty-fourth session, H100: faster than the two convs on
                                   // all of yolo12n's pairs, its network 2.724 -> 2.696 ms at batch 32; sanitizers
                                   // clean)
-  bool f16_dw_branch = false;     // fp16 executors fuse the Detect head's class branch (dw 3x3, 1x1, dw 3x3, 1x1, 1x1;
+  bool f16_dw_branch = true;      // fp16 executors fuse the Detect head's class branch (dw 3x3, 1x1, dw 3x3, 1x1, 1x1;
                                   // graph::fuse_dw_branches) where conv2d_dw_branch_f16 takes its channels (16-128, the
                                   // classes up to 128: yolo12n's P3 / P4 and yolo12s's P3) and run it there, its four
-                                  // maps on chip (conv_dw_branch.cuh; thirtieth session)
+                                  // maps on chip, at the batches dw_branch_preferred picks (else the five convs;
+                                  // conv_dw_branch.cuh). Thirtieth session, H100: yolo12n's P3 branch 0.257 -> 0.162 ms
+                                  // at batch 32, the network 2.503 -> 2.465 ms; sanitizers clean
   bool conv_chain = false;        // fp16 executors fuse chains of convs (graph::fuse_conv_chains with chain_limits(),
                                   // conv_chain.cuh) and run each on conv2d_chain_f16, its maps on chip (fourteenth
                                   // session; off: slower than its links one by one on most chains, fifteenth)

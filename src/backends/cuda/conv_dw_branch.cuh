@@ -33,6 +33,13 @@ bool dw_branch_supports(const ConvShape (&links)[kDwBranchLinks]);
 // 8 (16-byte copies); every link's weights packed as conv_pack_weights packs them, 16-byte aligned; links[4].y any
 // view (16-byte stores where c3, ldy and y allow them). The other links' x and y are not touched.
 bool dw_branch_views_ok(const ConvParams<__half> (&links)[kDwBranchLinks]);
+// Whether the executor runs the branch on this kernel at these shapes' batch rather than as its five convs (without
+// tuning, which times both): where two blocks of its layout share an SM and the tiles fill those blocks at least twice.
+// Fitted to the thirtieth session's H100 timings (test_dw_branch "[.bench]"): yolo12n's P3 branch (64 -> 80 -> 80,
+// 106 KB, two blocks per SM) at batch 32, 0.162 ms against the five convs' 0.257; at batch 1 (50 tiles) even; the
+// one-block layouts lost at both batches (yolo12n's P4, 128 in: 0.100 against 0.087 ms at batch 32; yolo12s's P3,
+// 128 -> 128: 0.396 against 0.345).
+bool dw_branch_preferred(const ConvShape (&links)[kDwBranchLinks]);
 // Computes link 4(link 3(... link 0(links[0].x))) into links[4].y, each link with its bias and SiLU (as its conv
 // does; every map rounded to fp16 once, as it would be stored). Throws yolo12::Error where the branch or its views
 // are not taken. No allocation, no synchronisation (capturable). max_grid > 0 caps the persistent grid (the tests, so
