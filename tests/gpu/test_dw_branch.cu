@@ -11,7 +11,7 @@
 //   stores) or 16 (zero weight rows), input and output slices, SiLU on the last link, a persistent grid of a few
 //   blocks (each walks many tiles), batch > 1;
 // - the branches and views it refuses: false / yolo12::Error;
-// - dw_branch_preferred, the rule without tuning, on yolo12n's and yolo12s's branches;
+// - [host] dw_branch_preferred, the rule without tuning, on yolo12n's and yolo12s's branches (also without a GPU);
 // - [model]: under the conv variant f16_dw_branch the whole model (the yolo12n and narrow yolo12l fixtures) with the
 //   branches fused and forced onto the kernel (YOLO12_CHAIN_RUN=fused; at the fixtures' batch 1 the rule keeps the
 //   five convs), plain and tuned, within the fp16 bound against Ultralytics, and yolo12n's branches on the kernel.
@@ -264,20 +264,6 @@ TEST_CASE("conv2d_dw_branch_f16 refuses the branches and views it does not take"
   CHECK_FALSE(cd::dw_branch_channels(72, 80, 80, 80));   // not a multiple of 16
   CHECK_FALSE(cd::dw_branch_channels(64, 80, 80, 129));  // over 128 classes
   ConvShape s[kLinks];
-  // The rule without tuning: yolo12n's P3 branch (two blocks per SM) at batch 32, not at batch 1; the one-block
-  // layouts (yolo12n's P4, yolo12s's P3) never.
-  const auto shapes = [&](int batch, int size, int c0, int c1) {
-    s[0] = link_shape(batch, size, size, c0, c0, true, true);
-    s[1] = link_shape(batch, size, size, c0, c1, false, true);
-    s[2] = link_shape(batch, size, size, c1, c1, true, true);
-    s[3] = link_shape(batch, size, size, c1, c1, false, true);
-    s[4] = link_shape(batch, size, size, c1, 80, false, false);
-    return cd::dw_branch_supports(s) && cd::dw_branch_preferred(s);
-  };
-  CHECK(shapes(32, 80, 64, 80));
-  CHECK_FALSE(shapes(1, 80, 64, 80));
-  CHECK_FALSE(shapes(32, 40, 128, 80));
-  CHECK_FALSE(shapes(32, 80, 128, 128));
   for (int i = 0; i < kLinks; ++i) s[i] = run.s[i];
   s[2].k = 5;  // a 5x5 depthwise link
   s[2].pad = 2;
@@ -294,6 +280,30 @@ TEST_CASE("conv2d_dw_branch_f16 refuses the branches and views it does not take"
   q[0].x += 4;  // not 16-byte aligned
   CHECK_FALSE(cd::dw_branch_views_ok(q));
   CHECK_THROWS_AS(cd::launch_conv2d_dw_branch_f16(q, nullptr), yolo12::Error);
+}
+
+// The rule without tuning (host arithmetic on the device's facts; without a GPU, DeviceInfo's defaults, an H200's):
+// yolo12n's P3 branch (two blocks per SM) at batch 32, not at batch 1 or 8; the one-block layouts (yolo12n's P4,
+// yolo12s's P3) never. Also run where no GPU is (test_dw_branch_host, CI).
+TEST_CASE("dw_branch_preferred: the kernel for yolo12n's P3 branch on large batches only", "[dw_branch][host]") {
+  ConvShape s[kLinks];
+  const auto preferred = [&](int batch, int size, int c0, int c1) {
+    s[0] = link_shape(batch, size, size, c0, c0, true, true);
+    s[1] = link_shape(batch, size, size, c0, c1, false, true);
+    s[2] = link_shape(batch, size, size, c1, c1, true, true);
+    s[3] = link_shape(batch, size, size, c1, c1, false, true);
+    s[4] = link_shape(batch, size, size, c1, 80, false, false);
+    REQUIRE(cd::dw_branch_supports(s));
+    return cd::dw_branch_preferred(s);
+  };
+  CHECK(preferred(32, 80, 64, 80));
+  CHECK(preferred(16, 80, 64, 80));
+  CHECK_FALSE(preferred(8, 80, 64, 80));
+  CHECK_FALSE(preferred(1, 80, 64, 80));
+  CHECK_FALSE(preferred(32, 40, 128, 80));
+  CHECK_FALSE(preferred(32, 80, 128, 128));
+  CHECK(cd::dw_branch_channels(64, 80, 80, 80));
+  CHECK_FALSE(cd::dw_branch_channels(256, 80, 80, 80));
 }
 
 TEST_CASE("conv2d_dw_branch_f16 against the five convs on yolo12n's and yolo12s's P3 branch (timing)",
