@@ -96,6 +96,43 @@ inline std::vector<std::string> fp16_step_labels(const ModelFixture& c) {
   return labels;
 }
 
+// Fixture c's raw output on the fp16 CUDA detector with one fused form's conv variant off, on (run twice: a fused
+// kernel must be deterministic) and on with kernel tuning, and each one's rel L2 against Ultralytics. `scope(on)`
+// returns an object that holds the variant's setting for its lifetime (a VariantScope). Throws std::runtime_error
+// where an output is not the reference's size.
+struct VariantOutputs {
+  std::vector<float> off, on, on_again, tuned;
+  double e_off = 0, e_on = 0, e_tuned = 0;
+};
+template <typename Scope>
+VariantOutputs variant_outputs(const ModelFixture& c, Scope&& scope) {
+  VariantOutputs r;
+  const auto run = [&](const DetectorOptions& o) {
+    Detector d(c.model, o);
+    return d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
+  };
+  {
+    const auto off = scope(false);
+    r.off = run(c.options);
+  }
+  {
+    const auto on = scope(true);
+    Detector d(c.model, c.options);
+    r.on = d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
+    r.on_again = d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
+    DetectorOptions t = c.options;
+    t.tune_kernels = true;
+    r.tuned = run(t);
+  }
+  const std::size_t n = c.ref.data.size();  // no Catch macro here: see cuda_ok in kernel_test_support.cuh
+  if (r.off.size() != n || r.on.size() != n || r.on_again.size() != n || r.tuned.size() != n)
+    throw std::runtime_error("variant_outputs: a raw output of " + c.name + " is not the reference's size");
+  r.e_off = rel_l2(r.off.data(), c.ref.data.data(), c.ref.data.size());
+  r.e_on = rel_l2(r.on.data(), c.ref.data.data(), c.ref.data.size());
+  r.e_tuned = rel_l2(r.tuned.data(), c.ref.data.data(), c.ref.data.size());
+  return r;
+}
+
 // How many of `labels` contain `part`.
 inline int count_containing(const std::vector<std::string>& labels, const std::string& part) {
   int n = 0;

@@ -348,31 +348,12 @@ TEST_CASE("the stride-1 pairs in the whole model: fused under f16_halo_pair, wit
   namespace test = yolo12::test;
   const std::set<std::string> fixtures = {"yolo12n_rand_bus_640", "yolo12l_narrow_rand_bus_320"};
   test::for_each_model_fixture(fixtures, [](const test::ModelFixture& c) {
-    std::vector<float> plain, paired, tuned;
-    {
-      HaloPairVariant off(false);
-      yolo12::Detector d(c.model, c.options);
-      plain = d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
-    }
-    {
-      HaloPairVariant on(true);
-      yolo12::Detector d(c.model, c.options);
-      paired = d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
-      CHECK(d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr) == paired);  // deterministic
-      yolo12::DetectorOptions t = c.options;
-      t.tune_kernels = true;
-      yolo12::Detector dt(c.model, t);
-      tuned = dt.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
-    }
-    REQUIRE(paired.size() == c.ref.data.size());
-    REQUIRE(tuned.size() == c.ref.data.size());
-    const double e_plain = test::rel_l2(plain.data(), c.ref.data.data(), c.ref.data.size());
-    const double e_pair = test::rel_l2(paired.data(), c.ref.data.data(), c.ref.data.size());
-    const double e_tuned = test::rel_l2(tuned.data(), c.ref.data.data(), c.ref.data.size());
+    const test::VariantOutputs r = test::variant_outputs(c, [](bool on) { return HaloPairVariant(on); });
+    CHECK(r.on_again == r.on);  // deterministic
     std::printf("[halo_pair] %-28s fp16 vs Ultralytics: plain %.2e, pairs %.2e, pairs tuned %.2e (bound %.2e)\n",
-                c.name.c_str(), e_plain, e_pair, e_tuned, c.bound16);
-    CHECK(e_pair < c.bound16);
-    CHECK(e_tuned < c.bound16);
+                c.name.c_str(), r.e_off, r.e_on, r.e_tuned, c.bound16);
+    CHECK(r.e_on < c.bound16);
+    CHECK(r.e_tuned < c.bound16);
 
     // The executor's steps: the stride-1 pairs, each on the fused kernel (the label says which).
     HaloPairVariant on(true);
