@@ -568,9 +568,6 @@ Step bind_fused(const graph::ConvChainOp& op, const BindContext<T>& ctx, const F
     step.flops_per_image += s.flops_per_image;
     step.bytes_per_image += s.bytes_per_image;
   }
-  if (fused)  // the input read, the residual read and the output written; the maps stay on chip
-    step.bytes_per_image = sizeof(T) * (1.0 * p0.h * p0.w_in * p0.c_in +
-                                        (pn.residual ? 2.0 : 1.0) * pn.ho * pn.wo * pn.c_out);
   // Without tuning, per batch: the kernel where it is fused and preferred at that batch.
   const auto prefer = kernel.prefer;
   const auto preferred = [params, prefer](int batch) {
@@ -584,12 +581,16 @@ Step bind_fused(const graph::ConvChainOp& op, const BindContext<T>& ctx, const F
     }
     return false;
   };
-  std::ostringstream label;  // the way at the executor's largest batch
+  // The label and the bytes name the way at the executor's largest batch.
+  const bool fused_at_max = fused && preferred(ctx.max_batch);
+  if (fused_at_max)  // the input read, the residual read and the output written; the maps stay on chip
+    step.bytes_per_image = sizeof(T) * (1.0 * p0.h * p0.w_in * p0.c_in +
+                                        (pn.residual ? 2.0 : 1.0) * pn.ho * pn.wo * pn.c_out);
+  std::ostringstream label;
   label << kernel.form << " " << p0.c_in;
   for (const ConvParams<T>& p : params) label << "->" << p.c_out;
   label << (pn.residual ? " +res " : " ") << p0.h << "x" << p0.w_in << "->" << pn.ho << "x" << pn.wo << " ["
-        << (fused && preferred(ctx.max_batch) ? std::string(kernel.name) + "_f16" : std::string("links one by one"))
-        << "]";
+        << (fused_at_max ? std::string(kernel.name) + "_f16" : std::string("links one by one")) << "]";
   step.label = label.str();
   auto use_links = std::make_shared<std::map<int, bool>>();  // per batch, where tuning chose the links
   const auto launch = kernel.launch;
