@@ -939,7 +939,8 @@ TEST_CASE("fuse_stride1_pairs' rules on YOLO12n's first bottleneck, changed by h
   REQUIRE_NOTHROW(yolo12::graph::check_conv_chain(fused, op.get<ConvChainOp>(), op.name));
 }
 
-TEST_CASE("the CPU executor gives bit-identical results on yolo12n with its pairs fused", "[graph][chains][cpu]") {
+TEST_CASE("the CPU executor gives bit-identical results on yolo12n with its pairs and class branches fused",
+          "[graph][chains][cpu]") {
   std::vector<float> x;
   std::string why;
   const std::string y12 = fixture("yolo12n_rand.pt", x, why);
@@ -951,12 +952,13 @@ TEST_CASE("the CPU executor gives bit-identical results on yolo12n with its pair
   double sum = 0;
   for (float f : want.raw) sum += std::fabs(f);
   CHECK(sum > 0);
-  // The stem pair, the bottleneck pairs, and both.
-  for (int passes : {1, 2, 3}) {
+  // The stem pair, the bottleneck pairs, both, Detect's class branches, and all three.
+  for (int passes : {1, 2, 3, 4, 7}) {
     INFO("passes " << passes);
     Graph fused = plain;
     if (passes & 1) REQUIRE(yolo12::graph::fuse_stride2_pairs(fused) == 1);
     if (passes & 2) REQUIRE(yolo12::graph::fuse_stride1_pairs(fused) > 0);
+    if (passes & 4) REQUIRE(yolo12::graph::fuse_dw_branches(fused) == 3);
     CHECK(same_bits(run_cpu(weights, fused, x, 2).raw, want.raw));
   }
 }
@@ -1036,19 +1038,4 @@ TEST_CASE("fuse_dw_branches' rules on YOLO12n's P3 class branch, changed by hand
   CHECK_FALSE(fused_at([](ConvOp** c) { c[4]->residual = c[0]->in; }));               // a residual
   CHECK_FALSE(fused_at([](ConvOp** c) { c[2]->in.c -= 1; }));                         // not exactly link 1's slice
   CHECK_FALSE(fused_at([](ConvOp** c) { c[4]->out = c[0]->in; }));                    // writes over the input
-}
-
-TEST_CASE("the CPU executor gives bit-identical results on yolo12n with its class branches fused",
-          "[graph][chains][cpu]") {
-  std::vector<float> x;
-  std::string why;
-  const std::string y12 = fixture("yolo12n_rand.pt", x, why);
-  YOLO12_SKIP_IF(y12.empty(), why);
-  const auto file = yolo12::model::ModelFile::open(y12);
-  const auto weights = yolo12::cpu::load_weights(*file);
-  const Graph plain = yolo12::graph::build_graph(file->header(), 320, 320);
-  const CpuRun want = run_cpu(weights, plain, x, 2);
-  Graph fused = plain;
-  REQUIRE(yolo12::graph::fuse_dw_branches(fused) == 3);
-  CHECK(same_bits(run_cpu(weights, fused, x, 2).raw, want.raw));
 }
