@@ -2120,25 +2120,31 @@ TEST_CASE("conv2d_stem_mma matches the reference: tile edges, channel counts, vi
     INFO(describe(c));
     CHECK_FALSE(cd::stem_mma_supports(c.s));
   }
-  // conv_select takes it under variant f16_stem_mma (on by default) for stems of <= 64 channels, conv2d_stem_f16 over
-  // that (yolo12x's 96); tuning times it on every stem it supports, only under the variant.
+  // conv_select takes it under variant f16_stem_mma (on by default) for stems of <= 64 channels, and up to 128 under
+  // f16_stem_mma_wide (off by default), conv2d_stem_f16 otherwise (yolo12x's 96); tuning times it on every stem it
+  // supports, only under f16_stem_mma.
   const cd::ConvVariants saved = cd::conv_variants();
   CHECK(cd::ConvVariants().f16_stem_mma);
-  for (const int c_out : {16, 64, 96, 128}) {
-    const ConvShape stem = yolo_shape(32, 640, 3, c_out, 3, 2);
-    const bool preferred = c_out <= 64;
-    CHECK(cd::stem_mma_preferred(stem) == preferred);
-    for (const bool on : {false, true}) {
+  CHECK_FALSE(cd::ConvVariants().f16_stem_mma_wide);
+  for (const int c_out : {16, 64, 96, 128})
+    for (const bool wide : {false, true}) {
+      const ConvShape stem = yolo_shape(32, 640, 3, c_out, 3, 2);
+      const bool preferred = c_out <= 64 || wide;
       cd::conv_variants() = cd::ConvVariants();
-      cd::conv_variants().f16_stem_mma = on;
-      INFO("c_out " << c_out << ", f16_stem_mma " << on);
-      CHECK((plan_of(stem, true).algorithm == ConvAlgorithm::stem_mma) == (on && preferred));
-      if (!(on && preferred)) CHECK(plan_of(stem, true).algorithm == ConvAlgorithm::stem_f16);
-      CHECK(dense_candidates_of(stem, ConvAlgorithm::stem_mma) == (on ? 1 : 0));
+      cd::conv_variants().f16_stem_mma_wide = wide;
+      CHECK(cd::stem_mma_preferred(stem) == preferred);
+      for (const bool on : {false, true}) {
+        cd::conv_variants().f16_stem_mma = on;
+        INFO("c_out " << c_out << ", f16_stem_mma " << on << ", f16_stem_mma_wide " << wide);
+        CHECK((plan_of(stem, true).algorithm == ConvAlgorithm::stem_mma) == (on && preferred));
+        if (!(on && preferred)) CHECK(plan_of(stem, true).algorithm == ConvAlgorithm::stem_f16);
+        CHECK(dense_candidates_of(stem, ConvAlgorithm::stem_mma) == (on ? 1 : 0));
+      }
     }
-  }
+  cd::conv_variants() = cd::ConvVariants();
   CHECK_FALSE(cd::stem_mma_preferred(make_case(1, 16, 16, 3, 16, 3, 1, 1).s));  // stride 1: not a stem it takes
   CHECK(cd::parse_conv_variants("+f16_stem_mma").f16_stem_mma);
+  CHECK(cd::parse_conv_variants("+f16_stem_mma_wide").f16_stem_mma_wide);
   cd::conv_variants() = saved;
 }
 

@@ -42,14 +42,42 @@ std::vector<float> replay(const Shape& s, const std::vector<float>& x, const std
   std::vector<float> y(static_cast<std::size_t>(s.batch) * s.ho() * s.wo() * s.cout, NAN);
   std::vector<int> stores(y.size(), 0);
   bool a_once = true, b_once = true, inside = true, stage_once = true;
-  // B (8 NT x 32) as the lanes' fragments hold it: the same for every tile. The fragments are built by the kernel's
-  // b_fragments, with a weight's 16 bits standing for its packed offset + 1 (0: a zero element).
+  // B (8 NT x 32) as the lanes' fragments hold it: the same for every tile. The fragments are built as the kernel
+  // builds them, with a weight's 16 bits standing for its packed offset + 1 (0: a zero element): by b_fragments in
+  // each lane's registers, or (b_in_smem) by the block's threads into shared memory at b_smem_index, each lane then
+  // reading block j's four registers as one 16-byte load.
+  const auto bits = [](long long o) { return static_cast<std::uint32_t>(o + 1); };
   std::vector<float> b(static_cast<std::size_t>(8) * NT * 32, NAN);
   std::vector<int> b_held(b.size(), 0);
+  std::vector<std::uint32_t> b_s;
+  if (sm::b_in_smem<NT>()) {
+    b_s.assign(static_cast<std::size_t>(NT) * 32 * 4, 0xdeadbeefu);
+    std::vector<int> written(b_s.size(), 0);
+    for (int i = 0; i < NT * 32 * 4; ++i) {  // the kernel's loop over its threads' shares
+      const int j = i / 128, l = i / 4 % 32, st = i / 2 % 2, r = i % 2;
+      const int at = sm::b_smem_index(j, l, st, r);
+      REQUIRE(at >= 0);
+      REQUIRE(at < NT * 32 * 4);
+      b_s[static_cast<std::size_t>(at)] = sm::b_register(l, st, j, r, s.cout, s.k_pad(), kCinPad, bits);
+      ++written[static_cast<std::size_t>(at)];
+    }
+    for (const int n : written) b_once = b_once && n == 1;
+  }
   for (int lane = 0; lane < 32; ++lane) {
     std::uint32_t bf[NT][2][2];
-    sm::b_fragments<NT>(lane, s.cout, s.k_pad(), kCinPad,
-                        [](long long o) { return static_cast<std::uint32_t>(o + 1); }, bf);
+    if (sm::b_in_smem<NT>()) {
+      for (int j = 0; j < NT; ++j) {
+        const int v0 = sm::b_smem_index(j, lane, 0, 0);  // one 16-byte load: 4-aligned, the four registers in order
+        CHECK(v0 % 4 == 0);
+        for (int st = 0; st < 2; ++st)
+          for (int r = 0; r < 2; ++r) {
+            CHECK(sm::b_smem_index(j, lane, st, r) == v0 + 2 * st + r);
+            bf[j][st][r] = b_s[static_cast<std::size_t>(v0 + 2 * st + r)];
+          }
+      }
+    } else {
+      sm::b_fragments<NT>(lane, s.cout, s.k_pad(), kCinPad, bits, bf);
+    }
     for (int st = 0; st < 2; ++st)
       for (int j = 0; j < NT; ++j)
         for (int r = 0; r < 2; ++r)
@@ -216,8 +244,11 @@ TEST_CASE("conv2d_stem_mma's layout: the patch, the K layout and the fragments",
   STATIC_REQUIRE(G::kRS % 8 == 0);
   STATIC_REQUIRE(G::kRS >= G::kPW * G::kCin);
   STATIC_REQUIRE(G::kRawRS >= G::kPW * G::kCin + 7);  // a raw row holds a row and its misalignment
-  STATIC_REQUIRE(sm::Smem<16>::kBytes <= 227 * 1024);
+  STATIC_REQUIRE(sm::Smem<16>::kBytes <= 227 * 1024 / 2);  // two blocks per SM at every instance (the launch bound)
   STATIC_REQUIRE(sm::Smem<8>::kBytes <= 227 * 1024 / 2);
+  STATIC_REQUIRE(!sm::b_in_smem<8>());
+  STATIC_REQUIRE(sm::b_in_smem<12>());
+  STATIC_REQUIRE(sm::Smem<12>::kBytes == sm::Smem<12>::kBOff + 12 * 32 * 16);
   // The K layout: the 27 window values once each, as (tap, channel), every other column without a weight; every
   // column pair starts at an even offset in the window's tap row and both halves lie in the same tap row.
   int seen[9][3] = {};

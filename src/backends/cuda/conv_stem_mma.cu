@@ -17,7 +17,9 @@
 //   image); other views are gathered by element. The same code writes conv2d_stem_f16's and the stem pair's patch.
 // - K is laid out as 3 tap rows x 10 window values (stem_mma_layout.hpp: window_k_offset; the stem pair's stem uses
 //   it too), so every A register is one 4-byte load from the patch at an offset fixed per lane. The B fragments
-//   (all c_out channels, both k16 steps) stay in registers for the whole kernel.
+//   (all c_out channels, both k16 steps) stay in registers for the whole kernel up to 64 channels; from 96 channels
+//   (12 n8 blocks) they stay in shared memory, one 16-byte load per n8 block and m16 tile, so that two blocks fit
+//   per SM (thirty-first session: in registers the 12-block instance took 158 registers, one block per SM).
 // - Warp w takes m16 tiles w and w + 8 (16 neighbouring pixels of one output row), NT n8 blocks of channels.
 //   Epilogue: bias, SiLU (a template flag: one branch per launch), gamma from shared memory. Where the output
 //   allows 16-byte stores and there is no residual (the network's case), the warp stages its 16 pixels x c_out in
@@ -53,10 +55,11 @@ struct StemMmaParams {
 
 // NT n8 blocks of output channels (c_out <= 8 NT); kSilu: the conv ends in SiLU.
 template <int NT, bool kSilu>
-__global__ void __launch_bounds__(sm::kThreads, NT >= 12 ? 1 : 2) conv2d_stem_mma(const StemMmaParams p) {
+__global__ void __launch_bounds__(sm::kThreads, 2) conv2d_stem_mma(const StemMmaParams p) {
   pdl_begin();  // launch.cuh: before any activation is touched
   using G = sm::Geom;
   using S = sm::Smem<NT>;
+  constexpr bool kBSmem = sm::b_in_smem<NT>();  // B fragments in shared memory (12 and 16 blocks), else registers
   constexpr int kNH = NT >= 12 ? 2 : 1, NC = NT / kNH;
   const ImplicitGemmParams<__half>& a = p.g;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -66,11 +69,20 @@ __global__ void __launch_bounds__(sm::kThreads, NT >= 12 ? 1 : 2) conv2d_stem_mm
   float* gamma_s = reinterpret_cast<float*>(smem_raw + S::kGammaOff);  // (8 NT): 1 past c_out or without gamma
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   __half* stage = reinterpret_cast<__half*>(smem_raw + S::kStageOff) + warp * S::kStageWarp;  // (16, kStageRS)
+  std::uint32_t* b_s = reinterpret_cast<std::uint32_t*>(smem_raw + S::kBOff);  // (NT, 32, 4) where kBSmem
 
-  // The B fragments of every n8 block and k step, for the whole kernel (zero past c_out and where K has no weight).
-  std::uint32_t bf[NT][2][2];
-  sm::b_fragments<NT>(lane, a.n_g, a.k_pad, a.cin_pad,
-                      [&](long long o) { return static_cast<std::uint32_t>(__half_as_ushort(load_nc(a.w + o))); }, bf);
+  // The B fragments of every n8 block and k step, for the whole kernel (zero past c_out and where K has no weight):
+  // in this lane's registers, or (kBSmem) in shared memory for every lane, ordered by the first tile's barrier.
+  const auto w_bits = [&](long long o) { return static_cast<std::uint32_t>(__half_as_ushort(load_nc(a.w + o))); };
+  std::uint32_t bf[kBSmem ? 1 : NT][2][2];
+  if constexpr (kBSmem) {
+    for (int i = tid; i < NT * 32 * 4; i += sm::kThreads) {
+      const int j = i / 128, l = i / 4 % 32, s = i / 2 % 2, r = i % 2;
+      b_s[sm::b_smem_index(j, l, s, r)] = sm::b_register(l, s, j, r, a.n_g, a.k_pad, a.cin_pad, w_bits);
+    }
+  } else {
+    sm::b_fragments<NT>(lane, a.n_g, a.k_pad, a.cin_pad, w_bits, bf);
+  }
   for (int i = tid; i < 8 * NT; i += sm::kThreads) {
     bias_s[i] = a.bias && i < a.n_g ? load_nc(a.bias + i) : 0.f;
     gamma_s[i] = a.gamma && i < a.n_g ? load_nc(a.gamma + i) : 1.f;
@@ -89,7 +101,8 @@ __global__ void __launch_bounds__(sm::kThreads, NT >= 12 ? 1 : 2) conv2d_stem_mm
 
   for (long long t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     const sm::Tile tile = sm::tile_of(t, p.tiles_x, p.tiles_y);
-    // The patch (stem_patch.cuh). Its first barrier also orders the bias and gamma stores before their reads.
+    // The patch (stem_patch.cuh). Its first barrier also orders the bias, gamma and (kBSmem) B stores before their
+    // reads.
     const long long next = t + gridDim.x;
     patch_tile_ready<G, sm::kThreads>(p.src, contig, patch_of(t), next < p.tiles, patch_of(next), tid, raw, patch);
 
@@ -110,14 +123,27 @@ __global__ void __launch_bounds__(sm::kThreads, NT >= 12 ? 1 : 2) conv2d_stem_mm
         float acc[NC][4];
 #pragma unroll
         for (int j = 0; j < NC; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+        std::uint32_t af[2][4];  // both k steps' A
 #pragma unroll
-        for (int s = 0; s < 2; ++s) {
-          std::uint32_t af[4];
+        for (int s = 0; s < 2; ++s)
 #pragma unroll
           for (int r = 0; r < 4; ++r)
-            af[r] = *reinterpret_cast<const std::uint32_t*>(patch + base[r & 1] + koff[s][r >> 1]);
+            af[s][r] = *reinterpret_cast<const std::uint32_t*>(patch + base[r & 1] + koff[s][r >> 1]);
 #pragma unroll
-          for (int j = 0; j < NC; ++j) mma_16816(acc[j], af, bf[nh * NC + j][s][0], bf[nh * NC + j][s][1]);
+        for (int j = 0; j < NC; ++j) {
+          std::uint32_t b[2][2];  // block nh NC + j's B at both k steps
+          if constexpr (kBSmem) {
+            const uint4 v = *reinterpret_cast<const uint4*>(b_s + sm::b_smem_index(nh * NC + j, lane, 0, 0));
+            b[0][0] = v.x;
+            b[0][1] = v.y;
+            b[1][0] = v.z;
+            b[1][1] = v.w;
+          } else {
+#pragma unroll
+            for (int s = 0; s < 2; ++s) b[s][0] = bf[nh * NC + j][s][0], b[s][1] = bf[nh * NC + j][s][1];
+          }
+#pragma unroll
+          for (int s = 0; s < 2; ++s) mma_16816(acc[j], af[s], b[s][0], b[s][1]);
         }
 #pragma unroll
         for (int j = 0; j < NC; ++j)
@@ -188,7 +214,9 @@ bool stem_mma_supports(const ConvShape& s) {
          s.pad >= 0 && s.c_out >= 1 && s.c_out <= 128;
 }
 
-bool stem_mma_preferred(const ConvShape& s) { return stem_mma_supports(s) && s.c_out <= 64; }
+bool stem_mma_preferred(const ConvShape& s) {
+  return stem_mma_supports(s) && (s.c_out <= 64 || conv_variants().f16_stem_mma_wide);
+}
 
 void launch_conv2d_stem_mma(const ConvParams<__half>& cp, cudaStream_t stream, int max_grid) {
   StemMmaParams p;

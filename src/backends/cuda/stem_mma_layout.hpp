@@ -75,6 +75,14 @@ struct Geom {
 };
 static_assert(((kTW - 1) * kStride) * kCin + 9 < Geom::kPW * kCin, "the last window's tenth value is a patch value");
 
+// Whether the kernel for NT n8 blocks keeps its B fragments in shared memory (Smem::kBOff, read once per n8 block
+// and m16 tile as one 16-byte load) rather than in registers: from 12 blocks on, the 48-64 registers of B left one
+// block of 256 threads per SM (ptxas: 158 registers at 12 blocks, thirtieth session's `cuobjdump -res-usage`).
+template <int NT>
+constexpr bool b_in_smem() {
+  return NT >= 12;
+}
+
 // Shared memory of the kernel for NT n8 blocks of output channels (bytes, each part 16-byte aligned).
 template <int NT>
 struct Smem {
@@ -86,7 +94,9 @@ struct Smem {
   static constexpr int kGammaOff = kBiasOff + align16(8 * NT * 4);                      // float (8 NT)
   static constexpr int kStageOff = kGammaOff + align16(8 * NT * 4);                     // half (kWarps, 16, kStageRS)
   static constexpr int kStageWarp = 16 * kStageRS;                                      // halves per warp
-  static constexpr int kBytes = kStageOff + align16(kWarps * kStageWarp * 2);
+  static constexpr int kBOff = kStageOff + align16(kWarps * kStageWarp * 2);  // uint32 (NT, 32 lanes, 4) where
+                                                                              // b_in_smem: b_smem_index
+  static constexpr int kBytes = kBOff + (b_in_smem<NT>() ? NT * 32 * 4 * 4 : 0);
 };
 
 // An output tile of a persistent stem kernel (this one and conv2d_stem_pair_f16's).
@@ -146,8 +156,20 @@ YOLO12_HOST_DEVICE inline long long b_weight_offset(int lane, int s, int j, int 
   return n < n_g && window_k_tap(k, tap, ci) ? w_offset(n, tap, ci, k_pad, cin_pad) : -1;
 }
 // Lane's B fragments of NT n8 blocks at both k16 steps, as mma.sync takes them: bf[j][s][r] holds halves h = 0 (low
-// 16 bits) and 1 of register r, bits(offset) giving the 16 bits of the packed weight at that offset (zero where
-// b_weight_offset is -1). The kernels keep them in registers for their whole life: the loops are unrolled.
+// 16 bits) and 1 of register r (b_register), bits(offset) giving the 16 bits of the packed weight at that offset
+// (zero where b_weight_offset is -1). The kernels keep them in registers for their whole life (the loops are
+// unrolled), except conv2d_stem_mma where b_in_smem.
+template <typename Bits>
+YOLO12_HOST_DEVICE inline std::uint32_t b_register(int lane, int s, int j, int r, int n_g, int k_pad, int cin_pad,
+                                                   const Bits& bits) {
+  std::uint32_t v = 0;
+  YOLO12_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const long long o = b_weight_offset(lane, s, j, r, h, n_g, k_pad, cin_pad);
+    v |= static_cast<std::uint32_t>(o >= 0 ? bits(o) : 0u) << (16 * h);
+  }
+  return v;
+}
 template <int NT, typename Bits>
 YOLO12_HOST_DEVICE inline void b_fragments(int lane, int n_g, int k_pad, int cin_pad, const Bits& bits,
                                            std::uint32_t (&bf)[NT][2][2]) {
@@ -156,16 +178,11 @@ YOLO12_HOST_DEVICE inline void b_fragments(int lane, int n_g, int k_pad, int cin
     YOLO12_UNROLL
     for (int s = 0; s < 2; ++s)
       YOLO12_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        std::uint32_t v = 0;
-        YOLO12_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          const long long o = b_weight_offset(lane, s, j, r, h, n_g, k_pad, cin_pad);
-          v |= static_cast<std::uint32_t>(o >= 0 ? bits(o) : 0u) << (16 * h);
-        }
-        bf[j][s][r] = v;
-      }
+      for (int r = 0; r < 2; ++r) bf[j][s][r] = b_register(lane, s, j, r, n_g, k_pad, cin_pad, bits);
 }
+// Where b_in_smem: register r of k step s of lane's B fragment of n8 block j is uint32 b_smem_index(j, lane, s, r)
+// of Smem::kBOff, so that a lane reads both k steps of block j as one 16-byte load (32 lanes: 512 contiguous bytes).
+YOLO12_HOST_DEVICE constexpr int b_smem_index(int j, int lane, int s, int r) { return (j * 32 + lane) * 4 + 2 * s + r; }
 // The staged store (views with 16-byte output stores): D element (row, n) goes to the warp's stage at
 // row * kStageRS + n; then chunk i (< 16 * chunks, chunks = c_out / 8) of the stage, pixel row i / chunks, channels
 // 8 (i % chunks) .. + 7, is one 16-byte store to the output.
