@@ -795,10 +795,14 @@ TEST_CASE("fp16 split-K over a cluster: the plan splits small-M long-K convs, an
       {with(make_case(1, 20, 20, 256, 64, 3, 1, 1), true, true, 0, 0, 64, 0), 8, 64},   // K 36 tiles: 4-5 per rank
       {with(make_case(1, 20, 20, 64, 64, 3, 1, 1), false, true), 4, 64},                // 9 tiles: 2, 2, 2, 3
       {with(make_case(1, 20, 20, 256, 128, 1, 1, 1), false, false, 0, 0, 0, 16), 1, 64}, // 1x1, K 4 tiles: 64x32, no split
-      {with(make_case(1, 13, 11, 128, 20, 3, 1, 1), true, false), 8, 128},              // 128x32 tile, 20 channels
+      {with(make_case(1, 13, 11, 128, 20, 3, 1, 1), true, false), 4, 128},              // 128x32 tile, 20 channels, K 18
+                                                                                          // tiles: 8 ranks from 32 only
       {with(make_case(1, 40, 40, 32, 32, 3, 1, 1), false, true), 1, 64},                // yolo12n's 32->32 @40: 64x32
       {with(make_case(1, 56, 64, 64, 64, 3, 1, 1), false, true), 2, 64},                // 56 tiles: 4 ranks would pass 1.5 per SM
-      {with(make_case(1, 10, 10, 256, 128, 3, 1, 2), false, false), 8, 64},             // grouped
+      {with(make_case(1, 40, 40, 512, 512, 3, 2, 1), false, false), 4, 64},             // yolo12m's 3x3/2 512 @40, K 72
+                                                                                          // tiles: 4 ranks to 2 per SM
+      {with(make_case(1, 80, 80, 128, 64, 1, 1, 1), false, true), 1, 128},              // 1x1 at 80x80, K 2 tiles: 128x32
+      {with(make_case(1, 10, 10, 512, 128, 3, 1, 2), false, false), 8, 64},             // grouped, K 36 tiles
       {with(make_case(1, 9, 7, 61, 72, 3, 1, 1), true, true, 3, 0, 8, 0), 4, 64},       // scalar A gathers, odd slice
       {with(make_case(2, 7, 9, 96, 40, 3, 2, 1), false, false), 4, 64},                 // stride 2, batch 2: one tile, 14 K tiles
   };
@@ -1225,6 +1229,11 @@ TEST_CASE("dwconv_rows_f16 takes every aligned stride-1 fp16 depthwise conv; its
   CHECK(plan_of(yolo_shape(32, 40, 64, 64, 7, 1, 64), true).algorithm == ConvAlgorithm::dwconv_rows_f16);
   CHECK(plan_of(yolo_shape(1, 40, 64, 64, 7, 1, 64), true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
   CHECK(plan_of(yolo_shape(1, 20, 384, 384, 7, 1, 384), true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
+  // 3x3 from 16 warps per SM (thirty-first session): yolo12m's 256 at 80x80, batch 1 (1,280 warps) on the tiled kernel,
+  // yolo12n's 64 at 80x80, batch 32 (10,240) on this one; yolo12n's 80 at 20x20, batch 32 (960) on the tiled kernel.
+  CHECK(plan_of(yolo_shape(1, 80, 256, 256, 3, 1, 256), true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
+  CHECK(plan_of(yolo_shape(32, 80, 64, 64, 3, 1, 64), true).algorithm == ConvAlgorithm::dwconv_rows_f16);
+  CHECK(plan_of(yolo_shape(32, 20, 80, 80, 3, 1, 80), true).algorithm == ConvAlgorithm::dwconv_tiled_f16);
   cd::conv_variants().dw_rows_small = true;  // below: every grid
   struct Expect {
     ConvShape s;

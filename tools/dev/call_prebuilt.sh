@@ -36,7 +36,8 @@
 #                                           yolo12-bench and yolo12-bench-b, tar -cf - both | xz -9e > ab.tar.xz);
 #                                           into $OUT/prebuilt_ab.txt
 #   tools/dev/call_prebuilt.sh bench SCALES there: one build of yolo12-bench (BIN, default /tmp/yolo12-bench, else the
-#                                           carried one; several space-separated builds are alternated, an A/B) on
+#                                           carried one; several space-separated builds are alternated, an A/B; an
+#                                           entry EDITS@PATH runs PATH under YOLO12_CONV_VARIANTS=EDITS) on
 #                                           each yolo12SCALE of the comma list, ROUNDS (2) runs of
 #                                           batch 1 and 32 each, fp16, the peer's random weights (carry .whl); into
 #                                           $OUT/bench.txt (e.g. after `tools/gpu_check.sh test`, with
@@ -84,16 +85,21 @@ unpack() {
   python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('$dir/$1.xz'), open('/tmp/$1', 'wb'))" && chmod +x "/tmp/$1"
 }
 # ROUNDS (2) rounds on each yolo12SCALE of the comma list $1, each round every build of yolo12-bench given after it in
-# turn: fp16, batch 1 and 32, the peer's random weights (peer_model first).
+# turn: fp16, batch 1 and 32, the peer's random weights (peer_model first). A build given as EDITS@PATH runs with
+# YOLO12_CONV_VARIANTS=EDITS (e.g. +f16_stem_mma_wide@build-check/yolo12-bench: a variant against the defaults).
+bench_exe() { echo "${1#*@}"; }
 bench_rounds() {
-  local scales=$1 sc round bin
+  local scales=$1 sc round bin edits
   shift
   nvidia-smi -L
   for sc in ${scales//,/ }; do
     for round in $(seq "${ROUNDS:-2}"); do
       for bin in "$@"; do
         echo "yolo12$sc round $round $bin"
-        timeout 90 "$bin" "/tmp/yolo12${sc}_peer.y12" --batch 1,32 --precision fp16 --iters 100 2>&1 | grep "fp16 b"
+        edits=""
+        [ "$bin" != "$(bench_exe "$bin")" ] && edits=${bin%%@*}
+        env ${edits:+YOLO12_CONV_VARIANTS=$edits} timeout 90 "$(bench_exe "$bin")" "/tmp/yolo12${sc}_peer.y12" \
+          --batch 1,32 --precision fp16 --iters 100 2>&1 | grep "fp16 b"
       done
     done
   done
@@ -165,8 +171,9 @@ case "${1:-}" in
     mkdir -p "$out"
     bins=${BIN:-/tmp/yolo12-bench}  # several, space-separated: alternated in each round (an A/B of two builds)
     for bin in $bins; do  # the default one from the carry where the call before left none
-      if [ "$bin" = /tmp/yolo12-bench ] && [ ! -x "$bin" ]; then unpack yolo12-bench || exit 1; fi
-      [ -x "$bin" ] || { echo "bench: no $bin" >&2; exit 1; }
+      exe=$(bench_exe "$bin")
+      if [ "$exe" = /tmp/yolo12-bench ] && [ ! -x "$exe" ]; then unpack yolo12-bench || exit 1; fi
+      [ -x "$exe" ] || { echo "bench: no $exe" >&2; exit 1; }
     done
     peer_model "$scales" "$out" || exit 1
     bench_rounds "$scales" $bins 2>&1 | tee "$out/bench.txt"

@@ -9,8 +9,9 @@
 // Dispatch (conv_select, read by conv2d_forward and by the per-op profile's label through bind):
 //   weights not 16-byte aligned              -> conv2d_direct_naive      (hand-made params only)
 //   depthwise (groups == c_in == c_out > 1)  -> dwconv_direct            (conv_depthwise.cu); in fp16 with
-//                                               16-byte views at stride 1 dwconv_rows_f16 (variant
-//                                               dw_rows_f16), else dwconv_tiled_f16 (variant dw_tiled_f16)
+//                                               16-byte views at stride 1 on grids of 4+ warps per SM (3x3:
+//                                               16+) dwconv_rows_f16 (variant dw_rows_f16), else
+//                                               dwconv_tiled_f16 (variant dw_tiled_f16)
 //   fp16, 1x1 s1 g1, gemm_tma_rule()         -> conv2d_gemm_tma          (conv_gemm_tma.cu, sm_90a): wgmma with TMA
 //                                               loads, persistent (variant f16_gemm_tma, off)
 //   fp16, 3x3 s1/s2, halo_wgmma_rule()       -> conv2d_halo_wgmma        (conv_halo_wgmma.cu, sm_90a): 48+ output
@@ -21,7 +22,8 @@
 //   fp16, f16_plan() says narrow_f16         -> conv2d_narrow_f16        (conv_narrow.cu): few output channels,
 //                                               short K, many pixels (f16_narrow; wider and longer convs
 //                                               with f16_narrow_wide, the stem with f16_narrow_stem)
-//   fp16, 3x3/2 from 3 to <= 64 channels     -> conv2d_stem_mma          (conv_stem_mma.cu, variant f16_stem_mma)
+//   fp16, 3x3/2 from 3 to <= 64 channels     -> conv2d_stem_mma          (conv_stem_mma.cu, variant f16_stem_mma;
+//                                               up to 128 channels with f16_stem_mma_wide, off)
 //   fp16, c_in <= 4, c_out 8..128 (the stem) -> conv2d_stem_f16          (conv_stem.cu, variant f16_stem)
 //   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
 //   fp16, where wgmma_plan() takes it         -> conv2d_implicit_gemm_wgmma (conv_wgmma.cu, variant f16_wgmma,

@@ -502,7 +502,11 @@ bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, c
     return true;
   }
   if (k_tiles <= 6) {
-    plan.bm = 64, plan.bn = 32;
+    // 1x1: 128 x 32 where 128-row tiles give a quarter of the SMs a row (thirty-first session, from the H100 and H200
+    // logs: yolo12m / l's 1x1 128->64 at 80x80, batch 1, 0.5-1 us faster each; at 40x40 and 20x20 64 x 32 stays
+    // faster, or the logs disagree), else 64 x 32.
+    plan.bm = is_pointwise(s) && 4 * ceil_div(m, 128) >= sms ? 128 : 64;
+    plan.bn = 32;
     return true;
   }
   if (l.n_g <= 32) plan.bm = 128, plan.bn = 32;
@@ -511,8 +515,11 @@ bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, c
   if (tiles3) {  // no split where the tiles fill half the SMs; else 2, 4, 8 while within 1.5 blocks per SM
     if (2 * base >= sms && k_tiles <= 12 && l.n_g <= 64) return true;
     plan.split = 2;
-    for (const int split : {4, 8})
-      if (2 * base * split <= 3 * sms && k_tiles >= 2 * split) plan.split = split;
+    // A long K (32+ tiles) takes 4 ranks up to 2 blocks per SM, and 8 ranks only there (thirty-first session, from
+    // the H100 and H200 logs: yolo12m / l's 3x3/2 512->512 at 40x40 wants 4 ranks, the 3x3 128->128 at 20x20 not 8).
+    const bool long_k = k_tiles >= 32;
+    if (k_tiles >= 8 && (2 * base * 4 <= 3 * sms || (long_k && base * 4 <= 2 * sms))) plan.split = 4;
+    if (long_k && 2 * base * 8 <= 3 * sms) plan.split = 8;
     return true;
   }
   // At least 2 ranks (k_tiles >= 7 here), more while the grid stays under 1.5 blocks per SM.
