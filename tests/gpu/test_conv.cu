@@ -2336,6 +2336,8 @@ TEST_CASE("conv2d_implicit_gemm_wgmma matches the reference: every tile and stag
       {shape(32, 320, 96, 192, 3, 2), 192, 4, 12},
       {shape(32, 80, 1536, 192, 1, 1), 192, 4, 12},
       {shape(32, 40, 768, 768, 3, 2), 64, 4},      // 100 row tiles: 1200 blocks of 64 (5 waves) vs 600 of 128 (3)
+      {shape(32, 40, 512, 512, 3, 2), 256, 4},     // 72 K tiles: 128 x 256 at full speed ties 128 x 128 on 1.5 waves
+                                                   // (thirty-first session)
       {shape(32, 40, 384, 384, 1, 1), 128, 3},    // 6 K tiles, 400 row tiles: wgmma (under 4 row tiles per SM)
       {shape(32, 20, 384, 384, 1, 1), 96, 3},
       {shape(32, 20, 1920, 768, 1, 1), 64, 4},

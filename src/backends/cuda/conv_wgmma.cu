@@ -607,7 +607,8 @@ namespace {
 // columns, 96 for 65..96 channels, 64 always) runs blocks(bn) tiles in waves of per_sm(bn) blocks on every SM
 // (2 up to 128 columns, 1 above), each wave taking per_sm * bn / speed(bn) in units of one 1-column tile's
 // work, where speed (relative MMA throughput per SM, read off the same tuning) is 0.85 at 64 columns, 0.92 at
-// 96, 1 at 128, 0.85 for the two-warpgroup kernel above 128 (one block per SM), and for the warp-specialised
+// 96, 1 at 128, 0.85 for the two-warpgroup kernel above 128 (one block per SM; 1 from 64 K tiles since the
+// thirty-first session), and for the warp-specialised
 // kernel (192 and 256 columns, 14+ K tiles, 4+ blocks per SM) 1 with 32+ K tiles, else 0.95. The cheapest
 // width wins, the wider one on a tie. Before it: 1x1 convs with at most 4 K tiles stay on mma.sync (yolo12x's
 // 96->96 and 192->192 at 160x160: 0.254 -> 0.215 and 0.517 -> 0.490 ms; a first version that kept 40x40 and
@@ -653,7 +654,11 @@ bool wgmma_plan_waves(const ConvShape& s, const GemmLayout& l, long long m_tiles
     double speed = bn == 64 ? 0.85 : bn == 96 ? 0.92 : 1.0;
     if (bn > 128) {
       per_sm = 1;
-      speed = 0.85;
+      // Thirty-first session: 1.0 from 64 K tiles (was 0.85 everywhere), so the 128 x 256 tile ties 128 x 128 on
+      // 1.5 waves and the wider wins: yolo12m / l's 3x3/2 512->512 at 40x40, batch 32 (72 K tiles), 0.146 -> 0.131-0.136
+      // ms on the H100 (twenty-ninth session's logs), 0.158 -> 0.155 on the H200 (fifteenth session's l). With 36 K
+      // tiles (the 3x3/2 256->256 at 80x80) the GPUs disagree (H100 0.164 -> 0.158, H200 0.177 -> 0.193), so it stays.
+      speed = k_tiles >= 64 ? 1.0 : 0.85;
       WgmmaTile w;
       if (k_tiles >= 14 && blocks >= 4 * sms && ws_tile(bn, w)) {
         t = w;
