@@ -921,7 +921,7 @@ ConvShape yolo_shape(int batch, int h, int ci, int co, int k, int stride, int gr
 TEST_CASE("f16_plan takes conv2d_narrow_f16 where it is measured faster, and what it can take under the variants",
           "[conv][host][narrow]") {
   // The defaults (whatever YOLO12_CONV_VARIANTS says) but f16_halo, which conv_select asks first for the k x k
-  // convs at stride 1 (the [halo] case checks that), and f16_stem_mma, which takes the stems of <= 64 channels
+  // convs at stride 1 (the [halo] case checks that), and f16_stem_mma, which takes the stems of <= 128 channels
   // before conv2d_stem_f16 (the [stem_mma] case checks that).
   const auto defaults = [] {
     cd::ConvVariants v;
@@ -2130,11 +2130,11 @@ TEST_CASE("conv2d_stem_mma matches the reference: tile edges, channel counts, vi
     CHECK_FALSE(cd::stem_mma_supports(c.s));
   }
   // conv_select takes it under variant f16_stem_mma (on by default) for stems of <= 64 channels, and up to 128 under
-  // f16_stem_mma_wide (off by default), conv2d_stem_f16 otherwise (yolo12x's 96); tuning times it on every stem it
-  // supports, only under f16_stem_mma.
+  // f16_stem_mma_wide (on by default since the thirty-first session: yolo12x's 96), conv2d_stem_f16 otherwise;
+  // tuning times it on every stem it supports, only under f16_stem_mma.
   const cd::ConvVariants saved = cd::conv_variants();
   CHECK(cd::ConvVariants().f16_stem_mma);
-  CHECK_FALSE(cd::ConvVariants().f16_stem_mma_wide);
+  CHECK(cd::ConvVariants().f16_stem_mma_wide);
   for (const int c_out : {16, 64, 96, 128})
     for (const bool wide : {false, true}) {
       const ConvShape stem = yolo_shape(32, 640, 3, c_out, 3, 2);

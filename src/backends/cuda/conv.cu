@@ -23,7 +23,7 @@
 //                                               short K, many pixels (f16_narrow; wider and longer convs
 //                                               with f16_narrow_wide, the stem with f16_narrow_stem)
 //   fp16, 3x3/2 from 3 to <= 64 channels     -> conv2d_stem_mma          (conv_stem_mma.cu, variant f16_stem_mma;
-//                                               up to 128 channels with f16_stem_mma_wide, off)
+//                                               up to 128 channels with f16_stem_mma_wide, on)
 //   fp16, c_in <= 4, c_out 8..128 (the stem) -> conv2d_stem_f16          (conv_stem.cu, variant f16_stem)
 //   groups 1, c_in <= 4 (the stem)           -> conv2d_direct_small_cin  (conv_direct.cu)
 //   fp16, where wgmma_plan() takes it         -> conv2d_implicit_gemm_wgmma (conv_wgmma.cu, variant f16_wgmma,

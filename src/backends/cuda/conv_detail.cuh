@@ -272,9 +272,10 @@ struct ConvVariants {
                                   // yolo12m (3->64) 11.384 -> 11.157 ms at batch 32 and 1.034 -> 1.023 at batch 1
                                   // (twenty-eighth session); at 96 (yolo12x) conv2d_stem_f16 is faster, 0.829 against
                                   // 0.889 ms at batch 32 (twenty-fourth). On since the twenty-ninth session
-  bool f16_stem_mma_wide = false; // with f16_stem_mma: conv_select takes it for stems of up to 128 channels too
+  bool f16_stem_mma_wide = true;  // with f16_stem_mma: conv_select takes it for stems of up to 128 channels too
                                   // (yolo12x's 96; thirty-first session: from 96 channels its B fragments stay in
-                                  // shared memory, so two blocks fit per SM where one did)
+                                  // shared memory, so two blocks fit per SM where one did). On: yolo12x 26.48-26.57
+                                  // -> 26.10 ms at batch 32, 2.03-2.05 -> 2.01 at batch 1 (H100, two rounds)
   bool f16_wgmma_waves = true;    // with f16_wgmma: on grids of 4+ tiles of 128 x 64 per SM, the wgmma tile by a model of
                                   // waves (wgmma_plan_waves, conv_wgmma.cu; twelfth session, fitted to tuning with raster_n)
   bool f16_gemm_tma = false;      // fp16 1x1 convs (groups 1) over grids of 4+ tiles of 128 x 128 per SM: conv2d_gemm_tma

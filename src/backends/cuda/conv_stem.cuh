@@ -24,8 +24,8 @@ void launch_conv2d_stem_f16(const ConvParams<__half>& p, cudaStream_t stream);
 bool stem_mma_supports(const ConvShape& s);
 // Where conv_select takes conv2d_stem_mma over conv2d_stem_f16 (under variant f16_stem_mma, on): a shape it supports
 // with at most 64 output channels (yolo12m and l's 3->64 faster on the tensor cores, yolo12x's 96 not; measured in
-// the network, docs/kernels-conv.md), or up to 128 under variant f16_stem_mma_wide. Tuning times it on every shape
-// it supports.
+// the network, docs/kernels-conv.md), or up to 128 under variant f16_stem_mma_wide (on: yolo12x's 96 faster since
+// the thirty-first session's two blocks per SM). Tuning times it on every shape it supports.
 bool stem_mma_preferred(const ConvShape& s);
 void launch_conv2d_stem_mma(const ConvParams<__half>& p, cudaStream_t stream, int max_grid = 0);
 
