@@ -26,8 +26,9 @@
 //   shared memory and writes them as 16-byte chunks, whole pixel rows at a time; otherwise the residual is added
 //   and channel pairs (or single channels) are stored from the registers.
 // Requirements (stem_mma_supports): fp16, groups 1, c_in 3, k 3, stride 2, dilation 1, any pad, c_out <= 128.
-// Used under variant f16_stem_mma (on since the twenty-ninth session, for stems of <= 64 channels:
-// stem_mma_preferred): test_conv [stem_mma] checks it against the reference on a GPU, and
+// Used under variant f16_stem_mma (on since the twenty-ninth session, for stems of <= 64 channels, and up to 128
+// under f16_stem_mma_wide, on since the thirty-first: stem_mma_preferred): test_conv [stem_mma] checks it against the
+// reference on a GPU, and
 // tests/unit/test_stem_mma_layout.cpp replays the layout on the CPU.
 #include <cstdint>
 
