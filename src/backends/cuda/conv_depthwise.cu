@@ -265,7 +265,7 @@ bool dwconv_rows_f16_supports(const ConvParams<__half>& p) {
 // Where its 8-channel warps (tiles x chunks) are fewer than 4 per SM (batch 1) it was slower than the tiled
 // kernel (eleventh session, call 3: yolo12n's 7x7 64 at 40x40, batch 1, 0.007 -> 0.011 ms), so there it runs
 // only under dw_rows_small. For 3x3 the threshold is 16 warps per SM (thirty-first session, from the tuning logs
-// of two GPUs: at batch 1 the tiled kernel was 7-14 % faster on every 3x3 shape of 7-15 warps per SM, yolo12m / l's
+// of two GPUs: at batch 1 the tiled kernel was 7-14 % faster on every 3x3 shape of 4-15 warps per SM, yolo12m / l's
 // 256 at 80x80 and 512 at 40x40 on the H100, x's 384 at 80x80 and 768 at 40x40 on the H200).
 bool dwconv_rows_f16_takes(const ConvParams<__half>& p) {
   const ConvVariants& v = conv_variants();
