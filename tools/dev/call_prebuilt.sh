@@ -89,16 +89,17 @@ unpack() {
 # YOLO12_CONV_VARIANTS=EDITS (e.g. +f16_stem_mma_wide@build-check/yolo12-bench: a variant against the defaults).
 bench_exe() { echo "${1#*@}"; }
 bench_rounds() {
-  local scales=$1 sc round bin edits
+  local scales=$1 sc round bin exe edits
   shift
   nvidia-smi -L
   for sc in ${scales//,/ }; do
     for round in $(seq "${ROUNDS:-2}"); do
       for bin in "$@"; do
         echo "yolo12$sc round $round $bin"
+        exe=$(bench_exe "$bin")
         edits=""
-        [ "$bin" != "$(bench_exe "$bin")" ] && edits=${bin%%@*}
-        env ${edits:+YOLO12_CONV_VARIANTS=$edits} timeout 90 "$(bench_exe "$bin")" "/tmp/yolo12${sc}_peer.y12" \
+        [ "$bin" != "$exe" ] && edits=${bin%%@*}
+        env ${edits:+YOLO12_CONV_VARIANTS=$edits} timeout 90 "$exe" "/tmp/yolo12${sc}_peer.y12" \
           --batch 1,32 --precision fp16 --iters 100 2>&1 | grep "fp16 b"
       done
     done

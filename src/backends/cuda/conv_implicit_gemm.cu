@@ -512,13 +512,14 @@ bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, c
   if (l.n_g <= 32) plan.bm = 128, plan.bn = 32;
   else plan.bm = 64, plan.bn = 64;
   const long long base = blocks(plan.bm, plan.bn);
-  if (tiles3) {  // no split where the tiles fill half the SMs; else 2, 4, 8 while within 1.5 blocks per SM
+  if (tiles3) {  // no split where the tiles fill half the SMs; else 2, then 4 and 8 while the grid stays small
     if (2 * base >= sms && k_tiles <= 12 && l.n_g <= 64) return true;
     plan.split = 2;
-    // A long K (32+ tiles) takes 4 ranks up to 2 blocks per SM, and 8 ranks only there (thirty-first session, from
-    // the H100 and H200 logs: yolo12m / l's 3x3/2 512->512 at 40x40 wants 4 ranks, the 3x3 128->128 at 20x20 not 8).
+    // 4 ranks within 1.5 blocks per SM, or 2 with a long K (32+ tiles); 8 ranks within 1.5 and only with a long K
+    // (thirty-first session, from the H100 and H200 logs: yolo12m / l's 3x3/2 512->512 at 40x40 wants 4 ranks, the
+    // 3x3 128->128 at 20x20, 18 K tiles, not 8).
     const bool long_k = k_tiles >= 32;
-    if (k_tiles >= 8 && (2 * base * 4 <= 3 * sms || (long_k && base * 4 <= 2 * sms))) plan.split = 4;
+    if (k_tiles >= 8 && 2 * base * 4 <= (long_k ? 4 : 3) * sms) plan.split = 4;
     if (long_k && 2 * base * 8 <= 3 * sms) plan.split = 8;
     return true;
   }
