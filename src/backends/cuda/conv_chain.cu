@@ -517,8 +517,9 @@ const FusedKernel kHaloPair = {
       return conv_detail::halo_pair_supports(l[0], l[1]) && conv_detail::halo_pair_views_ok(l[0], l[1]);
     },
     [](const LinkParams& l, cudaStream_t s) { conv_detail::launch_conv2d_halo_pair_f16(l[0], l[1], s); }};
-// The branch kernel takes a fixed array of its five links.
-bool dw_branch_array(const LinkParams& l, ConvParams<__half> (&a)[conv_detail::kDwBranchLinks]) {
+// The branch kernel takes fixed arrays of its five links: their parameters, or only their shapes.
+template <typename Link>
+bool dw_branch_array(const LinkParams& l, Link (&a)[conv_detail::kDwBranchLinks]) {
   if (l.size() != conv_detail::kDwBranchLinks) return false;
   for (int i = 0; i < conv_detail::kDwBranchLinks; ++i) a[i] = l[static_cast<std::size_t>(i)];
   return true;
@@ -527,10 +528,9 @@ const FusedKernel kDwBranch = {
     "conv branch dw3x3", "dw_branch", "branch",
     [](const LinkParams& l) {
       ConvParams<__half> a[conv_detail::kDwBranchLinks];
-      if (!dw_branch_array(l, a)) return false;
       ConvShape s[conv_detail::kDwBranchLinks];
-      for (int i = 0; i < conv_detail::kDwBranchLinks; ++i) s[i] = a[i];
-      return conv_detail::dw_branch_supports(s) && conv_detail::dw_branch_views_ok(a);
+      return dw_branch_array(l, a) && dw_branch_array(l, s) && conv_detail::dw_branch_supports(s) &&
+             conv_detail::dw_branch_views_ok(a);
     },
     [](const LinkParams& l, cudaStream_t s) {
       ConvParams<__half> a[conv_detail::kDwBranchLinks];
@@ -539,8 +539,7 @@ const FusedKernel kDwBranch = {
     },
     [](const LinkParams& l) {
       ConvShape s[conv_detail::kDwBranchLinks];
-      for (int i = 0; i < conv_detail::kDwBranchLinks && i < static_cast<int>(l.size()); ++i) s[i] = l[i];
-      return l.size() == conv_detail::kDwBranchLinks && conv_detail::dw_branch_preferred(s);
+      return dw_branch_array(l, s) && conv_detail::dw_branch_preferred(s);
     }};
 
 // A fused form (graph/ops.hpp: chain_stride2_pair, chain_stride1_pair, chain_dw_branch): on its kernel where that
