@@ -3,6 +3,8 @@
 
     python3 bench/torch_peer.py run --out peer.json --save-dir models/peer \
         [--scales n,s,m,l,x] [--batches 1,32] [--compile n] [--channels-last graph,compile] [--iters 50]
+    python3 bench/torch_peer.py warm --save-dir /tmp/peer-warm [--scales n,s,m,l,x] [--batches 1,32] \
+        [--compile n] [--channels-last graph,compile] [--jobs 4]
     python3 bench/torch_peer.py save --save-dir models/peer [--scales n,s]
     python3 bench/torch_peer.py table --peer peer.json --ours ours_n.json ours_s.json ... \
         --command "tools/gpu_check.sh" > table.md
@@ -17,6 +19,14 @@ the model and input in channels_last (NHWC) memory format (keys with a `_cl` suf
 recorded, and each row's `best_fp16` names PyTorch's fastest fp16 mode of all. Median and p90 of
 --iters runs, timed with CUDA events after warm-up. `max-autotune` is never used: its compiles took
 over 9 minutes for yolo12n alone on the H200.
+With --merge, rows of an earlier --out file whose scale and batch this run does not measure are kept, so a
+peer split over several calls ends in one JSON.
+`warm`: the compiles of `run` (each compiled scale, batch and memory format), done beforehand in --jobs
+processes at once, one per scale and batch, so that `run`'s own compiles find Inductor's on-disk caches
+(the FX graph and autograd caches, Triton's kernels) warm. Nothing is timed there, and `run` still times
+every mode alone on the GPU after it; its rows record how many of their compiles hit the FX graph cache
+(`compile_cache_hits`). One compile of yolo12x costs 30-40 s, mostly single-threaded Python: twenty
+compiles one after another are most of the peer's time.
 `save`: only the .pt files of `run` (the same seed, so the same weights), for yolo12-bench without the
 peer's timings (tools/gpu_check.sh perf).
 `table`: one side-by-side markdown table (ours from yolo12-bench JSON, the peer from `run`); the PyTorch
@@ -100,11 +110,111 @@ def _peer_model(scale, save_dir):
     return wrapper
 
 
+def _fused_model(wrapper, dev):
+    """The peer's model as `run` times it: fused, eval, on dev."""
+    model = wrapper.model.fuse(verbose=False) if hasattr(wrapper.model, "fuse") else wrapper.model
+    return model.eval().to(dev)
+
+
+def _in_format(m, x, cl, torch):
+    """The model and input of an fp16 mode in its memory format: m and x themselves, or channels_last copies."""
+    if not cl:
+        return m, x
+    return __import__("copy").deepcopy(m).to(memory_format=torch.channels_last), \
+        x.contiguous(memory_format=torch.channels_last)
+
+
+def _compile(mm, xx, torch):
+    """A fresh torch.compile (inductor, default mode) of mm, run three times on xx (the compile happens in the
+    first): (the compiled model, how many FX graph cache hits the compile had)."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()  # a fresh compile per batch size and format: no dynamic shapes
+    hits = counters["inductor"]["fxgraph_cache_hit"]
+    cm = torch.compile(mm)
+    for _ in range(3):
+        cm(xx)
+    return cm, counters["inductor"]["fxgraph_cache_hit"] - hits
+
+
+def _compile_plan(args):
+    """The (scale, batch, formats) whose compile+graph modes `run` times with these arguments; formats is a tuple
+    of channels_last flags."""
+    compile_scales = set(s for s in args.compile.split(",") if s)
+    cl = "compile" in set(m for m in args.channels_last.split(",") if m and m != "none")
+    formats = (False, True) if cl else (False,)
+    return [(s, int(b), formats) for s in args.scales.split(",") if s in compile_scales
+            for b in args.batches.split(",")]
+
+
+def cmd_warm_one(args):
+    """One scale and batch of `warm`, in its own process: the compiles `run` will make, in the same order."""
+    import torch
+
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device(args.device)
+    os.makedirs(args.save_dir, exist_ok=True)
+    model = _fused_model(_peer_model(args.scale, args.save_dir), dev)
+    x32 = torch.rand(args.batch, 3, 640, 640, device=dev)
+    with torch.inference_mode():
+        # As in `run`, the fp32 model has run at this batch before its fp16 copy is made: the Detect head keeps
+        # the anchors of the last input shape, and a compile that found none would trace another graph.
+        model(x32)
+        m, x = __import__("copy").deepcopy(model).half(), x32.half()
+        m(x)
+        for cl in (False, True) if args.channels_last else (False,):
+            t0 = time.perf_counter()
+            _, hits = _compile(*_in_format(m, x, cl, torch), torch)
+            print(f"warm yolo12{args.scale} b{args.batch}{' cl' if cl else ''}: {time.perf_counter() - t0:.1f} s "
+                  f"({hits} cache hits)", flush=True)
+
+
+def cmd_warm(args):
+    """`run`'s compiles beforehand, --jobs processes at once (each with its share of Inductor's compile threads)."""
+    import subprocess
+
+    plan = _compile_plan(args)
+    jobs = max(1, args.jobs)
+    env = dict(os.environ)
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(max(1, (os.cpu_count() or jobs) // jobs)))
+    os.makedirs(args.save_dir, exist_ok=True)
+    todo, running, failed = list(plan), [], 0
+    t0 = time.perf_counter()
+    while todo or running:
+        while todo and len(running) < jobs:
+            scale, batch, formats = todo.pop(0)
+            log = open(os.path.join(args.save_dir, f"warm_{scale}_b{batch}.log"), "w")
+            cmd = [sys.executable, os.path.abspath(__file__), "warm-one", "--scale", scale, "--batch", str(batch),
+                   "--save-dir", os.path.join(args.save_dir, f"{scale}_b{batch}"), "--device", args.device]
+            if len(formats) > 1:
+                cmd.append("--channels-last")
+            running.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, scale, batch))
+        time.sleep(0.2)
+        for item in [r for r in running if r[0].poll() is not None]:
+            running.remove(item)
+            proc, log, scale, batch = item
+            log.close()
+            with open(log.name) as f:
+                lines = [line.rstrip() for line in f if line.startswith("warm ")]
+            failed += proc.returncode != 0
+            print(f"yolo12{scale} b{batch}: rc={proc.returncode}; " + "; ".join(lines), flush=True)
+    print(f"warm: {len(plan)} processes, {failed} failed, {time.perf_counter() - t0:.0f} s with {jobs} at once")
+    return 1 if failed else 0
+
+
 def cmd_save(args):
     os.makedirs(args.save_dir, exist_ok=True)
     for scale in args.scales.split(","):
         _peer_model(scale, args.save_dir)
         print(f"saved {os.path.join(args.save_dir, f'yolo12{scale}_peer.pt')}")
+
+
+def _kept_rows(path, scales, batches):
+    """--merge: the rows of an earlier JSON at path (if any) whose scale and batch are not among these."""
+    if not os.path.isfile(path):
+        return []
+    with open(path) as f:
+        return [r for r in json.load(f).get("results", []) if r["scale"] not in scales or r["batch"] not in batches]
 
 
 def cmd_run(args):
@@ -125,10 +235,10 @@ def cmd_run(args):
         "iters": args.iters,
         "results": [],
     }
+    if args.merge:
+        doc["results"] = _kept_rows(args.out, scales, batches)
     for scale in scales:
-        wrapper = _peer_model(scale, args.save_dir)
-        model = wrapper.model.fuse(verbose=False) if hasattr(wrapper.model, "fuse") else wrapper.model
-        model = model.eval().to(dev)
+        model = _fused_model(_peer_model(scale, args.save_dir), dev)
         params = sum(p.numel() for p in model.parameters())
         for batch in batches:
             x32 = torch.rand(batch, 3, 640, 640, device=dev)
@@ -166,20 +276,15 @@ def _fast_fp16_modes(row, m, x, compile_it, cl_modes, iters, torch):
         if (mode == "compile+graph" and not compile_it) or (cl and mode.split("+")[0] not in cl_modes):
             continue
         try:
-            mm, xx = m, x
-            if cl:
-                mm = __import__("copy").deepcopy(m).to(memory_format=torch.channels_last)
-                xx = x.contiguous(memory_format=torch.channels_last)
+            mm, xx = _in_format(m, x, cl, torch)
             if mode == "graph":
                 row["modes"][key] = _time(_graphed(mm, xx, torch), iters, 5, torch)
                 continue
-            torch._dynamo.reset()  # a fresh compile per batch size and format: no dynamic shapes
             t0 = time.perf_counter()
-            cm = torch.compile(mm)
-            for _ in range(3):
-                cm(xx)
+            cm, hits = _compile(mm, xx, torch)
             replay = _graphed(cm, xx, torch)
             row["compile_s" + ("_cl" if cl else "")] = round(time.perf_counter() - t0, 1)
+            row["compile_cache_hits"] = row.get("compile_cache_hits", 0) + hits
             row["modes"][key] = _time(replay, iters, 5, torch)
         except Exception as e:  # noqa: BLE001 - record and go on
             row["modes"][key] = {"error": str(e)[:200]}
@@ -269,6 +374,22 @@ def main_with(argv):
     r.add_argument("--channels-last", default="graph,compile",
                    help="fp16 modes also run in channels_last, comma-separated: graph, compile (or none)")
     r.add_argument("--iters", type=int, default=50)
+    r.add_argument("--merge", action="store_true",
+                   help="keep the rows of an existing --out file that this run does not measure")
+    w = sub.add_parser("warm", help="run's compiles beforehand, several processes at once, for Inductor's caches")
+    w.add_argument("--save-dir", required=True, help="scratch folder (the processes' .pt files and logs)")
+    w.add_argument("--scales", default="n,s,m,l,x")
+    w.add_argument("--batches", default="1,32")
+    w.add_argument("--compile", default="n")
+    w.add_argument("--channels-last", default="graph,compile")
+    w.add_argument("--jobs", type=int, default=4)
+    w.add_argument("--device", default="cuda:0")
+    o = sub.add_parser("warm-one", help=argparse.SUPPRESS)
+    o.add_argument("--scale", required=True)
+    o.add_argument("--batch", type=int, required=True)
+    o.add_argument("--save-dir", required=True)
+    o.add_argument("--channels-last", action="store_true")
+    o.add_argument("--device", default="cuda:0")
     v = sub.add_parser("save", help="only write the peer's .pt files (the same weights as run), no timing")
     v.add_argument("--save-dir", required=True)
     v.add_argument("--scales", default="n,s,m,l,x")
@@ -279,6 +400,10 @@ def main_with(argv):
     args = ap.parse_args(argv)
     if args.cmd == "run":
         cmd_run(args)
+    elif args.cmd == "warm":
+        return cmd_warm(args)
+    elif args.cmd == "warm-one":
+        cmd_warm_one(args)
     elif args.cmd == "save":
         cmd_save(args)
     else:

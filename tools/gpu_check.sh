@@ -171,6 +171,26 @@ if [ "$mode" = perf ] && [ -n "$baseline_src" ] && [ -f "$baseline_src" ]; then
       >> "$out/baseline_build.log" 2>&1; echo "rc=$?" >> "$out/baseline_build.log" ) &
   baseline_pid=$!
 fi
+use_wheels() {  # Ultralytics from the carried wheels (.whl), where the machine has none
+  if ! python3 -c "import ultralytics" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/yolo12-site .whl/*.whl \
+      > "$out/pip.log" 2>&1 && export PYTHONPATH=/tmp/yolo12-site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+}
+peer_dir=$build/peer
+mkdir -p "$peer_dir"
+# The peer's compiles, made beforehand while this engine builds (bench and peer modes): PEER_WARM_JOBS processes at
+# once (default 4; 0 skips it) fill Inductor's on-disk caches, so the peer's own compiles (20-40 s each, one after
+# another) mostly hit them. It is waited for before the peer times anything: nothing else runs while it does.
+warm_pid=""
+if { [ "$mode" = bench ] || [ "$mode" = peer ]; } && [ "${PEER_WARM_JOBS:-4}" != 0 ] && [ -n "${PEER_COMPILE:-n}" ]; then
+  use_wheels
+  ( PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout "${PEER_WARM_TIMEOUT:-300}" python3 bench/torch_peer.py warm \
+      --save-dir /tmp/yolo12-peer-warm --scales "${PEER_SCALES:-n,s,m,l,x}" --batches "${PEER_BATCHES:-1,32}" \
+      --compile "${PEER_COMPILE:-n}" --jobs "${PEER_WARM_JOBS:-4}" > "$out/peer_warm.log" 2>&1
+    echo "rc=$?" >> "$out/peer_warm.log" ) &
+  warm_pid=$!
+fi
 build_rc=0
 [ "$mode" != peer ] && [ "$mode" != cli ] && { timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; build_rc=$?; }
 if [ $build_rc -ne 0 ]; then
@@ -182,12 +202,6 @@ fi
 grep -E "error" "$out/build.log" 2>/dev/null | head -20
 
 # ---- models --------------------------------------------------------------------------------------
-use_wheels() {  # Ultralytics from the carried wheels (.whl), where the machine has none
-  if ! python3 -c "import ultralytics" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/yolo12-site .whl/*.whl \
-      > "$out/pip.log" 2>&1 && export PYTHONPATH=/tmp/yolo12-site${PYTHONPATH:+:$PYTHONPATH}
-  fi
-}
 export_model() {  # src dst
   [ -f "$2" ] && return 0
   timeout 120 python3 exporter/export.py "$1" -o "$2" >> "$out/export.log" 2>&1 || note "export of $1 FAILED"
@@ -581,13 +595,18 @@ if [ "$mode" = perf ]; then
 fi
 
 # ---- benchmark -----------------------------------------------------------------------------------
-peer_dir=$build/peer
-mkdir -p "$peer_dir"
 if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = peer ]; then
   use_wheels
+  if [ -n "$warm_pid" ]; then
+    wait "$warm_pid"
+    note "peer warm: $(grep -E '^warm:|^rc=' "$out/peer_warm.log" | tr '\n' ' ')"
+  fi
+  # PEER_MERGE=1: keep the rows of the JSON an earlier `peer` left in the build folder (a peer split over calls on
+  # one warm machine ends in one table).
   PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout "${PEER_TIMEOUT:-420}" python3 bench/torch_peer.py run \
     --out "$peer_dir/peer.json" --save-dir "$peer_dir" --scales "${PEER_SCALES:-n,s,m,l,x}" \
-    --batches "${PEER_BATCHES:-1,32}" --compile "${PEER_COMPILE:-n}" > "$out/peer.log" 2>&1
+    --batches "${PEER_BATCHES:-1,32}" --compile "${PEER_COMPILE:-n}" \
+    $([ "${PEER_MERGE:-0}" = 1 ] && echo --merge) > "$out/peer.log" 2>&1
   note "torch peer: rc=$? ($(grep -c '^peer' "$out/peer.log") rows)"
   cp "$peer_dir/peer.json" "$out/peer.json" 2>/dev/null
   cat "$out/peer.log" | grep -E "^peer|Error" | head -20

@@ -107,6 +107,27 @@ class ChannelsLastRunTest(unittest.TestCase):
         self.assertTrue(x.is_contiguous())  # the caller's input is left as it was
 
 
+class SplitRunTest(unittest.TestCase):
+    def test_compile_plan_is_what_run_compiles(self):
+        args = type("A", (), {"scales": "n,s,x", "batches": "1,32", "compile": "s,x,l", "channels_last": "graph,compile"})()
+        self.assertEqual(peer._compile_plan(args), [("s", 1, (False, True)), ("s", 32, (False, True)),
+                                                    ("x", 1, (False, True)), ("x", 32, (False, True))])
+        args.channels_last, args.batches = "graph", "32"
+        self.assertEqual(peer._compile_plan(args), [("s", 32, (False,)), ("x", 32, (False,))])
+        args.compile = ""
+        self.assertEqual(peer._compile_plan(args), [])
+
+    def test_merge_keeps_only_the_rows_not_measured_again(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "peer.json")
+            self.assertEqual(peer._kept_rows(path, ["n"], [1]), [])  # no earlier file
+            rows = [{"scale": s, "batch": b, "modes": {}} for s in ("n", "s", "x") for b in (1, 32)]
+            with open(path, "w") as f:
+                json.dump({"results": rows}, f)
+            kept = peer._kept_rows(path, ["x"], [32])
+        self.assertEqual([(r["scale"], r["batch"]) for r in kept], [("n", 1), ("n", 32), ("s", 1), ("s", 32), ("x", 1)])
+
+
 class SaveTest(unittest.TestCase):
     def test_save_writes_the_weights_run_would_time(self):
         try:
