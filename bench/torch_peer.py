@@ -22,7 +22,7 @@ over 9 minutes for yolo12n alone on the H200.
 With --merge, rows of an earlier --out file whose scale and batch this run does not measure are kept, so a
 peer split over several calls ends in one JSON.
 `warm`: the compiles of `run` (each compiled scale, batch and memory format), done beforehand in --jobs
-processes at once, one per scale and batch, so that `run`'s own compiles find Inductor's on-disk caches
+processes at once, one per compile, so that `run`'s own compiles find Inductor's on-disk caches
 (the FX graph and autograd caches, Triton's kernels) warm. Nothing is timed there, and `run` still times
 every mode alone on the GPU after it; its rows record how many of their compiles hit the FX graph cache
 (`compile_cache_hits`). One compile of yolo12x costs 30-40 s, mostly single-threaded Python: twenty
@@ -148,7 +148,7 @@ def _compile_plan(args):
 
 
 def cmd_warm_one(args):
-    """One scale and batch of `warm`, in its own process: the compiles `run` will make, in the same order."""
+    """One compile of `warm` (a scale, batch and memory format), in its own process, made as `run` makes it."""
     import torch
 
     torch.backends.cudnn.benchmark = True
@@ -162,18 +162,19 @@ def cmd_warm_one(args):
         model(x32)
         m, x = __import__("copy").deepcopy(model).half(), x32.half()
         m(x)
-        for cl in (False, True) if args.channels_last else (False,):
-            t0 = time.perf_counter()
-            _, hits = _compile(*_in_format(m, x, cl, torch), torch)
-            print(f"warm yolo12{args.scale} b{args.batch}{' cl' if cl else ''}: {time.perf_counter() - t0:.1f} s "
-                  f"({hits} cache hits)", flush=True)
+        t0 = time.perf_counter()
+        _, hits = _compile(*_in_format(m, x, args.channels_last, torch), torch)
+        print(f"warm yolo12{args.scale} b{args.batch}{' cl' if args.channels_last else ''}: "
+              f"{time.perf_counter() - t0:.1f} s ({hits} cache hits)", flush=True)
 
 
 def cmd_warm(args):
-    """`run`'s compiles beforehand, --jobs processes at once (each with its share of Inductor's compile threads)."""
+    """`run`'s compiles beforehand, one process per compile and --jobs at once (each with its share of Inductor's
+    compile threads), in the order `run` needs them: each one that ends is a cache entry, also when a time limit
+    stops the rest."""
     import subprocess
 
-    plan = _compile_plan(args)
+    plan = [(scale, batch, cl) for scale, batch, formats in _compile_plan(args) for cl in formats]
     jobs = max(1, args.jobs)
     env = dict(os.environ)
     env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(max(1, (os.cpu_count() or jobs) // jobs)))
@@ -182,23 +183,24 @@ def cmd_warm(args):
     t0 = time.perf_counter()
     while todo or running:
         while todo and len(running) < jobs:
-            scale, batch, formats = todo.pop(0)
-            log = open(os.path.join(args.save_dir, f"warm_{scale}_b{batch}.log"), "w")
+            scale, batch, cl = todo.pop(0)
+            name = f"{scale}_b{batch}{'_cl' if cl else ''}"
+            log = open(os.path.join(args.save_dir, f"warm_{name}.log"), "w")
             cmd = [sys.executable, os.path.abspath(__file__), "warm-one", "--scale", scale, "--batch", str(batch),
-                   "--save-dir", os.path.join(args.save_dir, f"{scale}_b{batch}"), "--device", args.device]
-            if len(formats) > 1:
+                   "--save-dir", os.path.join(args.save_dir, name), "--device", args.device]
+            if cl:
                 cmd.append("--channels-last")
-            running.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, scale, batch))
+            running.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, name))
         time.sleep(0.2)
         for item in [r for r in running if r[0].poll() is not None]:
             running.remove(item)
-            proc, log, scale, batch = item
+            proc, log, name = item
             log.close()
             with open(log.name) as f:
                 lines = [line.rstrip() for line in f if line.startswith("warm ")]
             failed += proc.returncode != 0
-            print(f"yolo12{scale} b{batch}: rc={proc.returncode}; " + "; ".join(lines), flush=True)
-    print(f"warm: {len(plan)} processes, {failed} failed, {time.perf_counter() - t0:.0f} s with {jobs} at once")
+            print(f"{name}: rc={proc.returncode} at {time.perf_counter() - t0:.0f} s; " + "; ".join(lines), flush=True)
+    print(f"warm: {len(plan)} compiles, {failed} failed, {time.perf_counter() - t0:.0f} s with {jobs} at once")
     return 1 if failed else 0
 
 
@@ -388,7 +390,7 @@ def main_with(argv):
     o.add_argument("--scale", required=True)
     o.add_argument("--batch", type=int, required=True)
     o.add_argument("--save-dir", required=True)
-    o.add_argument("--channels-last", action="store_true")
+    o.add_argument("--channels-last", action="store_true", help="the channels_last compile (else the contiguous)")
     o.add_argument("--device", default="cuda:0")
     v = sub.add_parser("save", help="only write the peer's .pt files (the same weights as run), no timing")
     v.add_argument("--save-dir", required=True)

@@ -180,8 +180,11 @@ use_wheels() {  # Ultralytics from the carried wheels (.whl), where the machine 
 peer_dir=$build/peer
 mkdir -p "$peer_dir"
 # The peer's compiles, made beforehand while this engine builds (bench and peer modes): PEER_WARM_JOBS processes at
-# once (default 4; 0 skips it) fill Inductor's on-disk caches, so the peer's own compiles (20-40 s each, one after
-# another) mostly hit them. It is waited for before the peer times anything: nothing else runs while it does.
+# once (default 4; 0 skips it), one process per compile in the order the peer needs them, fill Inductor's on-disk
+# caches, so the peer's own compiles (20-40 s each, one after another) mostly hit them. It is waited for before the
+# peer times anything: nothing else runs while it does. (Thirty-second session, H100: ten processes beside the
+# build, one per scale and batch, ended no channels_last compile in 240 s; the contiguous ones they ended took the
+# peer 3-12 s instead of 20-30.)
 warm_pid=""
 if { [ "$mode" = bench ] || [ "$mode" = peer ]; } && [ "${PEER_WARM_JOBS:-4}" != 0 ] && [ -n "${PEER_COMPILE:-n}" ]; then
   use_wheels
@@ -399,7 +402,18 @@ profile_variants() {
 # san_tag_jobs TEST TAG: memcheck and racecheck of TEST's cases tagged TAG (host-only cases left out), one process
 # each. Kernel tuning inside a sanitizer runs each candidate once (YOLO12_CONV_TUNE_QUICK), as in the whole-model
 # jobs: test_conv_chain's whole-model case tunes, and under racecheck it died while tuning (fifteenth session).
+# SANITIZE_FIXTURES="name ...": a `model` tag is run once per fixture and tool instead (YOLO12_TEST_FIXTURE, which
+# model_fixtures.hpp's for_each_model_fixture reads): test_dw_branch's whole-model case under racecheck, both fixtures
+# in one process, grew to 127 GB and was killed (thirty-second session).
 san_tag_jobs() {
+  local fx
+  if [ "$2" = model ] && [ -n "${SANITIZE_FIXTURES:-}" ]; then
+    for fx in $SANITIZE_FIXTURES; do
+      san_job memcheck "$1" "${1}_model_$fx" "[model]~[host]" env YOLO12_CONV_TUNE_QUICK=1 "YOLO12_TEST_FIXTURE=$fx"
+      san_job racecheck "$1" "${1}_model_$fx" "[model]~[host]" env YOLO12_CONV_TUNE_QUICK=1 "YOLO12_TEST_FIXTURE=$fx"
+    done
+    return
+  fi
   san_job memcheck "$1" "${1}_$2" "[$2]~[host]" env YOLO12_CONV_TUNE_QUICK=1
   san_job racecheck "$1" "${1}_$2" "[$2]~[host]" env YOLO12_CONV_TUNE_QUICK=1
 }
@@ -599,7 +613,8 @@ if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = peer ]; then
   use_wheels
   if [ -n "$warm_pid" ]; then
     wait "$warm_pid"
-    note "peer warm: $(grep -E '^warm:|^rc=' "$out/peer_warm.log" | tr '\n' ' ')"
+    note "peer warm: $(grep -E '^warm:|^rc=' "$out/peer_warm.log" | tr '\n' ' ')($(grep -h '^warm ' /tmp/yolo12-peer-warm/warm_*.log 2>/dev/null | wc -l) compiles ended)"
+    grep -h '^warm ' /tmp/yolo12-peer-warm/warm_*.log >> "$out/peer_warm.log" 2>/dev/null
   fi
   # PEER_MERGE=1: keep the rows of the JSON an earlier `peer` left in the build folder (a peer split over calls on
   # one warm machine ends in one table).

@@ -42,11 +42,14 @@ inline int for_each_model_fixture(const std::set<std::string>& names,
   std::ifstream in(test_data_dir() + "/fixtures.json");
   REQUIRE(in);
   const nlohmann::json fixtures = nlohmann::json::parse(in);
+  // YOLO12_TEST_FIXTURE=substring: only the matching fixtures (a sanitizer process per fixture, as in test_model_gpu).
+  const char* only = std::getenv("YOLO12_TEST_FIXTURE");
   int ran = 0;
   for (const auto& fx : fixtures) {
     ModelFixture c;
     c.name = fx["name"].get<std::string>();
     if (!names.count(c.name)) continue;
+    if (only && *only && c.name.find(only) == std::string::npos) continue;
     std::string stem = fx["model"].get<std::string>();
     stem = stem.substr(0, stem.find_last_of('.'));
     c.model = test_models_dir() + "/" + stem + ".y12";
