@@ -25,8 +25,8 @@ peer split over several calls ends in one JSON.
 processes at once, one per compile, so that `run`'s own compiles find Inductor's on-disk caches
 (the FX graph and autograd caches, Triton's kernels) warm. Nothing is timed there, and `run` still times
 every mode alone on the GPU after it; its rows record how many of their compiles hit the FX graph cache
-(`compile_cache_hits`). One compile of yolo12x costs 30-40 s, mostly single-threaded Python: twenty
-compiles one after another are most of the peer's time.
+(`compile_cache_hits`). A cold compile takes 15-40 s (yolo12x the most), one that hits the caches 3-12 s
+(thirty-second session, H100): twenty cold compiles one after another are most of the peer's time.
 `save`: only the .pt files of `run` (the same seed, so the same weights), for yolo12-bench without the
 peer's timings (tools/gpu_check.sh perf).
 `table`: one side-by-side markdown table (ours from yolo12-bench JSON, the peer from `run`); the PyTorch

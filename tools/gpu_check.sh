@@ -188,6 +188,7 @@ mkdir -p "$peer_dir"
 warm_pid=""
 if { [ "$mode" = bench ] || [ "$mode" = peer ]; } && [ "${PEER_WARM_JOBS:-4}" != 0 ] && [ -n "${PEER_COMPILE:-n}" ]; then
   use_wheels
+  rm -rf /tmp/yolo12-peer-warm  # its logs are counted below: none from an earlier call on a warm machine
   ( PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout "${PEER_WARM_TIMEOUT:-300}" python3 bench/torch_peer.py warm \
       --save-dir /tmp/yolo12-peer-warm --scales "${PEER_SCALES:-n,s,m,l,x}" --batches "${PEER_BATCHES:-1,32}" \
       --compile "${PEER_COMPILE:-n}" --jobs "${PEER_WARM_JOBS:-4}" > "$out/peer_warm.log" 2>&1
