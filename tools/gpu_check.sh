@@ -12,7 +12,7 @@
 #          test_model_gpu), export the fixture models, run their compute-sanitizer processes (no ctest, no
 #          example app, no profile), so that a long SANITIZE_TIMEOUT fits one call. An entry TEST:TAG runs
 #          only that tag's cases of TEST (memcheck and racecheck, one process each, e.g. test_conv:splitk).
-#   bench  peer + ours:
+#   bench  ours + peer (ours first, so that a peer cut by its time limit still leaves ours), then the table:
 #   peer   the PyTorch peer (bench/torch_peer.py: Ultralytics YOLO12 n/s/m/l/x, random weights);
 #          its JSON is kept in the build folder for a later `ours` call on the same warm machine;
 #   ours   yolo12-bench on the very same weights (exported from the peer's .pt files), then one
@@ -610,30 +610,19 @@ if [ "$mode" = perf ]; then
 fi
 
 # ---- benchmark -----------------------------------------------------------------------------------
-if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = peer ]; then
-  use_wheels
-  if [ -n "$warm_pid" ]; then
-    wait "$warm_pid"
-    note "peer warm: $(grep -E '^warm:|^rc=' "$out/peer_warm.log" | tr '\n' ' ')($(grep -h '^warm ' /tmp/yolo12-peer-warm/warm_*.log 2>/dev/null | wc -l) compiles ended)"
-    grep -h '^warm ' /tmp/yolo12-peer-warm/warm_*.log >> "$out/peer_warm.log" 2>/dev/null
-  fi
-  # PEER_MERGE=1: keep the rows of the JSON an earlier `peer` left in the build folder (a peer split over calls on
-  # one warm machine ends in one table).
-  PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout "${PEER_TIMEOUT:-420}" python3 bench/torch_peer.py run \
-    --out "$peer_dir/peer.json" --save-dir "$peer_dir" --scales "${PEER_SCALES:-n,s,m,l,x}" \
-    --batches "${PEER_BATCHES:-1,32}" --compile "${PEER_COMPILE:-n}" \
-    $([ "${PEER_MERGE:-0}" = 1 ] && echo --merge) > "$out/peer.log" 2>&1
-  note "torch peer: rc=$? ($(grep -c '^peer' "$out/peer.log") rows)"
-  cp "$peer_dir/peer.json" "$out/peer.json" 2>/dev/null
-  cat "$out/peer.log" | grep -E "^peer|Error" | head -20
-fi
-if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = ours ]; then
-  ours=()
-  # OURS_SCALES: the peer weights of these scales are written first where the peer has not saved them
-  # (a fresh machine after `peer` ran in an earlier call), so `ours` times every scale of a split peer run.
-  if [ -n "${OURS_SCALES:-}" ]; then
+# bench / all: this engine first (on the peer's weights, saved first where missing), then the peer, then the table,
+# so that a peer stopped by its time limit still leaves ours of every scale (thirty-second session: the call's limit
+# stopped the ours step that came after a long peer).
+ours=()
+ours_step() {
+  # OURS_SCALES (in bench / all: the peer's scales by default): the peer weights of these scales are written first
+  # where the peer has not saved them (before the peer runs, or on a fresh machine after `peer` ran in an earlier
+  # call), so `ours` times every scale of a split peer run.
+  local scales=${OURS_SCALES:-} missing pt y12 j
+  [ "$mode" != ours ] && scales=${OURS_SCALES:-${PEER_SCALES:-n,s,m,l,x}}
+  if [ -n "$scales" ]; then
     use_wheels
-    missing=$(for sc in ${OURS_SCALES//,/ }; do [ -f "$peer_dir/yolo12${sc}_peer.pt" ] || printf '%s,' "$sc"; done)
+    missing=$(for sc in ${scales//,/ }; do [ -f "$peer_dir/yolo12${sc}_peer.pt" ] || printf '%s,' "$sc"; done)
     [ -n "$missing" ] && YOLO_OFFLINE=1 timeout 120 python3 bench/torch_peer.py save --save-dir "$peer_dir" \
       --scales "${missing%,}" >> "$out/peer_save.log" 2>&1
   fi
@@ -647,10 +636,32 @@ if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = ours ]; then
       >> "$out/bench.log" 2>&1 && ours+=("$j") || note "yolo12-bench $(basename "$y12") FAILED"
   done
   cat "$out/bench.log"
-  if [ -f "$peer_dir/peer.json" ] && [ ${#ours[@]} -gt 0 ]; then
-    cp "$peer_dir/peer.json" "$out/peer.json" 2>/dev/null
-    python3 bench/torch_peer.py table --peer "$peer_dir/peer.json" --ours "${ours[@]}" \
-      --command "${BENCH_COMMAND:-tools/gpu_check.sh $mode}" > "$out/benchmarks-table.md" 2> "$out/table.log"
-    cat "$out/benchmarks-table.md"
+}
+if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = peer ]; then
+  use_wheels
+  if [ -n "$warm_pid" ]; then
+    wait "$warm_pid"
+    note "peer warm: $(grep -E '^warm:|^rc=' "$out/peer_warm.log" | tr '\n' ' ')($(grep -h '^warm ' /tmp/yolo12-peer-warm/warm_*.log 2>/dev/null | wc -l) compiles ended)"
+    grep -h '^warm ' /tmp/yolo12-peer-warm/warm_*.log >> "$out/peer_warm.log" 2>/dev/null
   fi
+fi
+if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = ours ]; then
+  ours_step
+fi
+if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = peer ]; then
+  # PEER_MERGE=1: keep the rows of the JSON an earlier `peer` left in the build folder (a peer split over calls on
+  # one warm machine ends in one table).
+  PYTHONUNBUFFERED=1 YOLO_OFFLINE=1 timeout "${PEER_TIMEOUT:-420}" python3 bench/torch_peer.py run \
+    --out "$peer_dir/peer.json" --save-dir "$peer_dir" --scales "${PEER_SCALES:-n,s,m,l,x}" \
+    --batches "${PEER_BATCHES:-1,32}" --compile "${PEER_COMPILE:-n}" \
+    $([ "${PEER_MERGE:-0}" = 1 ] && echo --merge) > "$out/peer.log" 2>&1
+  note "torch peer: rc=$? ($(grep -c '^peer' "$out/peer.log") rows)"
+  cp "$peer_dir/peer.json" "$out/peer.json" 2>/dev/null
+  cat "$out/peer.log" | grep -E "^peer|Error" | head -20
+fi
+if { [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = ours ]; } && [ -f "$peer_dir/peer.json" ] && [ ${#ours[@]} -gt 0 ]; then
+  cp "$peer_dir/peer.json" "$out/peer.json" 2>/dev/null
+  python3 bench/torch_peer.py table --peer "$peer_dir/peer.json" --ours "${ours[@]}" \
+    --command "${BENCH_COMMAND:-tools/gpu_check.sh $mode}" > "$out/benchmarks-table.md" 2> "$out/table.log"
+  cat "$out/benchmarks-table.md"
 fi
