@@ -137,12 +137,17 @@ def _compile(mm, xx, torch):
     return cm, counters["inductor"]["fxgraph_cache_hit"] - hits
 
 
+def _mode_sets(args):
+    """--compile and --channels-last as sets: (the scales compiled, the fp16 modes also run in channels_last)."""
+    return (set(s for s in args.compile.split(",") if s),
+            set(m for m in args.channels_last.split(",") if m and m != "none"))
+
+
 def _compile_plan(args):
     """The (scale, batch, formats) whose compile+graph modes `run` times with these arguments; formats is a tuple
     of channels_last flags."""
-    compile_scales = set(s for s in args.compile.split(",") if s)
-    cl = "compile" in set(m for m in args.channels_last.split(",") if m and m != "none")
-    formats = (False, True) if cl else (False,)
+    compile_scales, cl_modes = _mode_sets(args)
+    formats = (False, True) if "compile" in cl_modes else (False,)
     return [(s, int(b), formats) for s in args.scales.split(",") if s in compile_scales
             for b in args.batches.split(",")]
 
@@ -226,8 +231,7 @@ def cmd_run(args):
     dev = torch.device("cuda:0")
     scales = args.scales.split(",")
     batches = [int(b) for b in args.batches.split(",")]
-    compile_scales = set(s for s in args.compile.split(",") if s)
-    cl_modes = set(m for m in args.channels_last.split(",") if m and m != "none")
+    compile_scales, cl_modes = _mode_sets(args)
     os.makedirs(args.save_dir, exist_ok=True)
     doc = {
         "device": torch.cuda.get_device_name(0),
