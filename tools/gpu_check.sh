@@ -12,6 +12,7 @@
 #          test_model_gpu), export the fixture models, run their compute-sanitizer processes (no ctest, no
 #          example app, no profile), so that a long SANITIZE_TIMEOUT fits one call. An entry TEST:TAG runs
 #          only that tag's cases of TEST (memcheck and racecheck, one process each, e.g. test_conv:splitk).
+#          SANITIZE_TOOLS="racecheck" (or memcheck) runs one tool only.
 #   bench  ours + peer (ours first, so that a peer cut by its time limit still leaves ours), then the table:
 #   peer   the PyTorch peer (bench/torch_peer.py: Ultralytics YOLO12 n/s/m/l/x, random weights);
 #          its JSON is kept in the build folder for a later `ours` call on the same warm machine;
@@ -302,6 +303,8 @@ san_jobs=()
 # out-of-memory kills, if any, to dmesg_oom.txt.
 san_job() {  # tool test name catch-filter [env VAR=value ...]: one sanitizer process in the background
   local tool=$1 t=$2 name=$3 catch_filter=$4; shift 4
+  # SANITIZE_TOOLS (default both): e.g. racecheck alone, where memcheck of the same cases is already clean.
+  case " ${SANITIZE_TOOLS:-memcheck racecheck} " in *" $tool "*) ;; *) return 0 ;; esac
   local timev=()
   [ -x /usr/bin/time ] && timev=(/usr/bin/time -v -o "$out/sanitizer_${tool}_$name.time")
   ( timeout "${SANITIZE_TIMEOUT:-360}" "$@" "${timev[@]}" compute-sanitizer --tool "$tool" --error-exitcode 9 \

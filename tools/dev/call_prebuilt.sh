@@ -48,6 +48,10 @@
 #                                           source tree and a scratch binary folder given by environment; under
 #                                           compute-sanitizer --tool SANITIZER where that is set (memcheck,
 #                                           racecheck); into $OUT/NAME[_SANITIZER].log
+#   tools/dev/call_prebuilt.sh profile SCALES  there (carry .carry/prebuilt with yolo12-bench.xz, and .whl): the per-op
+#                                           profile (--profile-ops, every op, with the roofline) of each yolo12SCALE of
+#                                           the comma list under the default kernels, fp16, batch BATCH (1,32), the
+#                                           peer's random weights; into $OUT/profile_SCALE_default.log
 #   tools/dev/call_prebuilt.sh ncu SCALE REGEX  there (carry .carry/prebuilt with yolo12-bench.xz, and .whl): Nsight
 #                                           Compute on the first COUNT (4) kernels whose names match REGEX (after SKIP)
 #                                           in yolo12SCALE at batch BATCH (32), one stream: speed of light, occupancy,
@@ -197,6 +201,20 @@ case "${1:-}" in
       ${SANITIZER:+compute-sanitizer --tool "$SANITIZER" --error-exitcode 3} "/tmp/$name" "$@" > "$log" 2>&1
     echo "$name${SANITIZER:+ under $SANITIZER}: rc=$?"
     tail -6 "$log"
+    ;;
+  profile)
+    # The per-op profile (yolo12-bench --profile-ops) of each yolo12SCALE of the comma list under the defaults.
+    scales=${2:?usage: $0 profile SCALES}
+    out=${OUT:-out/prebuilt}
+    mkdir -p "$out"
+    unpack yolo12-bench || exit 1
+    peer_model "$scales" "$out" || exit 1
+    for sc in ${scales//,/ }; do
+      timeout 90 /tmp/yolo12-bench "/tmp/yolo12${sc}_peer.y12" --batch "${BATCH:-1,32}" \
+        --precision fp16 --iters 50 --warmup 10 --profile-ops 200 > "$out/profile_${sc}_default.log" 2>&1 ||
+        echo "profile yolo12$sc: FAILED"
+      grep "fp16 b" "$out/profile_${sc}_default.log"
+    done
     ;;
   ncu)
     sc=${2:?usage: $0 ncu SCALE REGEX}
