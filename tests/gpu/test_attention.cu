@@ -377,6 +377,20 @@ TEST_CASE("area attention rejects shapes and views it cannot run", "[attention]"
   h.heads = 2;
   h.scale = 0.17f;
   CHECK(yolo12::cuda::area_attention_select(h) == AreaAttentionKernel::flash_f16_split);  // 16 blocks
+  {
+    // Under one block per SM of the flash kernel, the split kernel only where its grid (25 blocks per 400-token chunk
+    // and head) fits one wave: at 64 000 B a block (dv 32), smem_per_sm / (64 000 + reserved) blocks per SM.
+    const auto& d = yolo12::cuda::device_info();
+    const long long wave = d.sm_count * static_cast<long long>(d.smem_per_sm / (64000 + d.smem_reserved_per_block));
+    AreaAttentionParams<__half> w = h;
+    w.tokens = 400;
+    w.area = 1;
+    w.heads = static_cast<int>(wave / 25);  // the most heads whose split grid fits: 15 on an H100 / H200
+    if (w.heads >= 1 && 5LL * w.heads < d.sm_count)
+      CHECK(yolo12::cuda::area_attention_select(w) == AreaAttentionKernel::flash_f16_split);
+    w.heads += 1;  // one head more: a second wave (yolo12s's P4 at batch 1 is 16 chunk-heads, 400 blocks for 396)
+    if (5LL * w.heads < d.sm_count) CHECK(yolo12::cuda::area_attention_select(w) == AreaAttentionKernel::flash_f16);
+  }
   h.batch = 32;
   CHECK(yolo12::cuda::area_attention_select(h) == AreaAttentionKernel::flash_f16);  // 512 blocks
   h.scale = -0.17f;
@@ -479,7 +493,8 @@ void bench_one(const BenchShape& s, AreaAttentionKernel kernel, const char* labe
 
 TEST_CASE("area attention timings (YOLO12 n/x at 640)", "[.bench][attention]") {
   const BenchShape shapes[] = {
-      {"12n-P4", 1, 40, 40, 4, 2}, {"12n-P5", 1, 20, 20, 1, 4}, {"12x-P4", 1, 40, 40, 4, 12}, {"12x-P5", 1, 20, 20, 1, 12},
+      {"12n-P4", 1, 40, 40, 4, 2}, {"12n-P5", 1, 20, 20, 1, 4}, {"12s-P4", 1, 40, 40, 4, 4}, {"12x-P4", 1, 40, 40, 4, 12},
+      {"12x-P5", 1, 20, 20, 1, 12},
       {"12n-P4", 32, 40, 40, 4, 2}, {"12n-P5", 32, 20, 20, 1, 4}, {"12x-P4", 32, 40, 40, 4, 12}, {"12x-P5", 32, 20, 20, 1, 12},
   };
   for (const auto& s : shapes) {

@@ -12,12 +12,14 @@
 // Kernels:
 //   area_attention_flash_f16<DV>  fp16, dqk 32, dv 32 or 64, scale > 0. A block of 5 warps owns 80
 //       queries of one (image, chunk, head); each warp 16 queries. Key tiles of 80 tokens are staged
-//       in shared memory by cp.async, double buffered. S = Q K^T and O += P V run on tensor cores
-//       (mma.sync m16n8k16, fp16 inputs, fp32 accumulators); P is rounded to fp16 from registers
-//       (the S accumulator layout is the A-operand layout of the PV product); K fragments come from
-//       ldmatrix, V fragments from ldmatrix.trans. Needs 16-byte aligned views (pointers, ld and head strides multiples of 8).
+//       in shared memory by cp.async, in a ring of 3 buffers (dv 32) or 2 (dv 64). S = Q K^T and
+//       O += P V run on tensor cores (mma.sync m16n8k16, fp16 inputs, fp32 accumulators); P is rounded
+//       to fp16 from registers (the S accumulator layout is the A-operand layout of the PV product), and
+//       its row sums come from one more MMA with a B of ones; K fragments come from ldmatrix, V
+//       fragments from ldmatrix.trans. Needs 16-byte aligned views (pointers, ld and head strides multiples of 8).
 //   area_attention_flash_f16_split<DV>  the same per-tile maths for small grids (batch 1): a block of
-//       5 warps owns 16 queries and the warps split the chunk's key tiles, merged at the end.
+//       5 warps owns 16 queries and the warps split the chunk's key tiles, merged at the end. It runs
+//       where the flash grid leaves SMs idle and its own grid fits one wave (split_preferred).
 //   area_attention_rowwise<T, DQK, DV>  fp32 or fp16, any alignment, any scale. One thread per
 //       query, key tiles of 32 tokens in shared memory as fp32, scores in registers, CUDA-core FMAs.
 //       The fp32 path, the fallback and the oracle of the tensor-core kernels.
@@ -354,15 +356,24 @@ __device__ __forceinline__ void flash_copy_v_image(const AreaAttentionParams<__h
 // Written out in full rather than through flash_tile: the shared helpers gave this kernel 106
 // registers instead of 84 (3 blocks per SM instead of 4) and 12-17% more time at batch 32
 // (yolo12x P4: 234 us against 200 us); capping it at 4 blocks per SM spilled.
+//
+// Key tiles go through a ring of kStages shared-memory buffers. With 3 (dv 32) one block barrier per
+// tile suffices: the tile it + 2 is staged into the buffer of tile it - 1 right after the barrier that
+// every warp passes only once done with tile it - 1. With 2 (dv 64: three would pass the 48 KB of
+// static shared memory) a second barrier ends each tile, as in version 2. (A tree for the tile's max
+// took 144 registers instead of 86: fewer blocks per SM.) Four blocks per SM at dv 32 are asked of
+// ptxas: the staging offsets kept across tiles would otherwise take it to 104 registers (3 blocks); at
+// 96 it spills one word, reloaded once per tile.
 template <int DV>
-__global__ void __launch_bounds__(kFlashWarps * 32)
+__global__ void __launch_bounds__(kFlashWarps * 32, DV == 32 ? 4 : 1)
     area_attention_flash_f16(const AreaAttentionParams<__half> p) {
   pdl_begin();  // launch.cuh: before any activation is touched
   constexpr int kThreads = kFlashWarps * 32;
   constexpr int kKStride = kFlashDqk + kSmemPad;  // halves per staged K row
   constexpr int kVStride = DV + kSmemPad;         // halves per staged V row
-  __shared__ alignas(16) __half k_tile[2][kFlashKeys][kKStride];  // (2 buffers, keys, dqk)
-  __shared__ alignas(16) __half v_tile[2][kFlashKeys][kVStride];  // (2 buffers, keys, dv)
+  constexpr int kStages = DV == 32 ? 3 : 2;
+  __shared__ alignas(16) __half k_tile[kStages][kFlashKeys][kKStride];  // (stages, keys, dqk)
+  __shared__ alignas(16) __half v_tile[kStages][kFlashKeys][kVStride];  // (stages, keys, dv)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;  // mma fragment coordinates: row group, thread in group
@@ -378,17 +389,30 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
   const int row0 = block_q0 + warp * 16 + g;  // this thread's two query rows: row0, row0 + 8
   const int row1 = row0 + 8;
 
+  // Staging: thread tid copies K rows kr + u * kKRowStep (u < kKChunks) of a tile at columns kc, and V rows
+  // vr + u * kVRowStep at columns vc. The offsets are worked out once, as 32-bit element offsets from the
+  // tile's first row; a tile inside the chunk (every tile when the chunk is a multiple of 80) takes no
+  // per-row test.
+  constexpr int kKRowStep = kThreads / (kFlashDqk / 8), kVRowStep = kThreads / (DV / 8);
+  constexpr int kKChunks = kFlashKeys / kKRowStep, kVChunks = kFlashKeys / kVRowStep;
+  static_assert(kKChunks * kKRowStep == kFlashKeys && kVChunks * kVRowStep == kFlashKeys, "whole rows per step");
+  const int kr = threadIdx.x / (kFlashDqk / 8), kc = threadIdx.x % (kFlashDqk / 8) * 8;
+  const int vr = threadIdx.x / (DV / 8), vc = threadIdx.x % (DV / 8) * 8;
+  const int k_off = kr * p.ldk + kc, v_off = vr * p.ldv + vc;  // elements from the tile's first row
   auto load_tile = [&](int j0, int buf) {
-    for (int i = threadIdx.x; i < kFlashKeys * (kFlashDqk / 8); i += kThreads) {
-      const int r = i / (kFlashDqk / 8), col = (i % (kFlashDqk / 8)) * 8;
-      __half* dst = &k_tile[buf][r][col];
-      if (j0 + r < chunk_tokens) cp_async_16(dst, k + static_cast<long long>(j0 + r) * p.ldk + col);
+    const __half* k0 = k + static_cast<long long>(j0) * p.ldk;  // (kFlashKeys, ldk) this tile's rows
+    const __half* v0 = v + static_cast<long long>(j0) * p.ldv;  // (kFlashKeys, ldv)
+    const bool whole = j0 + kFlashKeys <= chunk_tokens;
+#pragma unroll
+    for (int u = 0; u < kKChunks; ++u) {
+      __half* dst = &k_tile[buf][kr + u * kKRowStep][kc];
+      if (whole || j0 + kr + u * kKRowStep < chunk_tokens) cp_async_16(dst, k0 + k_off + u * kKRowStep * p.ldk);
       else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
     }
-    for (int i = threadIdx.x; i < kFlashKeys * (DV / 8); i += kThreads) {
-      const int r = i / (DV / 8), col = (i % (DV / 8)) * 8;
-      __half* dst = &v_tile[buf][r][col];  // zeros past the chunk: P is 0 there, 0 * garbage is not
-      if (j0 + r < chunk_tokens) cp_async_16(dst, v + static_cast<long long>(j0 + r) * p.ldv + col);
+#pragma unroll
+    for (int u = 0; u < kVChunks; ++u) {
+      __half* dst = &v_tile[buf][vr + u * kVRowStep][vc];  // zeros past the chunk: P is 0 there, 0 * garbage is not
+      if (whole || j0 + vr + u * kVRowStep < chunk_tokens) cp_async_16(dst, v0 + v_off + u * kVRowStep * p.ldv);
       else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
     }
   };
@@ -396,6 +420,10 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
   const int tiles = (chunk_tokens + kFlashKeys - 1) / kFlashKeys;
   load_tile(0, 0);
   cp_async_commit();
+  if (kStages == 3 && tiles > 1) {
+    load_tile(kFlashKeys, 1);
+    cp_async_commit();
+  }
 
   // v back out as an image for this block's queries (16-byte copies), while tile 0 is in flight.
   if (p.v_image != nullptr) {
@@ -427,18 +455,31 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
 #pragma unroll
   for (int j = 0; j < DV / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY;  // running max of rows row0, row1, unscaled (same in a quad)
-  float l0 = 0.f, l1 = 0.f;              // running sums, partial over this thread's columns
+  // Running sums of rows row0 (ls[0], ls[1]) and row1 (ls[2], ls[3]), kept by the tensor cores: P times a
+  // B of ones gives each row's sum of its fp16 P (the P that multiplies V) in every column, so the softmax
+  // sums cost one MMA per 16 keys instead of one FADD per score and the quad's shuffles at the end.
+  float ls[4] = {0.f, 0.f, 0.f, 0.f};
+  constexpr uint32_t kOnes = 0x3C003C00u;  // half2(1, 1)
 
   for (int it = 0; it < tiles; ++it) {
-    const int buf = it & 1;
-    if (it + 1 < tiles) {
+    const int buf = it % kStages;
+    if (kStages == 3) {
+      if (it + 1 < tiles) cp_async_wait<1>();  // tile it has landed; tile it + 1 may still be in flight
+      else cp_async_wait<0>();
+      __syncthreads();  // tile it visible to all; every warp is done with tile it - 1
+      if (it + 2 < tiles) {
+        load_tile((it + 2) * kFlashKeys, (it + 2) % kStages);  // into tile it - 1's buffer
+        cp_async_commit();
+      }
+    } else if (it + 1 < tiles) {
       load_tile((it + 1) * kFlashKeys, buf ^ 1);
       cp_async_commit();
       cp_async_wait<1>();
+      __syncthreads();
     } else {
       cp_async_wait<0>();
+      __syncthreads();
     }
-    __syncthreads();
 
     // S = Q K^T (unscaled): 16 x kFlashKeys per warp, n-tiles of 8 keys. One ldmatrix.x4 gives the
     // B fragments of both k-steps (dims 0-15, 16-31) of an n-tile.
@@ -476,8 +517,10 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
     const float base0 = mx0 * s_scale, base1 = mx1 * s_scale;
     m0 = mx0;
     m1 = mx1;
-    l0 *= corr0;
-    l1 *= corr1;
+    ls[0] *= corr0;
+    ls[1] *= corr0;
+    ls[2] *= corr1;
+    ls[3] *= corr1;
 #pragma unroll
     for (int j = 0; j < DV / 8; ++j) {
       o[j][0] *= corr0;
@@ -491,8 +534,6 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
       s[n][1] = exp2_ftz(fmaf(s[n][1], s_scale, -base0));
       s[n][2] = exp2_ftz(fmaf(s[n][2], s_scale, -base1));
       s[n][3] = exp2_ftz(fmaf(s[n][3], s_scale, -base1));
-      l0 += s[n][0] + s[n][1];
-      l1 += s[n][2] + s[n][3];
     }
 
     // O += P V: P (16 x kFlashKeys) as k-steps of 16 of A fragments straight from the S accumulators.
@@ -501,6 +542,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
       const uint32_t pa[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
                               pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                               pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      mma_16x8x16(ls, pa, kOnes, kOnes);
 #pragma unroll
       for (int jp = 0; jp < DV / 16; ++jp) {
         uint32_t vb[4];  // B fragments of n-tiles 2 jp (vb[0], vb[1]) and 2 jp + 1 (vb[2], vb[3])
@@ -509,13 +551,10 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
         mma_16x8x16(o[2 * jp + 1], pa, vb[2], vb[3]);
       }
     }
-    __syncthreads();  // this buffer is refilled by the next iteration's prefetch
+    if (kStages == 2) __syncthreads();  // this buffer is refilled by the next iteration's prefetch
   }
 
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  const float l0 = ls[0], l1 = ls[2];
   const float inv0 = 1.f / l0, inv1 = 1.f / l1;
   if (t == 0) {
     const long long first = static_cast<long long>(c) * chunk_tokens;  // the chunk's first token in the image
@@ -689,8 +728,18 @@ bool flash_f16_applies(const AreaAttentionParams<__half>& p) {
   return ld8 && ptr16 && p.dqk == kFlashDqk && p.scale > 0.f;
 }
 
-// Below this many blocks of area_attention_flash_f16 (one per SM: device_info()), the split kernel runs.
-long long split_below_blocks() { return device_info().sm_count; }
+// The split kernel runs where area_attention_flash_f16 would leave SMs without a block and the split
+// grid (16 queries a block) fits one wave: at 64 KB of shared memory a block (dv 32), three per SM on
+// a Hopper SM. A second wave costs a whole kernel's latency again: yolo12s's P4 at batch 1 (4 heads,
+// 400 split blocks for 396 places) took 14.3 us on the split kernel (H100, thirty-third session).
+template <int DV>
+bool split_preferred(long long flash_blocks, long long split_blocks) {
+  const DeviceInfo& d = device_info();
+  if (flash_blocks >= d.sm_count) return false;
+  const long long per_sm =
+      static_cast<long long>(d.smem_per_sm / (flash_split_smem_bytes<DV>() + d.smem_reserved_per_block));
+  return split_blocks <= per_sm * d.sm_count;
+}
 
 }  // namespace
 
@@ -713,9 +762,12 @@ AreaAttentionKernel area_attention_select(const AreaAttentionParams<T>& p) {
   if constexpr (std::is_same_v<T, __half>) {
     if (flash_f16_applies(p)) {
       const int chunk_tokens = p.area > 0 ? p.tokens / p.area : 0;
-      const long long blocks =
-          static_cast<long long>(ceil_div(chunk_tokens, kFlashQueries)) * p.heads * p.batch * p.area;
-      return blocks < split_below_blocks() ? AreaAttentionKernel::flash_f16_split : AreaAttentionKernel::flash_f16;
+      const long long grids = static_cast<long long>(p.heads) * p.batch * p.area;  // (image, chunk, head)
+      const long long flash_blocks = ceil_div(chunk_tokens, kFlashQueries) * grids;
+      const long long split_blocks = ceil_div(chunk_tokens, 16) * grids;
+      const bool split = p.dv == 32 ? split_preferred<32>(flash_blocks, split_blocks)
+                                    : split_preferred<64>(flash_blocks, split_blocks);
+      return split ? AreaAttentionKernel::flash_f16_split : AreaAttentionKernel::flash_f16;
     }
   }
   return AreaAttentionKernel::rowwise;
