@@ -410,16 +410,16 @@ profile_variants() {
 # model_fixtures.hpp's for_each_model_fixture reads): test_dw_branch's whole-model case under racecheck, both fixtures
 # in one process, grew to 127 GB and was killed (thirty-second session).
 san_tag_jobs() {
-  local fx
-  if [ "$2" = model ] && [ -n "${SANITIZE_FIXTURES:-}" ]; then
-    for fx in $SANITIZE_FIXTURES; do
-      san_job memcheck "$1" "${1}_model_$fx" "[model]~[host]" env YOLO12_CONV_TUNE_QUICK=1 "YOLO12_TEST_FIXTURE=$fx"
-      san_job racecheck "$1" "${1}_model_$fx" "[model]~[host]" env YOLO12_CONV_TUNE_QUICK=1 "YOLO12_TEST_FIXTURE=$fx"
-    done
-    return
-  fi
-  san_job memcheck "$1" "${1}_$2" "[$2]~[host]" env YOLO12_CONV_TUNE_QUICK=1
-  san_job racecheck "$1" "${1}_$2" "[$2]~[host]" env YOLO12_CONV_TUNE_QUICK=1
+  local fx tool
+  for tool in memcheck racecheck; do
+    if [ "$2" = model ] && [ -n "${SANITIZE_FIXTURES:-}" ]; then
+      for fx in $SANITIZE_FIXTURES; do
+        san_job "$tool" "$1" "${1}_model_$fx" "[model]~[host]" env YOLO12_CONV_TUNE_QUICK=1 "YOLO12_TEST_FIXTURE=$fx"
+      done
+    else
+      san_job "$tool" "$1" "${1}_$2" "[$2]~[host]" env YOLO12_CONV_TUNE_QUICK=1
+    fi
+  done
 }
 san_start() {  # the sanitizer processes of the tests in $1 (started in the background; san_report waits)
   local t

@@ -65,14 +65,14 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 dir=.carry/prebuilt
 # The peer's random weights of yolo12SCALE for each SCALE of a comma list (bench/torch_peer.py save, the carried
-# wheels), exported to /tmp/yolo12SCALE_peer.y12; the save's log into OUT/peer_save.log.
+# wheels), exported to /tmp/yolo12SCALE_peer.y12; the save's log into $out/peer_save.log.
 peer_model() {
   local todo="" s
   for s in ${1//,/ }; do [ -s "/tmp/yolo12${s}_peer.y12" ] || todo="$todo${todo:+,}$s"; done
   [ -z "$todo" ] && return 0
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
     export PYTHONPATH=/tmp/site
-  YOLO_OFFLINE=1 timeout 180 python3 bench/torch_peer.py save --save-dir /tmp/peer --scales "$todo" > "$2/peer_save.log" 2>&1 ||
+  YOLO_OFFLINE=1 timeout 180 python3 bench/torch_peer.py save --save-dir /tmp/peer --scales "$todo" > "$out/peer_save.log" 2>&1 ||
     return 1
   for s in ${todo//,/ }; do
     python3 exporter/export.py "/tmp/peer/yolo12${s}_peer.pt" -o "/tmp/yolo12${s}_peer.y12" > /dev/null || return 1
@@ -95,6 +95,8 @@ unpack() {
 # turn: fp16, batch 1 and 32, the peer's random weights (peer_model first). A build given as EDITS@PATH runs with
 # YOLO12_CONV_VARIANTS=EDITS (e.g. +f16_stem_mma_wide@build-check/yolo12-bench: a variant against the defaults).
 bench_exe() { echo "${1#*@}"; }
+# The carried yolo12-bench in /tmp and the peer's weights of the comma list $1 (the modes that run one build).
+carried_bench_on() { unpack yolo12-bench && peer_model "$1"; }
 bench_rounds() {
   local scales=$1 sc round bin exe edits
   shift
@@ -112,6 +114,8 @@ bench_rounds() {
     done
   done
 }
+out=${OUT:-out/prebuilt}  # every mode's output folder but pack's
+[ "${1:-}" = pack ] || mkdir -p "$out"
 case "${1:-}" in
   pack)
     build=${2:?usage: $0 pack BUILD}
@@ -121,8 +125,6 @@ case "${1:-}" in
     ls -la "$dir"
     ;;
   run)
-    out=${OUT:-out/prebuilt}
-    mkdir -p "$out"
     unpack yolo12-bench && chmod +x "$dir/test_preprocess" || exit 1
     python3 exporter/export.py tests/data/yolo12n_rand.pt -o /tmp/yolo12n_rand.y12 > /dev/null || exit 1
     {
@@ -140,10 +142,7 @@ case "${1:-}" in
     ;;
   tune)
     sc=${2:?usage: $0 tune SCALE}
-    out=${OUT:-out/prebuilt}
-    mkdir -p "$out"
-    unpack yolo12-bench || exit 1
-    peer_model "$sc" "$out" || exit 1
+    carried_bench_on "$sc" || exit 1
     nvidia-smi -L | tee "$out/gpu.txt"
     timeout 60 /tmp/yolo12-bench "/tmp/yolo12${sc}_peer.y12" --batch 1,32 --precision fp16 --iters 100 \
       > "$out/bench_${sc}_default.log" 2>&1
@@ -160,37 +159,32 @@ case "${1:-}" in
     ;;
   ab)
     scales=${2:?usage: $0 ab SCALES}
-    out=${OUT:-out/prebuilt}
-    mkdir -p "$out"
     # Each binary from the carry, or left in /tmp by the call before on a warm machine (both do not fit one carry
     # beside the tree).
     for bin in yolo12-bench yolo12-bench-b; do
       if [ -f "$dir/$bin.xz" ] || [ -f "$dir/ab.tar.xz" ]; then unpack $bin || exit 1; fi
       [ -x "/tmp/$bin" ] || { echo "ab: no $bin in $dir or /tmp" >&2; exit 1; }
     done
-    peer_model "$scales" "$out" || exit 1
+    peer_model "$scales" || exit 1
     ROUNDS=2 bench_rounds "$scales" /tmp/yolo12-bench /tmp/yolo12-bench-b 2>&1 | tee "$out/prebuilt_ab.txt"
     ;;
   bench)
     # One build of yolo12-bench (BIN, default /tmp/yolo12-bench: unpacked from the carry, or copied there from a
     # build folder of this call) on each yolo12SCALE of the comma list, ROUNDS (2) runs each; into $OUT/bench.txt.
     scales=${2:?usage: $0 bench SCALES}
-    out=${OUT:-out/prebuilt}
-    mkdir -p "$out"
     bins=${BIN:-/tmp/yolo12-bench}  # several, space-separated: alternated in each round (an A/B of two builds)
     for bin in $bins; do  # the default one from the carry where the call before left none
       exe=$(bench_exe "$bin")
       if [ "$exe" = /tmp/yolo12-bench ] && [ ! -x "$exe" ]; then unpack yolo12-bench || exit 1; fi
       [ -x "$exe" ] || { echo "bench: no $exe" >&2; exit 1; }
     done
-    peer_model "$scales" "$out" || exit 1
+    peer_model "$scales" || exit 1
     bench_rounds "$scales" $bins 2>&1 | tee "$out/bench.txt"
     ;;
   test)
     name=${2:?usage: $0 test NAME [ARGS]}
     shift 2
-    out=${OUT:-out/prebuilt}
-    mkdir -p "$out" /tmp/models /tmp/test_bin
+    mkdir -p /tmp/models /tmp/test_bin
     [ -x "/tmp/$name" ] || unpack "$name" || exit 1
     for pt in tests/data/*.pt; do
       y12=/tmp/models/$(basename "${pt%.*}").y12
@@ -205,10 +199,7 @@ case "${1:-}" in
   profile)
     # The per-op profile (yolo12-bench --profile-ops) of each yolo12SCALE of the comma list under the defaults.
     scales=${2:?usage: $0 profile SCALES}
-    out=${OUT:-out/prebuilt}
-    mkdir -p "$out"
-    unpack yolo12-bench || exit 1
-    peer_model "$scales" "$out" || exit 1
+    carried_bench_on "$scales" || exit 1
     for sc in ${scales//,/ }; do
       timeout 90 /tmp/yolo12-bench "/tmp/yolo12${sc}_peer.y12" --batch "${BATCH:-1,32}" \
         --precision fp16 --iters 50 --warmup 10 --profile-ops 200 > "$out/profile_${sc}_default.log" 2>&1 ||
@@ -219,10 +210,7 @@ case "${1:-}" in
   ncu)
     sc=${2:?usage: $0 ncu SCALE REGEX}
     regex=${3:?usage: $0 ncu SCALE REGEX}
-    out=${OUT:-out/prebuilt}
-    mkdir -p "$out"
-    unpack yolo12-bench || exit 1
-    peer_model "$sc" "$out" || exit 1
+    carried_bench_on "$sc" || exit 1
     YOLO12_CUDA_STREAMS=1 timeout "${NCU_TIMEOUT:-150}" ncu --clock-control none --kernel-name "regex:$regex" \
       --launch-skip "${SKIP:-0}" --launch-count "${COUNT:-4}" --section SpeedOfLight --section Occupancy \
       --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats \
@@ -233,11 +221,9 @@ case "${1:-}" in
     echo "ncu: rc=$? $(grep -c 'GPU Speed Of Light' "$out/ncu_${sc}.txt") kernels"
     ;;
   multi | spin)
-    out=${OUT:-out/prebuilt}
-    mkdir -p "$out"
     unpack yolo12-multi-bench || exit 1
     [ "$1" = spin ] && { unpack yolo12-bench || exit 1; }
-    peer_model n "$out" || exit 1
+    peer_model n || exit 1
     if [ "$1" = spin ]; then
       {
         nvidia-smi -L
