@@ -19,7 +19,8 @@
 //       fragments from ldmatrix.trans. Needs 16-byte aligned views (pointers, ld and head strides multiples of 8).
 //   area_attention_flash_f16_split<DV>  the same per-tile maths for small grids (batch 1): a block of
 //       5 warps owns 16 queries and the warps split the chunk's key tiles, merged at the end. It runs
-//       where the flash grid leaves SMs idle and its own grid fits one wave (split_preferred).
+//       where the flash grid leaves SMs idle and its own grid puts at most two blocks on an SM
+//       (split_preferred).
 //   area_attention_rowwise<T, DQK, DV>  fp32 or fp16, any alignment, any scale. One thread per
 //       query, key tiles of 32 tokens in shared memory as fp32, scores in registers, CUDA-core FMAs.
 //       The fp32 path, the fallback and the oracle of the tensor-core kernels.
@@ -27,6 +28,7 @@
 // Grid of all three: x = query tile inside the chunk, y = head, z = image * area + chunk.
 #include "attention.cuh"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -729,16 +731,20 @@ bool flash_f16_applies(const AreaAttentionParams<__half>& p) {
 }
 
 // The split kernel runs where area_attention_flash_f16 would leave SMs without a block and the split
-// grid (16 queries a block) fits one wave: at 64 KB of shared memory a block (dv 32), three per SM on
-// a Hopper SM. A second wave costs a whole kernel's latency again: yolo12s's P4 at batch 1 (4 heads,
-// 400 split blocks for 396 places) took 14.3 us on the split kernel (H100, thirty-third session).
+// grid (16 queries a block) fits at most kSplitBlocksPerSm blocks on each SM (fewer where its shared
+// memory allows fewer: 64 KB a block at dv 32, three per Hopper SM). Measured on the H100 with flash v4
+// (thirty-third session, test_attention's bench): the split kernel took 5.2 us at 100 blocks, 6.5 at
+// 200, 8.4 at 300 (yolo12x's P5 at batch 1) and 11.3 at 400 (a second wave), while the flash kernel
+// took 7.4-7.8 us on those grids; so it pays up to about two blocks per SM.
+constexpr long long kSplitBlocksPerSm = 2;
+
 template <int DV>
 bool split_preferred(long long flash_blocks, long long split_blocks) {
   const DeviceInfo& d = device_info();
   if (flash_blocks >= d.sm_count) return false;
-  const long long per_sm =
+  const long long fit =
       static_cast<long long>(d.smem_per_sm / (flash_split_smem_bytes<DV>() + d.smem_reserved_per_block));
-  return split_blocks <= per_sm * d.sm_count;
+  return split_blocks <= std::min(fit, kSplitBlocksPerSm) * d.sm_count;
 }
 
 }  // namespace
