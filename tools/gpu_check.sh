@@ -406,19 +406,37 @@ profile_variants() {
 # san_tag_jobs TEST TAG: memcheck and racecheck of TEST's cases tagged TAG (host-only cases left out), one process
 # each. Kernel tuning inside a sanitizer runs each candidate once (YOLO12_CONV_TUNE_QUICK), as in the whole-model
 # jobs: test_conv_chain's whole-model case tunes, and under racecheck it died while tuning (fifteenth session).
-# SANITIZE_FIXTURES="name ...": a `model` tag is run once per fixture and tool instead (YOLO12_TEST_FIXTURE, which
-# model_fixtures.hpp's for_each_model_fixture reads): test_dw_branch's whole-model case under racecheck, both fixtures
-# in one process, grew to 127 GB and was killed (thirty-second session).
+# SANITIZE_FIXTURES="name ...": a `model` tag (a fused kernel's whole-model case: test_dw_branch, test_halo_pair,
+# test_stem_pair) is run per fixture instead (YOLO12_TEST_FIXTURE, which model_fixtures.hpp's for_each_model_fixture
+# reads), as san_model_jobs runs test_model_gpu:
+#  - its tuned choices first, without a sanitizer, into a tune cache per test and fixture, which the sanitized
+#    processes read instead of timing every candidate;
+#  - memcheck: one process per fixture, every part;
+#  - racecheck: one process per fixture and part (SANITIZE_VARIANT_PARTS, default "plain on tuned steps":
+#    YOLO12_TEST_VARIANT_PARTS, model_fixtures.hpp).
+# Why: test_dw_branch's whole-model case under racecheck, both fixtures in one process, grew to 127 GB and was killed
+# (thirty-second session); so did the narrow yolo12l fixture alone, every part in one process, at 130 GB after 240 s
+# (thirty-fourth session). The yolo12n fixture at 320 alone passed clean.
 san_tag_jobs() {
-  local fx tool
-  for tool in memcheck racecheck; do
-    if [ "$2" = model ] && [ -n "${SANITIZE_FIXTURES:-}" ]; then
-      for fx in $SANITIZE_FIXTURES; do
-        san_job "$tool" "$1" "${1}_model_$fx" "[model]~[host]" env YOLO12_CONV_TUNE_QUICK=1 "YOLO12_TEST_FIXTURE=$fx"
+  local fx tool part cache
+  if [ "$2" = model ] && [ -n "${SANITIZE_FIXTURES:-}" ]; then
+    for fx in $SANITIZE_FIXTURES; do
+      cache=$out/tune_cache_${1}_$fx.txt
+      rm -f "$cache"
+      YOLO12_CONV_TUNE_CACHE=$cache YOLO12_CONV_TUNE_QUICK=1 YOLO12_TEST_FIXTURE=$fx YOLO12_TEST_VARIANT_PARTS=tuned \
+        timeout 180 "$build/tests/$1" "[model]~[host]" > "$out/tune_cache_${1}_$fx.log" 2>&1
+      note "tune cache for $1 on $fx: rc=$? ($(($(wc -l < "$cache" 2>/dev/null || echo 1) - 1)) entries)"
+      san_job memcheck "$1" "${1}_model_$fx" "[model]~[host]" env YOLO12_CONV_TUNE_QUICK=1 "YOLO12_TEST_FIXTURE=$fx" \
+        "YOLO12_CONV_TUNE_CACHE=$cache"
+      for part in ${SANITIZE_VARIANT_PARTS:-plain on tuned steps}; do
+        san_job racecheck "$1" "${1}_model_${fx}_$part" "[model]~[host]" env YOLO12_CONV_TUNE_QUICK=1 \
+          "YOLO12_TEST_FIXTURE=$fx" "YOLO12_CONV_TUNE_CACHE=$cache" "YOLO12_TEST_VARIANT_PARTS=$part"
       done
-    else
-      san_job "$tool" "$1" "${1}_$2" "[$2]~[host]" env YOLO12_CONV_TUNE_QUICK=1
-    fi
+    done
+    return
+  fi
+  for tool in memcheck racecheck; do
+    san_job "$tool" "$1" "${1}_$2" "[$2]~[host]" env YOLO12_CONV_TUNE_QUICK=1
   done
 }
 san_start() {  # the sanitizer processes of the tests in $1 (started in the background; san_report waits)

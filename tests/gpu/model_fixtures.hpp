@@ -4,6 +4,7 @@
 // fixture's model. test_conv_chain, test_stem_pair and test_halo_pair share it.
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -99,14 +100,39 @@ inline std::vector<std::string> fp16_step_labels(const ModelFixture& c) {
   return labels;
 }
 
+// YOLO12_TEST_VARIANT_PARTS: a comma-separated subset of the parts of the fused kernels' whole-model cases
+// (test_dw_branch, test_halo_pair, test_stem_pair), unset or empty for all of them:
+//   plain  the model with the fused form's variant off;
+//   on     with it on (run twice: a fused kernel must be deterministic);
+//   tuned  with it on and kernel tuning (its choices from YOLO12_CONV_TUNE_CACHE where that holds them);
+//   steps  the executor's step labels (which ops the fused kernel took).
+// So a sanitizer can take one part a process, as test_model_gpu's YOLO12_TEST_MODEL_PARTS allows: the racecheck of
+// test_dw_branch's case on the narrow yolo12l, all parts in one process, was killed at 130 GB of host memory
+// (thirty-fourth session).
+inline bool variant_part(const std::string& part) {
+  const char* env = std::getenv("YOLO12_TEST_VARIANT_PARTS");
+  if (!env || !*env) return true;
+  const std::string parts = std::string(",") + env + ",";
+  return parts.find("," + part + ",") != std::string::npos;
+}
+
 // Fixture c's raw output on the fp16 CUDA detector with one fused form's conv variant off, on (run twice: a fused
-// kernel must be deterministic) and on with kernel tuning, and each one's rel L2 against Ultralytics. `scope(on)`
-// returns an object that holds the variant's setting for its lifetime (a VariantScope). Throws std::runtime_error
-// where an output is not the reference's size.
+// kernel must be deterministic) and on with kernel tuning, and each one's rel L2 against Ultralytics; only the parts
+// variant_part selects ("plain", "on", "tuned"), the others left empty with ran_* false. `scope(on)` returns an
+// object that holds the variant's setting for its lifetime (a VariantScope). Throws std::runtime_error where an
+// output is not the reference's size.
 struct VariantOutputs {
   std::vector<float> off, on, on_again, tuned;
   double e_off = 0, e_on = 0, e_tuned = 0;
+  bool ran_off = false, ran_on = false, ran_tuned = false;
 };
+// "1.23e-03", or "not run" for a part that did not run.
+inline std::string error_or_skip(bool ran, double e) {
+  if (!ran) return "not run";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", e);
+  return buf;
+}
 template <typename Scope>
 VariantOutputs variant_outputs(const ModelFixture& c, Scope&& scope) {
   VariantOutputs r;
@@ -114,25 +140,35 @@ VariantOutputs variant_outputs(const ModelFixture& c, Scope&& scope) {
     Detector d(c.model, o);
     return d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
   };
-  {
+  const std::size_t n = c.ref.data.size();  // no Catch macro here: see cuda_ok in kernel_test_support.cuh
+  const auto checked = [&](const std::vector<float>& out) {
+    if (out.size() != n)
+      throw std::runtime_error("variant_outputs: a raw output of " + c.name + " is not the reference's size");
+    return rel_l2(out.data(), c.ref.data.data(), n);
+  };
+  if (variant_part("plain")) {
     const auto off = scope(false);
     r.off = run(c.options);
+    r.e_off = checked(r.off);
+    r.ran_off = true;
   }
-  {
+  if (variant_part("on")) {
     const auto on = scope(true);
     Detector d(c.model, c.options);
     r.on = d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
     r.on_again = d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
+    r.e_on = checked(r.on);
+    checked(r.on_again);
+    r.ran_on = true;
+  }
+  if (variant_part("tuned")) {
+    const auto on = scope(true);
     DetectorOptions t = c.options;
     t.tune_kernels = true;
     r.tuned = run(t);
+    r.e_tuned = checked(r.tuned);
+    r.ran_tuned = true;
   }
-  const std::size_t n = c.ref.data.size();  // no Catch macro here: see cuda_ok in kernel_test_support.cuh
-  if (r.off.size() != n || r.on.size() != n || r.on_again.size() != n || r.tuned.size() != n)
-    throw std::runtime_error("variant_outputs: a raw output of " + c.name + " is not the reference's size");
-  r.e_off = rel_l2(r.off.data(), c.ref.data.data(), c.ref.data.size());
-  r.e_on = rel_l2(r.on.data(), c.ref.data.data(), c.ref.data.size());
-  r.e_tuned = rel_l2(r.tuned.data(), c.ref.data.data(), c.ref.data.size());
   return r;
 }
 

@@ -12,7 +12,8 @@
 //   residual, one and two output rows per warp, a persistent grid of a few blocks (each walks many tiles), batch > 1;
 // - the pairs and views it refuses throw yolo12::Error;
 // - [model]: under the conv variant f16_halo_pair the whole model (the yolo12n and narrow yolo12l fixtures) with the
-//   pairs fused, plain and tuned, within the fp16 bound against Ultralytics, and the executor's pairs on the kernel.
+//   pairs fused, plain and tuned, within the fp16 bound against Ultralytics, and the executor's pairs on the kernel
+//   (YOLO12_TEST_VARIANT_PARTS picks parts: model_fixtures.hpp).
 // [.bench] (not run by default): yolo12n's four kinds of pair at a 640x640 input, batch 1 and 32, timed with CUDA
 // events (median of 50 after 5 warm-up runs), with one and two rows per warp, against the two convs; the floor from
 // bytes at 3.0 TB/s.
@@ -352,11 +353,16 @@ TEST_CASE("the stride-1 pairs in the whole model: fused under f16_halo_pair, wit
                                           "yolo12l_narrow_rand_bus_320"};
   test::for_each_model_fixture(fixtures, [](const test::ModelFixture& c) {
     const test::VariantOutputs r = test::variant_outputs(c, [](bool on) { return HaloPairVariant(on); });
-    CHECK(r.on_again == r.on);  // deterministic
-    std::printf("[halo_pair] %-28s fp16 vs Ultralytics: plain %.2e, pairs %.2e, pairs tuned %.2e (bound %.2e)\n",
-                c.name.c_str(), r.e_off, r.e_on, r.e_tuned, c.bound16);
-    CHECK(r.e_on < c.bound16);
-    CHECK(r.e_tuned < c.bound16);
+    std::printf("[halo_pair] %-28s fp16 vs Ultralytics: plain %s, pairs %s, pairs tuned %s (bound %.2e)\n",
+                c.name.c_str(), test::error_or_skip(r.ran_off, r.e_off).c_str(),
+                test::error_or_skip(r.ran_on, r.e_on).c_str(), test::error_or_skip(r.ran_tuned, r.e_tuned).c_str(),
+                c.bound16);
+    if (r.ran_on) {
+      CHECK(r.on_again == r.on);  // deterministic
+      CHECK(r.e_on < c.bound16);
+    }
+    if (r.ran_tuned) CHECK(r.e_tuned < c.bound16);
+    if (!test::variant_part("steps")) return;
 
     // The executor's steps: the stride-1 pairs, each on the fused kernel (the label says which).
     HaloPairVariant on(true);
