@@ -133,6 +133,13 @@ inline std::string error_or_skip(bool ran, double e) {
   std::snprintf(buf, sizeof buf, "%.2e", e);
   return buf;
 }
+// A raw output's rel L2 against fixture c's reference. Throws std::runtime_error where its size is not the
+// reference's (no Catch macro here: see cuda_ok in kernel_test_support.cuh).
+inline double reference_error(const ModelFixture& c, const std::vector<float>& out) {
+  const std::size_t n = c.ref.data.size();
+  if (out.size() != n) throw std::runtime_error("a raw output of " + c.name + " is not the reference's size");
+  return rel_l2(out.data(), c.ref.data.data(), n);
+}
 template <typename Scope>
 VariantOutputs variant_outputs(const ModelFixture& c, Scope&& scope) {
   VariantOutputs r;
@@ -140,12 +147,7 @@ VariantOutputs variant_outputs(const ModelFixture& c, Scope&& scope) {
     Detector d(c.model, o);
     return d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
   };
-  const std::size_t n = c.ref.data.size();  // no Catch macro here: see cuda_ok in kernel_test_support.cuh
-  const auto checked = [&](const std::vector<float>& out) {
-    if (out.size() != n)
-      throw std::runtime_error("variant_outputs: a raw output of " + c.name + " is not the reference's size");
-    return rel_l2(out.data(), c.ref.data.data(), n);
-  };
+  const auto checked = [&](const std::vector<float>& out) { return reference_error(c, out); };
   if (variant_part("plain")) {
     const auto off = scope(false);
     r.off = run(c.options);
@@ -170,6 +172,17 @@ VariantOutputs variant_outputs(const ModelFixture& c, Scope&& scope) {
     r.ran_tuned = true;
   }
   return r;
+}
+// The line a whole-model case prints for r: "[tag] fixture fp16 vs Ultralytics: plain E, <fused> E, <fused> tuned E
+// (bound B)", "not run" for a part that did not run.
+inline std::string variant_line(const char* tag, const char* fused, const ModelFixture& c, const VariantOutputs& r) {
+  char bound[32];
+  std::snprintf(bound, sizeof bound, "%.2e", c.bound16);
+  std::string name = c.name;
+  if (name.size() < 28) name.resize(28, ' ');
+  return std::string("[") + tag + "] " + name + " fp16 vs Ultralytics: plain " + error_or_skip(r.ran_off, r.e_off) +
+         ", " + fused + " " + error_or_skip(r.ran_on, r.e_on) + ", " + fused + " tuned " +
+         error_or_skip(r.ran_tuned, r.e_tuned) + " (bound " + bound + ")";
 }
 
 // How many of `labels` contain `part`.

@@ -364,10 +364,7 @@ TEST_CASE("the class branches in the whole model: fused under f16_dw_branch, wit
       test::EnvScope forced("YOLO12_CHAIN_RUN", "fused");  // the kernel also where its rule keeps the links
       r = test::variant_outputs(c, [](bool on) { return DwBranchVariant(on); });
     }
-    std::printf("[dw_branch] %-28s fp16 vs Ultralytics: plain %s, branches %s, branches tuned %s (bound %.2e)\n",
-                c.name.c_str(), test::error_or_skip(r.ran_off, r.e_off).c_str(),
-                test::error_or_skip(r.ran_on, r.e_on).c_str(), test::error_or_skip(r.ran_tuned, r.e_tuned).c_str(),
-                c.bound16);
+    std::printf("%s\n", test::variant_line("dw_branch", "branches", c, r).c_str());
     if (r.ran_on) {
       CHECK(r.on_again == r.on);  // deterministic
       CHECK(r.e_on < c.bound16);

@@ -353,10 +353,7 @@ TEST_CASE("the stride-1 pairs in the whole model: fused under f16_halo_pair, wit
                                           "yolo12l_narrow_rand_bus_320"};
   test::for_each_model_fixture(fixtures, [](const test::ModelFixture& c) {
     const test::VariantOutputs r = test::variant_outputs(c, [](bool on) { return HaloPairVariant(on); });
-    std::printf("[halo_pair] %-28s fp16 vs Ultralytics: plain %s, pairs %s, pairs tuned %s (bound %.2e)\n",
-                c.name.c_str(), test::error_or_skip(r.ran_off, r.e_off).c_str(),
-                test::error_or_skip(r.ran_on, r.e_on).c_str(), test::error_or_skip(r.ran_tuned, r.e_tuned).c_str(),
-                c.bound16);
+    std::printf("%s\n", test::variant_line("halo_pair", "pairs", c, r).c_str());
     if (r.ran_on) {
       CHECK(r.on_again == r.on);  // deterministic
       CHECK(r.e_on < c.bound16);

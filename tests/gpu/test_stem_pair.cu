@@ -331,11 +331,7 @@ TEST_CASE("the stem pair in the whole model: fused under f16_stem_pair, within t
   test::for_each_model_fixture(fixtures, [](const test::ModelFixture& c) {
     // The parts YOLO12_TEST_VARIANT_PARTS selects (model_fixtures.hpp): plain, on (the pair with either stem), tuned,
     // steps.
-    const std::size_t n = c.ref.data.size();
-    const auto error = [&](const std::vector<float>& out) {
-      REQUIRE(out.size() == n);
-      return test::rel_l2(out.data(), c.ref.data.data(), n);
-    };
+    const auto error = [&](const std::vector<float>& out) { return test::reference_error(c, out); };
     double e_plain = 0, e_pair = 0, e_tuned = 0, e_mma = 0;
     const bool run_plain = test::variant_part("plain"), run_on = test::variant_part("on"),
                run_tuned = test::variant_part("tuned");
