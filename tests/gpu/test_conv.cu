@@ -1728,6 +1728,7 @@ TEST_CASE("conv2d_halo_f16 matches the reference: k x k at stride 1, tile edges,
   cases.push_back(with_options(make_case(3, 17, 33, 16, 16, 3, 1, 1), true, true, true));
   cases.push_back(with_options(make_case(2, 20, 20, 32, 32, 3, 1, 1), false, true, false));
   cases.push_back(with_options(make_case(1, 40, 41, 64, 64, 3, 1, 1), true, false, true));   // K = 576, the largest
+  cases.push_back(with_options(make_case(2, 19, 35, 64, 32, 3, 1, 1), true, true, false));   // K = 576, n 32 (k576)
   cases.push_back(with_options(make_case(1, 9, 18, 48, 48, 3, 1, 1), false, true, true));
   cases.push_back(with_options(make_case(1, 16, 16, 24, 40, 3, 1, 1), false, false, true));  // cin_pad 24: no row pad
   cases.push_back(with_options(make_case(1, 12, 13, 8, 24, 3, 1, 1), false, true, true));    // K = 72 -> 80: a zero half
@@ -1778,6 +1779,17 @@ TEST_CASE("conv2d_halo_f16 matches the reference: k x k at stride 1, tile edges,
     INFO(r.s.batch << " " << r.s.h << " " << r.s.c_in << "->" << r.s.c_out);
     CHECK((cd::halo_rule(r.s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16) == r.picked);
     CHECK(cd::halo_plan(r.s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16);  // a tuning candidate anyway
+  }
+  // f16_halo_k576 (off by default): K up to 576 where c_out <= 32 (yolo12s's 3x3 64->32 at 80x80), not over.
+  {
+    const ConvShape narrow = yolo_shape(32, 80, 64, 32, 3, 1), wide = yolo_shape(32, 80, 64, 64, 3, 1);
+    const cd::ConvVariants saved = cd::conv_variants();
+    cd::conv_variants().f16_halo_k576 = false;
+    CHECK(cd::halo_rule(narrow, dev).algorithm != yolo12::cuda::ConvAlgorithm::halo_f16);
+    cd::conv_variants().f16_halo_k576 = true;
+    CHECK(cd::halo_rule(narrow, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16);
+    CHECK(cd::halo_rule(wide, dev).algorithm != yolo12::cuda::ConvAlgorithm::halo_f16);
+    cd::conv_variants() = saved;
   }
 }
 

@@ -230,12 +230,14 @@ ConvPlan halo_plan(const ConvShape& s, const DeviceInfo& dev, bool any_grid) {
 // kernels before on every 3x3 conv of yolo12n with a K up to 288 (16->8 at 160x160, batch 32, 0.108 -> 0.063 ms;
 // 32->32 at 40x40 0.024 -> 0.019) and on yolo12x's 48->48 at 160x160 at batch 32 (K 432: 0.28 -> 0.22 ms), slower on
 // yolo12n's 64->64 (K 576, one block per SM: 0.082 -> 0.112 ms at 80x80) and on yolo12x's 48->48 at batch 1
-// (200 tiles: 0.015 -> 0.017 ms). So: K up to 432, and over 32 channels only on 4+ tiles per SM.
+// (200 tiles: 0.015 -> 0.017 ms). So: K up to 432, and over 32 channels only on 4+ tiles per SM. Under
+// f16_halo_k576, K up to 576 for up to 32 channels (half the weights of the 64->64 that lost; conv_detail.cuh).
 ConvPlan halo_rule(const ConvShape& s, const DeviceInfo& dev) {
   const ConvPlan plan = halo_plan(s, dev);
   if (plan.algorithm != ConvAlgorithm::halo_f16) return plan;
   const bool wide = gemm_layout(s).n_g > 32;
-  if (plan.bk > 432 || (wide && halo_tiles(s) < 4LL * dev.sm_count)) return ConvPlan{};
+  const int max_k = !wide && conv_variants().f16_halo_k576 ? kHaloMaxK : 432;
+  if (plan.bk > max_k || (wide && halo_tiles(s) < 4LL * dev.sm_count)) return ConvPlan{};
   return plan;
 }
 
