@@ -75,6 +75,16 @@ inline int for_each_model_fixture(const std::set<std::string>& names,
   return ran;
 }
 
+// The fixtures of the fused kernels' whole-model cases (test_dw_branch, test_halo_pair, test_stem_pair): yolo12n at 640
+// and at 320, and the narrow yolo12l at 320. yolo12n at 320 too, so that the sanitizers can take the 320 fixtures one
+// process each (YOLO12_TEST_FIXTURE), as for test_model_gpu: the racecheck of test_dw_branch's case ran out of host
+// memory with the 640 fixture in it.
+inline const std::set<std::string>& fused_kernel_fixtures() {
+  static const std::set<std::string> names = {"yolo12n_rand_bus_640", "yolo12n_rand_bus_320",
+                                              "yolo12l_narrow_rand_bus_320"};
+  return names;
+}
+
 // The labels of the network steps of an fp16 CUDA executor for fixture c's model at its input size, under the conv
 // variants as they are set now (each fused op's label names its kernel). Throws std::runtime_error where no stream
 // can be made (no Catch macro here: see cuda_ok in kernel_test_support.cuh).

@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -354,11 +353,7 @@ struct DwBranchVariant : VariantScope {
 TEST_CASE("the class branches in the whole model: fused under f16_dw_branch, within the fp16 bound, plain and tuned",
           "[dw_branch][model]") {
   namespace test = yolo12::test;
-  // yolo12n at 320 too, so that the sanitizers can take the 320 fixtures one process each (YOLO12_TEST_FIXTURE), as
-  // for test_model_gpu: the racecheck of test_dw_branch's case ran out of host memory with the 640 fixture in it.
-  const std::set<std::string> fixtures = {"yolo12n_rand_bus_640", "yolo12n_rand_bus_320",
-                                          "yolo12l_narrow_rand_bus_320"};
-  test::for_each_model_fixture(fixtures, [](const test::ModelFixture& c) {
+  test::for_each_model_fixture(test::fused_kernel_fixtures(), [](const test::ModelFixture& c) {
     test::VariantOutputs r;
     {
       test::EnvScope forced("YOLO12_CHAIN_RUN", "fused");  // the kernel also where its rule keeps the links

@@ -25,7 +25,6 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -347,11 +346,7 @@ struct HaloPairVariant : VariantScope {
 TEST_CASE("the stride-1 pairs in the whole model: fused under f16_halo_pair, within the fp16 bound, plain and tuned",
           "[halo_pair][model]") {
   namespace test = yolo12::test;
-  // yolo12n at 320 too, so that the sanitizers can take the 320 fixtures one process each (YOLO12_TEST_FIXTURE), as
-  // for test_model_gpu: the racecheck of test_dw_branch's case ran out of host memory with the 640 fixture in it.
-  const std::set<std::string> fixtures = {"yolo12n_rand_bus_640", "yolo12n_rand_bus_320",
-                                          "yolo12l_narrow_rand_bus_320"};
-  test::for_each_model_fixture(fixtures, [](const test::ModelFixture& c) {
+  test::for_each_model_fixture(test::fused_kernel_fixtures(), [](const test::ModelFixture& c) {
     const test::VariantOutputs r = test::variant_outputs(c, [](bool on) { return HaloPairVariant(on); });
     std::printf("%s\n", test::variant_line("halo_pair", "pairs", c, r).c_str());
     if (r.ran_on) {

@@ -26,7 +26,6 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -324,11 +323,7 @@ struct PairVariant : VariantScope {
 TEST_CASE("the stem pair in the whole model: fused under f16_stem_pair, within the fp16 bound, plain and tuned",
           "[stem_pair][model]") {
   namespace test = yolo12::test;
-  // yolo12n at 320 too, so that the sanitizers can take the 320 fixtures one process each (YOLO12_TEST_FIXTURE), as
-  // for test_model_gpu: the racecheck of test_dw_branch's case ran out of host memory with the 640 fixture in it.
-  const std::set<std::string> fixtures = {"yolo12n_rand_bus_640", "yolo12n_rand_bus_320",
-                                          "yolo12l_narrow_rand_bus_320"};
-  test::for_each_model_fixture(fixtures, [](const test::ModelFixture& c) {
+  test::for_each_model_fixture(test::fused_kernel_fixtures(), [](const test::ModelFixture& c) {
     // The parts YOLO12_TEST_VARIANT_PARTS selects (model_fixtures.hpp): plain, on (the pair with either stem), tuned,
     // steps.
     const auto error = [&](const std::vector<float>& out) { return test::reference_error(c, out); };
