@@ -312,6 +312,15 @@ san_job() {  # tool test name catch-filter [env VAR=value ...]: one sanitizer pr
       "${SANITIZE_FILTER:-$catch_filter}" > "$out/sanitizer_${tool}_$name.log" 2>&1; echo $? > "$out/sanitizer_${tool}_$name.rc" ) &
   san_jobs+=("$tool $name")
 }
+# tune_cache_run CACHE FIXTURE LOG TEST FILTER [VAR=value ...]: TEST's FILTER cases on FIXTURE without a sanitizer
+# (under the VAR=value settings), so that kernel tuning writes its choices into CACHE for the sanitizer processes that
+# follow to read; a note says how many entries CACHE holds then.
+tune_cache_run() {
+  local cache=$1 fx=$2 log=$3 t=$4 filter=$5
+  shift 5
+  env "$@" YOLO12_CONV_TUNE_CACHE="$cache" YOLO12_TEST_FIXTURE="$fx" timeout 180 "$build/tests/$t" "$filter" > "$log" 2>&1
+  note "tune cache for $t on $fx: rc=$? ($(($(wc -l < "$cache" 2>/dev/null || echo 1) - 1)) entries in all)"
+}
 # The whole-model test under the sanitizers, split into processes that run at once, on the fixtures of
 # SANITIZE_MODEL_FIXTURES (default the random yolo12n and the narrow yolo12l at 320, which between them
 # use every kernel the model executor has). Each process prints where it got to ("[model] ... at N s").
@@ -331,9 +340,7 @@ san_model_jobs() {
   local fx part cache=$out/tune_cache.txt groups=" ${SANITIZE_MODEL_JOBS:-fixtures pinned refused others real} "
   rm -f "$cache"
   [[ $groups == *" fixtures "* ]] && for fx in ${SANITIZE_MODEL_FIXTURES:-yolo12n_rand_bus_320 yolo12l_narrow_rand_bus_320}; do
-    YOLO12_CONV_TUNE_CACHE=$cache YOLO12_TEST_FIXTURE=$fx YOLO12_TEST_MODEL_PARTS=tuned timeout 180 \
-      "$build/tests/test_model_gpu" "[fixture]" > "$out/tune_cache_$fx.log" 2>&1
-    note "tune cache for $fx: rc=$? ($(($(wc -l < "$cache" 2>/dev/null || echo 1) - 1)) entries in all)"
+    tune_cache_run "$cache" "$fx" "$out/tune_cache_$fx.log" test_model_gpu "[fixture]" YOLO12_TEST_MODEL_PARTS=tuned
   done
   local real=("YOLO12_TEST_REAL_MODEL=${SANITIZE_REAL_MODEL:-yolo11n}" "YOLO12_TEST_REAL_SIZE=${SANITIZE_REAL_SIZE:-320}"
               "YOLO12_TEST_REAL_IMAGE=${SANITIZE_REAL_IMAGE:-bus}")
@@ -423,9 +430,8 @@ san_tag_jobs() {
     for fx in $SANITIZE_FIXTURES; do
       cache=$out/tune_cache_${1}_$fx.txt
       rm -f "$cache"
-      YOLO12_CONV_TUNE_CACHE=$cache YOLO12_CONV_TUNE_QUICK=1 YOLO12_TEST_FIXTURE=$fx YOLO12_TEST_VARIANT_PARTS=tuned \
-        timeout 180 "$build/tests/$1" "[model]~[host]" > "$out/tune_cache_${1}_$fx.log" 2>&1
-      note "tune cache for $1 on $fx: rc=$? ($(($(wc -l < "$cache" 2>/dev/null || echo 1) - 1)) entries)"
+      tune_cache_run "$cache" "$fx" "$out/tune_cache_${1}_$fx.log" "$1" "[model]~[host]" YOLO12_CONV_TUNE_QUICK=1 \
+        YOLO12_TEST_VARIANT_PARTS=tuned
       san_job memcheck "$1" "${1}_model_$fx" "[model]~[host]" env YOLO12_CONV_TUNE_QUICK=1 "YOLO12_TEST_FIXTURE=$fx" \
         "YOLO12_CONV_TUNE_CACHE=$cache"
       for part in ${SANITIZE_VARIANT_PARTS:-plain on tuned steps}; do

@@ -326,14 +326,13 @@ TEST_CASE("the stem pair in the whole model: fused under f16_stem_pair, within t
   test::for_each_model_fixture(test::fused_kernel_fixtures(), [](const test::ModelFixture& c) {
     // The parts YOLO12_TEST_VARIANT_PARTS selects (model_fixtures.hpp): plain, on (the pair with either stem), tuned,
     // steps.
-    const auto error = [&](const std::vector<float>& out) { return test::reference_error(c, out); };
     double e_plain = 0, e_pair = 0, e_tuned = 0, e_mma = 0;
     const bool run_plain = test::variant_part("plain"), run_on = test::variant_part("on"),
                run_tuned = test::variant_part("tuned");
     if (run_plain) {
       PairVariant off(false);
       yolo12::Detector d(c.model, c.options);
-      e_plain = error(d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr));
+      e_plain = test::reference_error(c, d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr));
     }
     if (run_on || run_tuned) {
       PairVariant pair(true);
@@ -342,18 +341,18 @@ TEST_CASE("the stem pair in the whole model: fused under f16_stem_pair, within t
         yolo12::Detector d(c.model, c.options);
         const std::vector<float> paired = d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr);
         CHECK(d.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr) == paired);  // deterministic
-        e_pair = error(paired);
+        e_pair = test::reference_error(c, paired);
       }
       if (run_tuned) {
         yolo12::DetectorOptions t = c.options;
         t.tune_kernels = true;
         yolo12::Detector dt(c.model, t);
-        e_tuned = error(dt.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr));
+        e_tuned = test::reference_error(c, dt.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr));
       }
       if (run_on) {
         VariantScope mma(&cd::ConvVariants::f16_stem_pair_mma, true);
         yolo12::Detector dm(c.model, c.options);
-        e_mma = error(dm.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr));
+        e_mma = test::reference_error(c, dm.forward_raw(c.x.data.data(), 1, c.h, c.w, nullptr, nullptr));
       }
     }
     std::printf("[stem_pair] %-28s fp16 vs Ultralytics: plain %s, pair %s, pair tuned %s, pair with the stem "
