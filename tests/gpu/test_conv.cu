@@ -1780,9 +1780,11 @@ TEST_CASE("conv2d_halo_f16 matches the reference: k x k at stride 1, tile edges,
     CHECK((cd::halo_rule(r.s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16) == r.picked);
     CHECK(cd::halo_plan(r.s, dev).algorithm == yolo12::cuda::ConvAlgorithm::halo_f16);  // a tuning candidate anyway
   }
-  // f16_halo_k576 (off by default): K up to 576 where c_out <= 32 (yolo12s's 3x3 64->32 at 80x80), not over.
+  // f16_halo_k576 (on by default since the thirty-fifth session): K up to 576 where c_out <= 32 (yolo12s's 3x3
+  // 64->32 at 80x80), not over.
   {
     const ConvShape narrow = yolo_shape(32, 80, 64, 32, 3, 1), wide = yolo_shape(32, 80, 64, 64, 3, 1);
+    CHECK(cd::ConvVariants{}.f16_halo_k576);
     const cd::ConvVariants saved = cd::conv_variants();
     cd::conv_variants().f16_halo_k576 = false;
     CHECK(cd::halo_rule(narrow, dev).algorithm != yolo12::cuda::ConvAlgorithm::halo_f16);

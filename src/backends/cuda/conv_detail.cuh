@@ -316,11 +316,13 @@ struct ConvVariants {
                                   // column tile fastest (conv_gemm.cuh: gemm_grid), so that all column tiles of a
                                   // row tile run at once and read its A rows from DRAM once; off: row tile
                                   // fastest, one pass over A per column tile (twelfth session)
-  bool f16_halo_k576 = false;     // with f16_halo: conv2d_halo_f16 also for a K of 433-576 (3x3 over 49-64 channels)
-                                  // where c_out <= 32 (halo_rule). The twelfth session's tuning timed yolo12s's 3x3
-                                  // 64->32 at 80x80, batch 32, at 0.082 ms on the implicit GEMM and 0.060 ms on
-                                  // conv2d_halo_f16; the 64->64 of yolo12n, whose weights are twice as large, was
-                                  // slower there (eleventh session). Off until timed in the network (thirty-fourth)
+  bool f16_halo_k576 = true;      // with f16_halo: conv2d_halo_f16 also for a K of 433-576 (3x3 over 49-64 channels)
+                                  // where c_out <= 32 (halo_rule). Tuning timed yolo12s's 3x3 64->32 at 80x80, batch
+                                  // 32, at 0.082 ms on the implicit GEMM and 0.060 ms on conv2d_halo_f16 (twelfth
+                                  // session, H200), 0.082 against 0.054 (thirty-fifth, H100); the 64->64 of yolo12n,
+                                  // whose weights are twice as large, was slower there (eleventh session). In the
+                                  // network (thirty-fifth session, H100, three rounds): yolo12s at batch 32 4.736 ->
+                                  // 4.705 ms, batch 1 unchanged; no other scale has such a conv
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.
@@ -388,7 +390,7 @@ void launch_dwconv_tiled_f16(const ConvParams<__half>& p, cudaStream_t stream);
 // 8 x 16-pixel tiles are at least one per SM; else a plan of another algorithm (not taken). halo_runs:
 // halo_takes and p's input view allows 16-byte chunks. max_grid > 0 caps the persistent grid (the tests).
 // halo_rule: halo_plan where conv_select takes it (variant f16_halo): K up to 432 (576 for up to 32 channels under
-// f16_halo_k576), and over 32 channels only on 4+ tiles per SM.
+// f16_halo_k576, on by default), and over 32 channels only on 4+ tiles per SM.
 bool halo_takes(const ConvShape& s);
 ConvPlan halo_plan(const ConvShape& s, const DeviceInfo& dev, bool any_grid = false);
 ConvPlan halo_rule(const ConvShape& s, const DeviceInfo& dev);
