@@ -1517,6 +1517,19 @@ TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids w
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(fewrows[2])) == "implicit_gemm_wgmma 128x128x64 s3");
     CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(fewrows[3])) == before[3]);
     cd::conv_variants() = cd::ConvVariants();
+    // Thirty-fifth session: a k x k conv whose channels 128 divides takes 128-wide tiles where those give between half
+    // the SMs and all of them a block (yolo12s / m / l's 3x3 128->128 at 20x20, batch 32: 100 tiles; it was two
+    // 64-wide column tiles per row tile). 64 channels, or a grid of more such tiles than SMs, keep the rule before.
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 20, 128, 128, 3, 1, 1))) ==
+          "implicit_gemm_wgmma 128x128x64 s4");
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 20, 128, 64, 3, 1, 1))) ==
+          "implicit_gemm_wgmma 128x64x64 s4");
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 40, 128, 128, 3, 2, 1))) ==
+          "implicit_gemm_wgmma 128x128x64 s4");  // yolo12n's 3x3/2 at 40x40 -> 20x20: the same 100 tiles
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 20, 192, 256, 3, 1, 1))) ==
+          "implicit_gemm_wgmma 128x128x64 s3");  // 200 tiles of 128 x 128: the large-grid rule, as before
+    CHECK(yolo12::cuda::conv_plan_detail(cd::f16_plan(yolo_shape(32, 20, 128, 128, 1, 1, 1))) ==
+          "implicit_gemm_wgmma 128x64x64 s4");  // 1x1: its own rules
   }
 }
 
