@@ -1533,6 +1533,41 @@ TEST_CASE("f16_plan's tiles: 8-warp tiles on large grids, 64x32 on small grids w
   }
 }
 
+// The thirty-fifth session's four variants (off; conv_detail.cuh): each moves the shape it was written for and leaves
+// its neighbour as it was.
+TEST_CASE("the thirty-fifth session's rule variants move their shapes only", "[conv][host][variants]") {
+  if (!cd::wgmma_available()) {
+    WARN("SKIPPED: the device does not run sm_90a code");
+    return;
+  }
+  struct Flip {
+    const char* variant;
+    ConvShape moved, kept;
+    const char *before, *after;
+  };
+  const Flip flips[] = {
+      {"f16_wgmma_ws_s2", yolo_shape(32, 160, 128, 128, 3, 2), yolo_shape(32, 40, 256, 512, 3, 2),
+       "implicit_gemm_wgmma 128x128x64 s3", "implicit_gemm_wgmma 128x128x64 s6 ws"},
+      {"dw_tiled_80", yolo_shape(32, 80, 128, 128, 3, 1, 128), yolo_shape(32, 40, 128, 128, 3, 1, 128),
+       "depthwise rows_f16 c16", "depthwise tiled_f16"},
+      {"f16_n96_short", yolo_shape(32, 80, 128, 80, 1, 1), yolo_shape(32, 80, 64, 80, 1, 1),
+       "implicit_gemm_f16 128x32x64 w4", "implicit_gemm_wgmma 128x96x64 s3"},
+      {"f16_nosplit_small", yolo_shape(1, 40, 64, 64, 3, 1), yolo_shape(1, 20, 64, 64, 3, 1),
+       "implicit_gemm_f16 64x64x64 w4 split-K 4", "implicit_gemm_f16 64x32x64 w4"},
+  };
+  const cd::ConvVariants saved = cd::conv_variants();
+  for (const Flip& f : flips) {
+    INFO(f.variant);
+    cd::conv_variants() = cd::ConvVariants{};
+    const std::string kept_before = yolo12::cuda::conv_plan_detail(select_dense<__half>(f.kept));
+    CHECK(yolo12::cuda::conv_plan_detail(select_dense<__half>(f.moved)) == f.before);
+    cd::conv_variants() = cd::parse_conv_variants((std::string("+") + f.variant).c_str());
+    CHECK(yolo12::cuda::conv_plan_detail(select_dense<__half>(f.moved)) == f.after);
+    CHECK(yolo12::cuda::conv_plan_detail(select_dense<__half>(f.kept)) == kept_before);
+  }
+  cd::conv_variants() = saved;
+}
+
 // Kernel tuning may pick any of conv_candidates: every one of them must compute the conv.
 TEST_CASE("every plan kernel tuning can choose matches the reference: all tiles, splits and kernels", "[conv][gpu][tune]") {
   std::vector<Case> cases;

@@ -272,6 +272,8 @@ bool dwconv_rows_f16_takes(const ConvParams<__half>& p) {
   if (!v.dw_rows_f16 || !dwconv_rows_f16_supports(p)) return false;
   const long long warps = 1LL * p.batch * ceil_div(p.ho, kDwRowsTileH) * ceil_div(p.wo, kDwRowsTileW) * ceil_div(p.c_out, kChunk);
   const long long per_sm = p.k == 3 ? 16 : 4;
+  // Variant dw_tiled_80 (thirty-fifth session, off): 3x3 over maps of 80x80 and more go to dwconv_tiled_f16 instead.
+  if (v.dw_tiled_80 && p.k == 3 && 1LL * p.ho * p.wo >= 80 * 80 && !v.dw_rows_small) return false;
   return v.dw_rows_small || warps >= per_sm * device_info().sm_count;
 }
 

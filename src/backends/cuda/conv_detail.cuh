@@ -323,6 +323,20 @@ struct ConvVariants {
                                   // whose weights are twice as large, was slower there (eleventh session). In the
                                   // network (thirty-fifth session, H100, three rounds): yolo12s at batch 32 4.736 ->
                                   // 4.705 ms, batch 1 unchanged; no other scale has such a conv
+  // Thirty-fifth session: four rule changes that every H100 tuning log favours and the H200's (fifteenth session,
+  // older kernels) does not, off until an H200 times them (docs/kernels-conv.md, "The thirty-fifth session"):
+  bool f16_wgmma_ws_s2 = false;   // 3x3/2 convs that wgmma_plan_waves puts on the two-warpgroup 128-wide tile, over
+                                  // 3+ row tiles per SM, on the warp-specialised 128-wide tile (6 stages) instead:
+                                  // -0.4 to -9.5 % in five H100 logs, +5.5 / +14 % in the H200's l and x
+  bool dw_tiled_80 = false;       // 3x3 depthwise convs over maps of 80x80 and more on dwconv_tiled_f16 wherever
+                                  // dwconv_rows_f16 would take them (batch 32): -8 to -12 % (H100), +6 / +7 % (H200)
+  bool f16_n96_short = false;     // 1x1 convs of 65-96 channels with a K of 2 tiles over fewer than 16 row tiles per
+                                  // SM on the 96-wide wgmma tile where wgmma_plan_waves decides (yolo12s's 128->80 at
+                                  // 80x80, batch 32: -32 % on the H100; yolo12n's 80->80 there -9 % on the H100, -6 to
+                                  // +6 % on the H200)
+  bool f16_nosplit_small = false; // 3x3 convs of at most 64 channels and 12 K tiles on small grids: 64 x 32 tiles
+                                  // without split-K where those give a third of the SMs a block (yolo12s's nine
+                                  // 64->64 at 40x40, batch 1: -9 % on the H100; +3.6 % on the H200's l)
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.

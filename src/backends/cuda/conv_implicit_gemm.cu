@@ -514,6 +514,12 @@ bool implicit_gemm_plan2(const ConvShape& s, const GemmLayout& l, long long m, c
   const long long base = blocks(plan.bm, plan.bn);
   if (tiles3) {  // no split where the tiles fill half the SMs; else 2, then 4 and 8 while the grid stays small
     if (2 * base >= sms && k_tiles <= 12 && l.n_g <= 64) return true;
+    // Variant f16_nosplit_small (thirty-fifth session, off): a k x k conv of at most 64 channels and 12 K tiles takes
+    // 64 x 32 tiles without split-K where those give a third of the SMs a block.
+    if (v.f16_nosplit_small && s.k > 1 && k_tiles <= 12 && l.n_g <= 64 && 3 * blocks(64, 32) >= sms) {
+      plan.bm = 64, plan.bn = 32;
+      return true;
+    }
     plan.split = 2;
     // 4 ranks within 1.5 blocks per SM, or 2 with a long K (32+ tiles); 8 ranks within 1.5 and only with a long K
     // (thirty-first session, from the H100 and H200 logs: yolo12m / l's 3x3/2 512->512 at 40x40 wants 4 ranks, the

@@ -618,14 +618,17 @@ namespace {
 // l, m_tiles, k_tiles: s's GEMM layout, 128-row tiles and K tiles of 64, as wgmma_plan has them. few_rows (variant
 // f16_wgmma_fewrows, wgmma_plan below): a 1x1 conv with 2-4 K tiles is not kept on mma.sync.
 bool wgmma_plan_waves(const ConvShape& s, const GemmLayout& l, long long m_tiles, int k_tiles, long long sms,
-                      ConvPlan& plan, bool few_rows) {
+                      ConvPlan& plan, bool few_rows, const ConvVariants& v) {
   const bool pointwise = is_pointwise(s);
   // Twenty-eighth session: 65..96 channels with 3-4 K tiles are taken here (on the 96-wide tile the model picks),
   // where mma.sync ran them on three 32-wide column tiles: yolo12m's 1x1 256->80 at 80x80, batch 32, 0.115 -> 0.065 ms
   // (H100, tune log), yolo12l's 0.106 -> 0.071 and yolo12x's 192->96 0.094 -> 0.076 (H200, fifteenth session). With
   // 2 K tiles (yolo12n's 80->80) wgmma won on the H100 (0.056 -> 0.047-0.051) but lost on the H200 (0.052-0.059 ->
   // 0.057-0.067), so those stay.
-  const bool narrow96 = l.n_g > 64 && l.n_g <= 96 && k_tiles >= 3;
+  // Variant f16_n96_short (thirty-fifth session, off): with 2 K tiles too, over fewer than 16 row tiles per SM
+  // (80x80 at batch 32; yolo12x's 96->96 at 160x160 was slower on the 96-wide tile in the H200's log).
+  const bool narrow96 = l.n_g > 64 && l.n_g <= 96 &&
+                        (k_tiles >= 3 || (v.f16_n96_short && k_tiles == 2 && m_tiles < 16 * sms));
   if (pointwise && k_tiles <= 4 && !few_rows && !narrow96) return false;
   bool divides = false;  // a width of 96+ divides the channels
   for (const int bn : {256, 192, 128, 96}) divides = divides || l.n_g % bn == 0;
@@ -681,6 +684,13 @@ bool wgmma_plan_waves(const ConvShape& s, const GemmLayout& l, long long m_tiles
       found = true;
     }
   }
+  // Variant f16_wgmma_ws_s2 (thirty-fifth session, off): a 3x3/2 conv the model put on the two-warpgroup 128-wide
+  // tile, over 3+ row tiles per SM, on the warp-specialised 128-wide tile. The H100's tuning logs had it faster on
+  // every such conv (yolo12s's 128->128 at 160x160, batch 32: 0.194 -> 0.169 ms), the H200's older ones slower.
+  WgmmaTile ws;
+  if (found && v.f16_wgmma_ws_s2 && s.k > 1 && s.stride == 2 && plan.bn == 128 && plan.warps != kWgmmaWsWarps &&
+      m_tiles >= 3 * sms && ws_tile(128, ws) && wgmma_fits(s, ws))
+    plan = wgmma_tile_plan(ws);
   return found;
 }
 }  // namespace
@@ -698,7 +708,7 @@ bool wgmma_plan(const ConvShape& s, const DeviceInfo& dev, ConvPlan& plan, const
   // ms; 128->384 at 20x20 0.0144 -> 0.0124), and lost on larger maps (96->128 at 80x80).
   const bool few_rows = v.f16_wgmma_fewrows && pointwise && k_tiles >= 2 && k_tiles <= 4 && m_tiles <= 4 * sms;
   if (v.f16_wgmma_waves && m_tiles * ceil_div(l.n_g, 64) * s.groups >= 4 * sms)
-    return wgmma_plan_waves(s, l, m_tiles, k_tiles, sms, plan, few_rows);
+    return wgmma_plan_waves(s, l, m_tiles, k_tiles, sms, plan, few_rows, v);
   std::vector<int> widths;  // widest first, 64 last in any case (padding the last N tile)
   for (const int bn : {256, 192, 128, 96})
     if (l.n_g % bn == 0 && !(pointwise && k_tiles < 16 && bn > 128)) widths.push_back(bn);
