@@ -465,9 +465,8 @@ san_start() {  # the sanitizer processes of the tests in $1 (started in the back
 }
 # The Catch2 filter of a whole test's sanitizer processes: every case but the [big] ones, and
 #  - for the tests with whole-model cases ([model]: the fused kernels' and the chain kernel's), not those: with every
-#    part in one process they outgrow the machine's memory under racecheck and run past any limit under memcheck
-#    (thirty-fifth session: test_dw_branch killed at 114 GB, test_conv_chain at 100 GB, the memcheck processes at
-#    500 s). They run as `TEST:model` entries with SANITIZE_FIXTURES instead (san_tag_jobs: one process per fixture
+#    part in one process they outgrew the machine's memory under racecheck and ran past 500 s under memcheck
+#    (thirty-fifth session: test_dw_branch killed at 114 GB, test_conv_chain at 100 GB). They run as `TEST:model` entries with SANITIZE_FIXTURES instead (san_tag_jobs: one process per fixture
 #    and part), which san_start's note names;
 #  - for test_roofline, not the case that checks the measured ceilings' plausibility: under a sanitizer the copy and
 #    MMA loops ran 14-400 times slower (thirty-fifth session), so its lower bounds failed with nothing wrong (the
