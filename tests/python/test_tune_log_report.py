@@ -68,6 +68,20 @@ class TuneLogReport(unittest.TestCase):
         self.assertIn("batch 1: conv_select 0.010 ms, the fastest 0.010 ms (+0.000)", text)
         self.assertEqual(len(tune_log_report.report_gaps(rows, 1).splitlines()), 5)  # 2 headers, 2 shapes, 1 "more"
 
+    def test_gaps_leave_out_the_fused_kernels(self):
+        # A fused kernel's line names the fused way first whatever runs untuned: --gaps must not read it as the rule's.
+        # The branch below would otherwise show as a 0.077 ms loss (the thirty-fifth session's yolo12s log).
+        branch = ("tune dw_branch conv f16 c128-128 k3 s1 p1 g128 d1 a1 80x80-80x80 b32 ld128,128,0 al1111 | conv f16 "
+                  "c128-80 k1 s1 p0 g1 d1 a0 80x80-80x80 b32 ld128,80,0 al1111: branch fused 0.383; branch links 0.306")
+        rows = tune_log_report.parse(LOG.splitlines() + [branch])
+        text = tune_log_report.report_gaps(rows, 10)
+        self.assertIn("(2 lines of the fused kernels left out", text)  # the branch and the chain
+        self.assertNotIn("dw_branch", text)
+        self.assertNotIn("chain", text.split("left out")[1])
+        self.assertIn("batch 32: conv_select 0.360 ms, the fastest 0.280 ms (-0.080)", text)
+        conv_only = [r for r in rows if r[0].startswith("conv")]
+        self.assertNotIn("left out", tune_log_report.report_gaps(conv_only, 10))
+
     def test_agree(self):
         # Two GPUs' logs. X: P2 fastest on both and beats both logged rules (agreed). Y: each log's fastest is the
         # other's slower plan by over 3 % (the GPUs disagree). Z: in one log only. W: the rule is the fastest on both.

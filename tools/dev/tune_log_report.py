@@ -18,7 +18,8 @@ others: the table a selection rule is fitted to (docs/kernels-conv.md, "The fift
 `--gaps` lists where conv_select's plan loses to the fastest candidate, per conv shape (largest summed loss first):
 how many convs of the shape, the summed time of conv_select's plans and of the fastest ones, and the plans (the
 most frequent fastest one); the table the selection rules are refitted to (docs/kernels-conv.md, "The eighteenth
-session"). --kernel plays no part in it.
+session"). --kernel plays no part in it. The fused kernels' lines (`stem_pair ...`, `halo_pair ...`, `dw_branch ...`,
+`chain ...`) are left out and counted: they name the fused way first whatever the untuned rule runs.
 
 `--agree LOG2` compares two logs (two GPUs, or two builds) shape by shape, at each batch size, where both timed the
 shape: for every plan timed on every conv of the shape in both logs, its summed time over the fastest such plan's,
@@ -130,12 +131,24 @@ def report_by_shape(rows, kernel):
     return "\n".join(text)
 
 
+def rule_unknown(key, plans):
+    """A fused kernel's line (stem_pair, halo_pair, dw_branch, chain): its first plan is always the fused way, which is
+    not necessarily what runs untuned (dw_branch_preferred, for one, sends yolo12s's P3 class branch to its links)."""
+    return not key.startswith("conv ") and plans[0][0].endswith(" fused")
+
+
 def report_gaps(rows, top):
-    """Per batch size, per shape: conv_select's plans against the fastest, the largest summed loss first."""
+    """Per batch size, per shape: conv_select's plans against the fastest, the largest summed loss first. The fused
+    kernels' lines are left out (rule_unknown) and counted."""
     groups = collections.OrderedDict()
+    left_out = sum(1 for key, _, plans in rows if rule_unknown(key, plans))
     for key, batch, plans in rows:
-        groups.setdefault((batch, shape_of(key)), []).append((plans[0], best(plans, lambda n: True)))
+        if not rule_unknown(key, plans):
+            groups.setdefault((batch, shape_of(key)), []).append((plans[0], best(plans, lambda n: True)))
     text = []
+    if left_out:
+        text.append(f"({left_out} lines of the fused kernels left out: their first plan is the fused way, not "
+                    f"necessarily the untuned rule's)")
     for batch in sorted({b for b, _ in groups}):
         lines = []
         total_select = total_best = 0.0
