@@ -297,6 +297,12 @@ cli_check() {
 
 # ---- tests ---------------------------------------------------------------------------------------
 san_jobs=()
+# The whole-model fixtures the sanitizer processes take one at a time (the random yolo12n and the narrow yolo12l at
+# 320, which between them use every kernel the model executor has), and the test_roofline case they leave out: it
+# checks the measured ceilings' plausibility, and under a sanitizer the copy and MMA loops ran 14-400 times slower
+# (thirty-fifth session), so its lower bounds failed with nothing wrong.
+san_fixtures_default="yolo12n_rand_bus_320 yolo12l_narrow_rand_bus_320"
+roofline_timing_case="measure_roofline*"
 # The test runs inside a shell that prints its exit status ("[test exit status N]": 128 + N for signal N), so a process
 # that ends without Catch2's summary (test_conv_chain's whole-model case under racecheck, fifteenth and sixteenth
 # sessions) says how it ended; where GNU time is installed, sanitizer_<tool>_<name>.time has the peak memory
@@ -340,12 +346,12 @@ tune_cache_run() {
 san_model_jobs() {
   local fx part cache=$out/tune_cache.txt groups=" ${SANITIZE_MODEL_JOBS:-fixtures pinned refused others real} "
   rm -f "$cache"
-  [[ $groups == *" fixtures "* ]] && for fx in ${SANITIZE_MODEL_FIXTURES:-yolo12n_rand_bus_320 yolo12l_narrow_rand_bus_320}; do
+  [[ $groups == *" fixtures "* ]] && for fx in ${SANITIZE_MODEL_FIXTURES:-$san_fixtures_default}; do
     tune_cache_run "$cache" "$fx" "$out/tune_cache_$fx.log" test_model_gpu "[fixture]" YOLO12_TEST_MODEL_PARTS=tuned
   done
   local real=("YOLO12_TEST_REAL_MODEL=${SANITIZE_REAL_MODEL:-yolo11n}" "YOLO12_TEST_REAL_SIZE=${SANITIZE_REAL_SIZE:-320}"
               "YOLO12_TEST_REAL_IMAGE=${SANITIZE_REAL_IMAGE:-bus}")
-  [[ $groups == *" fixtures "* ]] && for fx in ${SANITIZE_MODEL_FIXTURES:-yolo12n_rand_bus_320 yolo12l_narrow_rand_bus_320}; do
+  [[ $groups == *" fixtures "* ]] && for fx in ${SANITIZE_MODEL_FIXTURES:-$san_fixtures_default}; do
     for part in fp32 serial batch2 fp16 tuned; do
       san_job racecheck test_model_gpu "test_model_gpu_${fx}_$part" "[fixture]~[big]" env "YOLO12_TEST_FIXTURE=$fx" \
         "YOLO12_TEST_MODEL_PARTS=$part" "YOLO12_CONV_TUNE_CACHE=$cache" YOLO12_CONV_TUNE_QUICK=1
@@ -458,7 +464,7 @@ san_start() {  # the sanitizer processes of the tests in $1 (started in the back
     local filter
     filter=$(san_whole_filter "$t")
     [[ $filter == *"~[model]"* ]] &&
-      note "$t: its [model] cases left to SANITIZE_TESTS=$t:model SANITIZE_FIXTURES=\"yolo12n_rand_bus_320 yolo12l_narrow_rand_bus_320\" tools/gpu_check.sh sanitize"
+      note "$t: its [model] cases left to SANITIZE_TESTS=$t:model SANITIZE_FIXTURES=\"$san_fixtures_default\" tools/gpu_check.sh sanitize"
     san_job memcheck "$t" "$t" "$filter"
     san_job racecheck "$t" "$t" "$filter"
   done
@@ -466,15 +472,14 @@ san_start() {  # the sanitizer processes of the tests in $1 (started in the back
 # The Catch2 filter of a whole test's sanitizer processes: every case but the [big] ones, and
 #  - for the tests with whole-model cases ([model]: the fused kernels' and the chain kernel's), not those: with every
 #    part in one process they outgrew the machine's memory under racecheck and ran past 500 s under memcheck
-#    (thirty-fifth session: test_dw_branch killed at 114 GB, test_conv_chain at 100 GB). They run as `TEST:model` entries with SANITIZE_FIXTURES instead (san_tag_jobs: one process per fixture
-#    and part), which san_start's note names;
-#  - for test_roofline, not the case that checks the measured ceilings' plausibility: under a sanitizer the copy and
-#    MMA loops ran 14-400 times slower (thirty-fifth session), so its lower bounds failed with nothing wrong (the
-#    probes' other cases stay).
+#    (thirty-fifth session: test_dw_branch killed at 114 GB, test_conv_chain at 100 GB). They run as `TEST:model`
+#    entries with SANITIZE_FIXTURES instead (san_tag_jobs: one process per fixture and part), which san_start's note
+#    names;
+#  - for test_roofline, not $roofline_timing_case (above; the probes' other cases stay).
 san_whole_filter() {
   case "$1" in
     test_dw_branch | test_halo_pair | test_stem_pair | test_conv_chain) echo "~[big]~[model]" ;;
-    test_roofline) echo "~[big]~measure_roofline*" ;;
+    test_roofline) echo "~[big]~$roofline_timing_case" ;;
     *) echo "~[big]" ;;
   esac
 }
@@ -641,7 +646,7 @@ if [ "$mode" = perf ]; then
       case "$tag" in *:*) san_test=${tag%%:*}; tag=${tag#*:} ;; esac
       san_tag_jobs "$san_test" "$tag"
     done
-    san_job memcheck test_roofline test_roofline '[roofline]~[host]~measure_roofline*'
+    san_job memcheck test_roofline test_roofline "[roofline]~[host]~$roofline_timing_case"
     if [ -x "$build/tests/test_ops_gpu" ]; then  # the shared op suite (PERF_ALL_TESTS=1 builds it)
       san_job memcheck test_ops_gpu test_ops_gpu '*'
       san_job racecheck test_ops_gpu test_ops_gpu '*'
