@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tools/dev/sass_epilogue.py on a made-up cuobjdump listing: basic blocks split at branch targets and after branches,
-and the MUFU instructions counted per block."""
+and the MUFU instructions counted per block; the loops (backward branches) and their opcodes."""
 import os
 import sys
 import unittest
@@ -54,6 +54,17 @@ class SassEpilogue(unittest.TestCase):
         self.assertEqual(set(got), {"_Z7branchyPf", "_Z8straightPf"})
         self.assertEqual(got["_Z7branchyPf"], (8, 4, {2: 2}))  # the encodings' second lines are not instructions
         self.assertEqual(got["_Z8straightPf"], (5, 4, {4: 1}))
+
+    def test_loops(self):
+        # A loop from 0x10 to the backward branch at 0x40 (a forward branch inside it is not a loop), none in straight.
+        listing = LISTING.replace("EXIT ;                                       /* 0x000000000000794d */", "BRA 0x10 ;", 1)
+        got = dict(sass_epilogue.loops(listing))
+        self.assertEqual(got["_Z8straightPf"], [])
+        (first, last, ops), = got["_Z7branchyPf"]
+        self.assertEqual((first, last), (1, 7))
+        self.assertEqual(ops["MUFU"], 4)
+        self.assertEqual(ops["BRA"], 2)  # '@P0 BRA' counts as BRA
+        self.assertEqual(ops["ISETP"], 1)
 
     def test_kernel_filter(self):
         names = [name for name, _, _, _ in sass_epilogue.mufu_blocks(LISTING, "straight")]

@@ -10,6 +10,11 @@ CUOBJDUMP to its path. With --build the script compiles src/backends/cuda/{conv_
 conv_halo_wgmma, conv_halo, conv_gemm_tma}.cu itself (nvcc from PATH, -O3 -arch=sm_90a, as the library's build) into
 OUTDIR and reads those.
 
+With --loops, for every kernel each loop instead (a backward branch and the instructions from its target, inner
+loops included): its size, its branches (BRA), convergence regions (BSSY: the compiler's bracket around a divergent
+branch), MMAs (HMMA) and its most frequent opcodes. The thirty-sixth session read the fused kernels' epilogues this
+way (a SASS of FILE.o from a CUDA build: `cuobjdump -sass build/CMakeFiles/yolo12_cuda.dir/src/backends/cuda/X.cu.o`).
+
 For every kernel (or those whose mangled name matches --kernel): its instruction count, its basic blocks (split at
 branch targets and after branches), and the histogram of MUFU instructions per basic block (a SiLU in the fp16
 epilogue is two: EX2 and RCP). A SiLU behind its own branch gives blocks of two MUFU: one value's exp and reciprocal,
@@ -67,6 +72,39 @@ def mufu_blocks(sass, kernel_re=""):
         yield name, len(instrs), sum(per_block), collections.Counter(x for x in per_block if x)
 
 
+def opcode(op):
+    """The opcode of an instruction without its predicate and modifiers: '@!P0 BRA 0x50' -> 'BRA'."""
+    return re.sub(r"^@!?U?P\w+\s+", "", op).split()[0].split(".")[0]
+
+
+def loops(sass, kernel_re=""):
+    """Per kernel: (mangled name, [(first index, last index, Counter {opcode: count})]), one entry per backward branch
+    (a loop's body from its target to the branch, inner loops included), in listing order."""
+    for name, instrs, _ in kernels(sass):
+        if kernel_re and not re.search(kernel_re, name):
+            continue
+        index = {addr: i for i, (addr, _) in enumerate(instrs)}
+        found = []
+        for i, (addr, op) in enumerate(instrs):
+            m = TARGET.search(op)
+            if m and int(m.group(1), 16) <= addr and int(m.group(1), 16) in index:
+                first = index[int(m.group(1), 16)]
+                found.append((first, i, collections.Counter(opcode(o) for _, o in instrs[first:i + 1])))
+        yield name, found
+
+
+def report_loops(path, kernel_re, top=12):
+    with open(path) as f:
+        sass = f.read()
+    print(f"== {os.path.basename(path)}")
+    for name, found in loops(sass, kernel_re):
+        print(short(name)[:110])
+        for first, last, ops in found:
+            size = last - first + 1
+            mix = ", ".join(f"{k} {v}" for k, v in ops.most_common(top))
+            print(f"  loop {first}-{last}: {size} instr; BSSY {ops['BSSY']}, BRA {ops['BRA']}, HMMA {ops['HMMA']}; {mix}")
+
+
 def report(path, kernel_re):
     with open(path) as f:
         sass = f.read()
@@ -100,12 +138,13 @@ def main():
     ap.add_argument("files", nargs="*")
     ap.add_argument("--kernel", default="")
     ap.add_argument("--build", metavar="OUTDIR")
+    ap.add_argument("--loops", action="store_true", help="each loop's size and opcode mix instead of the MUFU blocks")
     args = ap.parse_args()
     paths = build(args.build) if args.build else args.files
     if not paths:
         ap.error("give .sass files or --build OUTDIR")
     for p in paths:
-        report(p, args.kernel)
+        (report_loops if args.loops else report)(p, args.kernel)
 
 
 if __name__ == "__main__":
