@@ -339,8 +339,9 @@ struct ConvVariants {
                                   // 64->64 at 40x40, batch 1: -9 % on the H100; +3.6 % on the H200's l)
   bool f16_stem_pair_ldsm = false;  // with f16_stem_pair: the second conv's B fragments by ldmatrix.x4, two n8 tiles
                                   // a load (4 loads per k16 step and warp at 64 channels instead of 16; the same
-                                  // values, so the same bits). Thirty-sixth session, written and replayed on the CPU;
-                                  // off until a GPU has run and timed it (docs/kernels-conv.md)
+                                  // values, so the same bits). Thirty-sixth session, H100: the pair alone -1.4 % / +1.7 %
+                                  // (3->32->64 / 3->16->32, batch 32), n and s even at batch 32, s +0.8 % at batch 1
+                                  // (docs/kernels-conv.md); off
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.

@@ -39,9 +39,9 @@
 //    channels; K = 9 taps x C1 channels in k16 steps, tap-major as the GEMM packing orders them. A fragments are
 //    32-bit loads from the map (pixel stride C1 + 4 halves: the 8 rows of a fragment fall in distinct banks), B
 //    fragments two 32-bit loads per n8 tile from the weights, (C2, 9*C1 + 8) halves in shared memory (padded rows,
-//    same reason); or, under variant f16_stem_pair_ldsm (thirty-sixth session, off until timed), one ldmatrix.x4
-//    per two n8 tiles: at C2 = 64, 8 loads per k16 step and warp for 8 MMAs instead of 20, the same values, so the
-//    same bits. The epilogue adds the bias, applies SiLU and stores half2 pairs.
+//    same reason); or, under variant f16_stem_pair_ldsm (thirty-sixth session; off: even in the network), one
+//    ldmatrix.x4 per two n8 tiles: at C2 = 64, 8 loads per k16 step and warp for 8 MMAs instead of 20, the same
+//    values, so the same bits. The epilogue adds the bias, applies SiLU and stores half2 pairs.
 // Shared memory: (16, 32) 62 KB, (32, 64) 109 KB (the fp16 patch and its raw rows take what the fp32 patch took),
 // room for 3 and 2 blocks per SM; at 96-128 registers per thread (ptxas, sm_90a, no spills) the registers allow
 // 2 blocks of 256 threads in both. Every index is stem_pair_layout.hpp's, which tests/unit/test_stem_pair_layout.cpp
