@@ -109,21 +109,30 @@ __device__ __forceinline__ void warp_gemm(float (&acc)[1][NI][4], const __half* 
 
 // The epilogue of one warp's 16 x (8 * NI) accumulators into a shared tile of rows `row` halves apart: row r (0..15
 // within the m16 tile) is kept where keep(r) (else zero) and written where r + row0 < rows; bias from shared memory.
+// Every value is finished first, straight-line, and only the stores are conditional (a test around each value had
+// the compiler put each SiLU in its own branch region; thirty-sixth session, from the SASS).
 template <int NI, bool kSilu, typename Keep>
 __device__ __forceinline__ void store_tile(const float (&acc)[1][NI][4], __half* dst, int row, int row0, int rows,
                                            int n0, const float* bias, int lane, Keep&& keep) {
+  __half2 v[2][NI];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int r = lane / 4 + h * 8;
-    if (row0 + r >= rows) continue;
-    const bool k = keep(row0 + r);
+    const bool k = keep(row0 + lane / 4 + h * 8);
 #pragma unroll
     for (int j = 0; j < NI; ++j) {
       const int n = n0 + j * 8 + (lane % 4) * 2;
-      const float v0 = k ? epilogue_with<kSilu>(acc[0][j][2 * h], bias[n], 1.f) : 0.f;
-      const float v1 = k ? epilogue_with<kSilu>(acc[0][j][2 * h + 1], bias[n + 1], 1.f) : 0.f;
-      *reinterpret_cast<__half2*>(dst + (row0 + r) * row + n) = __floats2half2_rn(v0, v1);
+      const __half2 f = __floats2half2_rn(epilogue_with<kSilu>(acc[0][j][2 * h], bias[n], 1.f),
+                                          epilogue_with<kSilu>(acc[0][j][2 * h + 1], bias[n + 1], 1.f));
+      v[h][j] = k ? f : __floats2half2_rn(0.f, 0.f);
     }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = lane / 4 + h * 8;
+    if (row0 + r < rows)
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+        *reinterpret_cast<__half2*>(dst + (row0 + r) * row + n0 + j * 8 + (lane % 4) * 2) = v[h][j];
   }
 }
 

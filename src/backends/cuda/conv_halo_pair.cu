@@ -108,22 +108,32 @@ __global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloP
       float acc[1][NI1][4];
       mma_rows_by_table<NI1>(acc, arow, tab1, zero, B1, L.b1_row, L.k16_1, lane);
       // Accumulator elements 0-1 hold map pixel mt * 16 + lane / 4, elements 2-3 the pixel 8 further; zero where the
-      // pixel lies outside the image (cv2's padding), rounded to fp16 once as conv2d_halo_f16 stores it.
+      // pixel lies outside the image (cv2's padding), rounded to fp16 once as conv2d_halo_f16 stores it. Every value
+      // is finished first, straight-line, and only the stores are conditional: a test around each value had the
+      // compiler put every SiLU in its own branch region (thirty-sixth session, the SASS: 23 convergence regions per
+      // m16 tile).
       with_epilogue(a1.silu(), [&](auto fin) {
+        __half2 v[2][NI1];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int q = mt * 16 + lane / 4 + h * 8;
-          if (q >= L.map_pixels) continue;
           const int gy = at.oy0 - 1 + q / hp::kMapW, gx = at.ox0 - 1 + q % hp::kMapW;
           const bool inside = gy >= 0 && gy < a1.ho && gx >= 0 && gx < a1.wo;
+#pragma unroll
+          for (int j = 0; j < NI1; ++j) {
+            const __half2 f = __floats2half2_rn(fin(acc[0][j][2 * h], bias1[j].x, gamma1[j].x),
+                                                fin(acc[0][j][2 * h + 1], bias1[j].y, gamma1[j].y));
+            v[h][j] = inside ? f : __floats2half2_rn(0.f, 0.f);
+          }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int q = mt * 16 + lane / 4 + h * 8;
           __half* mrow = Map + q * L.map_row;
 #pragma unroll
           for (int j = 0; j < NI1; ++j) {
-            const int n = j * 8 + (lane % 4) * 2;
-            if (n >= L.c_mid) continue;  // c_mid is a multiple of 8: n and n + 1 are both real
-            const float v0 = inside ? fin(acc[0][j][2 * h], bias1[j].x, gamma1[j].x) : 0.f;
-            const float v1 = inside ? fin(acc[0][j][2 * h + 1], bias1[j].y, gamma1[j].y) : 0.f;
-            *reinterpret_cast<__half2*>(mrow + n) = __floats2half2_rn(v0, v1);
+            const int n = j * 8 + (lane % 4) * 2;  // c_mid is a multiple of 8: n and n + 1 are both real or neither
+            if (q < L.map_pixels && n < L.c_mid) *reinterpret_cast<__half2*>(mrow + n) = v[h][j];
           }
         }
       });

@@ -167,22 +167,30 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
 #pragma unroll
           for (int j = 0; j < C1 / 8; ++j) mma_16816(acc[j], a, bs[j][s][0], bs[j][s][1]);
         }
+        // Every value finished first, straight-line; only the stores are conditional (a test around each value
+        // put each SiLU in its own branch region; thirty-sixth session, from the SASS).
+        __half2 v[2][C1 / 8];
 #pragma unroll
         for (int e = 0; e < 4; e += 2) {
           int px, c;
           sp::stem_acc_target(mt, lane, 0, e, px, c);
-          if (px >= G::kSP) continue;
           const int syl = px / G::kSW, sxl = px - syl * G::kSW;
           const int sy = 2 * tile.oy0 - 1 + syl, sx = 2 * tile.ox0 - 1 + sxl;
           const bool inside = sy >= 0 && sy < p.hs && sx >= 0 && sx < p.ws;  // else the next conv's zero padding
 #pragma unroll
           for (int j = 0; j < C1 / 8; ++j) {
-            __half2 v = __floats2half2_rn(0.f, 0.f);
-            if (inside)
-              v = __floats2half2_rn(epilogue_with<kSilu0>(acc[j][e], bias_r[j][0], 1.f),
-                                    epilogue_with<kSilu0>(acc[j][e + 1], bias_r[j][1], 1.f));
-            *reinterpret_cast<__half2*>(map + px * G::kC1S + c + 8 * j) = v;
+            const __half2 f = __floats2half2_rn(epilogue_with<kSilu0>(acc[j][e], bias_r[j][0], 1.f),
+                                                epilogue_with<kSilu0>(acc[j][e + 1], bias_r[j][1], 1.f));
+            v[e / 2][j] = inside ? f : __floats2half2_rn(0.f, 0.f);
           }
+        }
+#pragma unroll
+        for (int e = 0; e < 4; e += 2) {
+          int px, c;
+          sp::stem_acc_target(mt, lane, 0, e, px, c);
+          if (px < G::kSP)
+#pragma unroll
+            for (int j = 0; j < C1 / 8; ++j) *reinterpret_cast<__half2*>(map + px * G::kC1S + c + 8 * j) = v[e / 2][j];
         }
       }
     } else {
