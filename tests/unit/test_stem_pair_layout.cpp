@@ -235,19 +235,24 @@ std::vector<double> replay(const Shape& s, const std::vector<double>& x, const s
               // halves at 2 (l % 4) and the next from the row address of lane 8 q + l / 4, a 16-byte row of K
               // columns; registers 0, 1 are n8 tile 2 jp's B fragment, 2, 3 tile 2 jp + 1's. Else two 32-bit loads
               // per lane at b_offset.
-              int row[32];
-              for (int lane = 0; lane < 32; ++lane) row[lane] = sp::b_pair_offset<C1, C2>(lane, j / 2, k0);
+              // The offset of register r's two halves and whether that read is outside the weights' K columns (or,
+              // for ldmatrix, its 16-byte row is misaligned or runs past them).
+              const auto b_read = [&](int lane, int r, bool& bad) {
+                if (!ldsm) {
+                  const int off = sp::b_offset<C1, C2>(lane, r, j, k0);
+                  bad = off < 0 || off % G::kK1S + 1 >= G::kK1 || off / G::kK1S >= C2 || off % 2 != 0;
+                  return off;
+                }
+                const int src = sp::b_pair_offset<C1, C2>(8 * (2 * (j % 2) + r) + lane / 4, j / 2, k0);
+                bad = src < 0 || src % 8 != 0 || src % G::kK1S + 8 > G::kK1 || src / G::kK1S >= C2;
+                return src + 2 * (lane % 4);
+              };
               float B[16][8];  // B[k][n]
               for (int lane = 0; lane < 32; ++lane)
                 for (int r = 0; r < 2; ++r) {
                   const int k = 2 * (lane % 4) + 8 * r, n = lane / 4;
-                  int off = sp::b_offset<C1, C2>(lane, r, j, k0);
-                  bool bad = off < 0 || off % G::kK1S + 1 >= G::kK1 || off / G::kK1S >= C2 || off % 2 != 0;
-                  if (ldsm) {
-                    const int src = row[8 * (2 * (j % 2) + r) + lane / 4];
-                    off = src + 2 * (lane % 4);
-                    bad = src < 0 || src % 8 != 0 || src % G::kK1S + 8 > G::kK1 || src / G::kK1S >= C2;
-                  }
+                  bool bad = false;
+                  const int off = b_read(lane, r, bad);
                   if (bad) {
                     ++bad_reads;
                     B[k][n] = B[k + 1][n] = NAN;
