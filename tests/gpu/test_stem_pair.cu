@@ -10,15 +10,14 @@
 // - shapes: both channel pairs it takes (16 -> 32, 32 -> 64), partial tiles at the right and bottom edges, odd
 //   input sizes, an input slice (ldx > 3, offset), an output slice, SiLU off on either conv, a persistent grid of
 //   a few blocks (each walks many tiles), batch > 1;
-// - both stems: by fp32 FMAs and on mma.sync (variant f16_stem_pair_mma); with each, the second conv's B by the
-//   other load (variant f16_stem_pair_ldsm flipped) gives the same bits;
+// - both stems: by fp32 FMAs and on mma.sync (variant f16_stem_pair_mma);
 // - the pairs it refuses (other shapes and views) throw yolo12::Error;
 // - [model]: under the conv variant f16_stem_pair the whole model (the yolo12n and narrow yolo12l fixtures) with the
 //   pair fused, plain, tuned and with the stem on mma.sync, within the fp16 bound against Ultralytics, and the
 //   executor's one pair on the kernel (YOLO12_TEST_VARIANT_PARTS picks parts: model_fixtures.hpp).
 // [.bench] (not run by default): yolo12n's and yolo12s's pair at 640x640, batch 1 and 32, timed with CUDA events
-// (median of 50 after 5 warm-up runs), with either stem and the mma stem with B by ldmatrix, against the two
-// kernels; the floor from bytes at 3.0 TB/s (the H100's measured copy bandwidth, nineteenth session).
+// (median of 50 after 5 warm-up runs), with either stem, against the two kernels; the floor from bytes at 3.0 TB/s
+// (the H100's measured copy bandwidth, nineteenth session).
 #include "catch.hpp"
 
 #include <algorithm>
@@ -204,20 +203,6 @@ void check_pair(const PairCase& pc, std::uint64_t seed) {
   INFO("fused: rel L2 " << err << ", bound " << bound);
   CHECK(err <= bound);
 
-  {  // The second conv's B by the other load (variant f16_stem_pair_ldsm flipped): the same values, the same bits.
-    VariantScope flip(&cd::ConvVariants::f16_stem_pair_ldsm, !cd::conv_variants().f16_stem_pair_ldsm);
-    run.out().poison();
-    cd::launch_conv2d_stem_pair_f16(run.stem(), run.next(), nullptr, pc.max_grid);
-    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    const std::vector<double> other = run.out().read(unwritten, guard_changed);
-    CHECK(unwritten == 0);
-    CHECK(guard_changed == 0);
-    std::size_t differ = 0;
-    for (std::size_t i = 0; i < fused.size(); ++i) differ += !(other[i] == fused[i]);
-    INFO("f16_stem_pair_ldsm " << cd::conv_variants().f16_stem_pair_ldsm << ": " << differ << " outputs differ");
-    CHECK(differ == 0);
-  }
-
   // The two kernels the pair would replace, on the same buffers.
   run.out().poison();
   cd::launch_conv2d_stem_f16(run.stem(), nullptr);
@@ -308,24 +293,18 @@ TEST_CASE("conv2d_stem_pair_f16 against the two kernels at 640x640 (timing)", "[
       pc.c2 = 2 * c1;
       PairRun run(pc, 11);
       const ConvParams<__half> stem = run.stem(), next = run.next();
-      float fused = 0, fused_mma = 0, fused_ldsm = 0;
+      float fused = 0, fused_mma = 0;
       for (const bool stem_mma : {false, true}) {
         VariantScope v(&cd::ConvVariants::f16_stem_pair_mma, stem_mma);
-        VariantScope l(&cd::ConvVariants::f16_stem_pair_ldsm, false);
         (stem_mma ? fused_mma : fused) = median_ms([&] { cd::launch_conv2d_stem_pair_f16(stem, next, nullptr); }, 50);
-      }
-      {
-        VariantScope v(&cd::ConvVariants::f16_stem_pair_mma, true);
-        VariantScope l(&cd::ConvVariants::f16_stem_pair_ldsm, true);
-        fused_ldsm = median_ms([&] { cd::launch_conv2d_stem_pair_f16(stem, next, nullptr); }, 50);
       }
       const float t_stem = median_ms([&] { cd::launch_conv2d_stem_f16(stem, nullptr); }, 50);
       const float t_next = median_ms([&] { yolo12::cuda::conv2d_forward<__half>(next, nullptr); }, 50);
       REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
       const double bytes = 2.0 * (PairRun::n_x(pc) + PairRun::n_y(pc));  // the input read, the output written
-      std::printf("stem_pair 3->%d->%d b%d 640x640: fused %.4f ms (the stem on mma.sync: %.4f; and B by ldmatrix: "
-                  "%.4f), two kernels %.4f ms (stem %.4f + next %.4f, %s), fused floor %.4f ms at 3.0 TB/s\n",
-                  c1, 2 * c1, batch, fused, fused_mma, fused_ldsm, t_stem + t_next, t_stem, t_next,
+      std::printf("stem_pair 3->%d->%d b%d 640x640: fused %.4f ms (the stem on mma.sync: %.4f), two kernels "
+                  "%.4f ms (stem %.4f + next %.4f, %s), fused floor %.4f ms at 3.0 TB/s\n",
+                  c1, 2 * c1, batch, fused, fused_mma, t_stem + t_next, t_stem, t_next,
                   yolo12::cuda::conv_plan_name(yolo12::cuda::conv_select(next)).c_str(), bytes / 3.0e9);
     }
 }

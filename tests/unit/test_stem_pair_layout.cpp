@@ -1,9 +1,8 @@
 // tests/unit/test_stem_pair_layout.cpp - conv2d_stem_pair_f16's layout arithmetic (src/backends/cuda/
 // stem_pair_layout.hpp) replayed on the CPU: the kernel's tile walk, its patch (as stem_patch.cuh writes it), the
 // stem's threads computing the map from the patch (by FMAs, or by the MMAs of the mma stem), the A fragments read
-// from the map and the B fragments from the weights as ldmatrix.x4 reads them at the layout's offsets, an emulation
-// of mma.sync m16n8k16 that places every lane's registers where the PTX fragment layout puts them, and the stores of
-// the D fragments.
+// from the map and the B fragments from the weights at the layout's offsets, an emulation of mma.sync m16n8k16
+// that places every lane's registers where the PTX fragment layout puts them, and the stores of the D fragments.
 // With small integer inputs and no SiLU every value is exact, so the result must equal a direct computation of the
 // two convs exactly. Also: each map value written once per tile and each output once, the patch read only in its
 // rows' values (never their padding), the map only where this tile wrote it, and no read outside the patch, the
@@ -124,12 +123,11 @@ void stem_mma_replay(const sp::Tile& tile, int hs, int ws, const std::vector<flo
   }
 }
 
-// The replay of conv2d_stem_pair_f16 (SiLU off): (B, Ho, Wo, C2). ldsm: step 3's B as variant f16_stem_pair_ldsm
-// reads it.
+// The replay of conv2d_stem_pair_f16 (SiLU off): (B, Ho, Wo, C2).
 template <int C1, int C2, bool kStemMma>
 std::vector<double> replay(const Shape& s, const std::vector<double>& x, const std::vector<double>& w0,
                            const std::vector<double>& b0, const std::vector<double>& w1,
-                           const std::vector<double>& b1, bool ldsm) {
+                           const std::vector<double>& b1) {
   using G = sp::Geom<C1, C2>;
   // The block's weights, as the kernel lays them out: the stem's (27, C1) [tap * 3 + ci][c], the next conv's
   // (C2, kK1S) [c][tap * C1 + ci] with its padding columns NaN (never read).
@@ -231,29 +229,12 @@ std::vector<double> replay(const Shape& s, const std::vector<double>& x, const s
               }
             const int k0 = sp::k_of<C1, C2>(ky, kx, cb);
             for (int j = 0; j < C2 / 8; ++j) {
-              // Under ldsm, ldmatrix.x4 at the lanes' row addresses (b_pair_offset): register q of lane l holds the
-              // halves at 2 (l % 4) and the next from the row address of lane 8 q + l / 4, a 16-byte row of K
-              // columns; registers 0, 1 are n8 tile 2 jp's B fragment, 2, 3 tile 2 jp + 1's. Else two 32-bit loads
-              // per lane at b_offset.
-              // The offset of register r's two halves and whether that read is outside the weights' K columns (or,
-              // for ldmatrix, its 16-byte row is misaligned or runs past them).
-              const auto b_read = [&](int lane, int r, bool& bad) {
-                if (!ldsm) {
-                  const int off = sp::b_offset<C1, C2>(lane, r, j, k0);
-                  bad = off < 0 || off % G::kK1S + 1 >= G::kK1 || off / G::kK1S >= C2 || off % 2 != 0;
-                  return off;
-                }
-                const int src = sp::b_pair_offset<C1, C2>(8 * (2 * (j % 2) + r) + lane / 4, j / 2, k0);
-                bad = src < 0 || src % 8 != 0 || src % G::kK1S + 8 > G::kK1 || src / G::kK1S >= C2;
-                return src + 2 * (lane % 4);
-              };
               float B[16][8];  // B[k][n]
               for (int lane = 0; lane < 32; ++lane)
                 for (int r = 0; r < 2; ++r) {
+                  const int off = sp::b_offset<C1, C2>(lane, r, j, k0);
                   const int k = 2 * (lane % 4) + 8 * r, n = lane / 4;
-                  bool bad = false;
-                  const int off = b_read(lane, r, bad);
-                  if (bad) {
+                  if (off < 0 || off % G::kK1S + 1 >= G::kK1 || off / G::kK1S >= C2 || off % 2 != 0) {
                     ++bad_reads;
                     B[k][n] = B[k + 1][n] = NAN;
                     continue;
@@ -306,21 +287,20 @@ void check(const Shape& s, std::uint64_t seed) {
   for (auto& v : b1) v = bias(rng);
   const std::vector<double> map = conv(x, s.batch, s.h, s.w, s.ldx, s.x_c0, 3, w0, b0, C1);
   const std::vector<double> want = conv(map, s.batch, s.hs(), s.ws(), C1, 0, C1, w1, b1, C2);
-  for (const bool stem_mma : {false, true})
-    for (const bool ldsm : {false, true}) {
-      INFO((stem_mma ? "stem on mma.sync" : "stem by fp32 FMAs") << (ldsm ? ", B by ldmatrix" : ", B by 32-bit loads"));
-      const std::vector<double> got = stem_mma ? replay<C1, C2, true>(s, x, w0, b0, w1, b1, ldsm)
-                                               : replay<C1, C2, false>(s, x, w0, b0, w1, b1, ldsm);
-      REQUIRE(got.size() == want.size());
-      int differ = 0;
-      double norm = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        differ += !(got[i] == want[i]);
-        norm += want[i] * want[i];
-      }
-      CHECK(differ == 0);
-      CHECK(norm > 0);
+  for (const bool stem_mma : {false, true}) {
+    INFO((stem_mma ? "stem on mma.sync" : "stem by fp32 FMAs"));
+    const std::vector<double> got =
+        stem_mma ? replay<C1, C2, true>(s, x, w0, b0, w1, b1) : replay<C1, C2, false>(s, x, w0, b0, w1, b1);
+    REQUIRE(got.size() == want.size());
+    int differ = 0;
+    double norm = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      differ += !(got[i] == want[i]);
+      norm += want[i] * want[i];
     }
+    CHECK(differ == 0);
+    CHECK(norm > 0);
+  }
 }
 
 }  // namespace
@@ -373,19 +353,6 @@ TEST_CASE("conv2d_stem_pair_f16's shared memory fits two blocks per SM and its m
   };
   CHECK(distinct([](int lane) { return sp::a_offset<16, 32>(3, lane, 0, 1, 2, 0); }));
   CHECK(distinct([](int lane) { return sp::a_offset<32, 64>(3, lane, 1, 1, 2, 1); }));
-  // ldmatrix reads the 8 rows of each of its matrices (lanes 8q..8q+7) in one wavefront: 8 rows of 16 bytes must
-  // cover the 32 banks.
-  const auto distinct_rows = [](auto offset_of) {
-    for (int q = 0; q < 4; ++q) {
-      bool unit[8] = {};
-      for (int i = 0; i < 8; ++i) {
-        const int u = (offset_of(8 * q + i) / 8) % 8;
-        if (unit[u]) return false;
-        unit[u] = true;
-      }
-    }
-    return true;
-  };
-  CHECK(distinct_rows([](int lane) { return sp::b_pair_offset<16, 32>(lane, 1, 48); }));
-  CHECK(distinct_rows([](int lane) { return sp::b_pair_offset<32, 64>(lane, 3, 96); }));
+  CHECK(distinct([](int lane) { return sp::b_offset<16, 32>(lane, 0, 1, 48); }));
+  CHECK(distinct([](int lane) { return sp::b_offset<32, 64>(lane, 1, 2, 96); }));
 }

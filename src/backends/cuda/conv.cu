@@ -153,7 +153,7 @@ constexpr VariantName kVariantNames[] = {
     {"f16_halo_pair", &ConvVariants::f16_halo_pair}, {"f16_dw_branch", &ConvVariants::f16_dw_branch},
     {"f16_halo_k576", &ConvVariants::f16_halo_k576}, {"f16_wgmma_ws_s2", &ConvVariants::f16_wgmma_ws_s2},
     {"dw_tiled_80", &ConvVariants::dw_tiled_80},     {"f16_n96_short", &ConvVariants::f16_n96_short},
-    {"f16_nosplit_small", &ConvVariants::f16_nosplit_small}, {"f16_stem_pair_ldsm", &ConvVariants::f16_stem_pair_ldsm},
+    {"f16_nosplit_small", &ConvVariants::f16_nosplit_small},
 };
 static_assert(sizeof(kVariantNames) / sizeof(kVariantNames[0]) * sizeof(bool) == sizeof(ConvVariants),
               "every ConvVariants switch has a name here");

@@ -337,11 +337,6 @@ struct ConvVariants {
   bool f16_nosplit_small = false; // 3x3 convs of at most 64 channels and 12 K tiles on small grids: 64 x 32 tiles
                                   // without split-K where those give a third of the SMs a block (yolo12s's nine
                                   // 64->64 at 40x40, batch 1: -9 % on the H100; +3.6 % on the H200's l)
-  bool f16_stem_pair_ldsm = false;  // with f16_stem_pair: the second conv's B fragments by ldmatrix.x4, two n8 tiles
-                                  // a load (4 loads per k16 step and warp at 64 channels instead of 16; the same
-                                  // values, so the same bits). Thirty-sixth session, H100: the pair alone -1.4 % / +1.7 %
-                                  // (3->32->64 / 3->16->32, batch 32), n and s even at batch 32, s +0.8 % at batch 1
-                                  // (docs/kernels-conv.md); off
 };
 // Where conv2d_narrow_f16 is faster than the implicit GEMM (H200, yolo12n fp16 at batch 1 and 32,
 // 2026-12-01): an N tile up to 16 and k16 up to 160. Beyond, only variant f16_narrow_wide sends convs there.

@@ -39,9 +39,7 @@
 //    channels; K = 9 taps x C1 channels in k16 steps, tap-major as the GEMM packing orders them. A fragments are
 //    32-bit loads from the map (pixel stride C1 + 4 halves: the 8 rows of a fragment fall in distinct banks), B
 //    fragments two 32-bit loads per n8 tile from the weights, (C2, 9*C1 + 8) halves in shared memory (padded rows,
-//    same reason); or, under variant f16_stem_pair_ldsm (thirty-sixth session; off: even in the network), one
-//    ldmatrix.x4 per two n8 tiles: at C2 = 64, 8 loads per k16 step and warp for 8 MMAs instead of 20, the same
-//    values, so the same bits. The epilogue adds the bias, applies SiLU and stores half2 pairs.
+//    same reason). The epilogue adds the bias, applies SiLU and stores half2 pairs.
 // Shared memory: (16, 32) 62 KB, (32, 64) 109 KB (the fp16 patch and its raw rows take what the fp32 patch took),
 // room for 3 and 2 blocks per SM; at 96-128 registers per thread (ptxas, sm_90a, no spills) the registers allow
 // 2 blocks of 256 threads in both. Every index is stem_pair_layout.hpp's, which tests/unit/test_stem_pair_layout.cpp
@@ -80,9 +78,8 @@ struct StemPairKernelParams {
   long long tiles = 0;
 };
 
-// kStemMma: step 2 on mma.sync (variant f16_stem_pair_mma) instead of fp32 FMAs. kLdsm: step 3's B fragments by
-// ldmatrix.x4 (variant f16_stem_pair_ldsm) instead of two 32-bit loads per n8 tile.
-template <int C1, int C2, bool kSilu0, bool kSilu1, bool kStemMma, bool kLdsm>
+// kStemMma: step 2 on mma.sync (variant f16_stem_pair_mma) instead of fp32 FMAs.
+template <int C1, int C2, bool kSilu0, bool kSilu1, bool kStemMma>
 __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const StemPairKernelParams p) {
   pdl_begin();  // launch.cuh: before any activation is touched
   using G = sp::Geom<C1, C2>;
@@ -275,20 +272,10 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
           for (int r = 0; r < 4; ++r)
             a[r] = *reinterpret_cast<const std::uint32_t*>(map + sp::a_offset<C1, C2>(warp, lane, r, ky, kx, cb));
           const int k0 = sp::k_of<C1, C2>(ky, kx, cb);
-          if constexpr (kLdsm) {
 #pragma unroll
-            for (int jp = 0; jp < C2 / 16; ++jp) {  // two n8 tiles' B fragments a load
-              std::uint32_t b[4];
-              ldmatrix_x4(b, w1s + sp::b_pair_offset<C1, C2>(lane, jp, k0));
-              mma_16816(acc[2 * jp], a, b[0], b[1]);
-              mma_16816(acc[2 * jp + 1], a, b[2], b[3]);
-            }
-          } else {
-#pragma unroll
-            for (int j = 0; j < C2 / 8; ++j)
-              mma_16816(acc[j], a, *reinterpret_cast<const std::uint32_t*>(w1s + sp::b_offset<C1, C2>(lane, 0, j, k0)),
-                        *reinterpret_cast<const std::uint32_t*>(w1s + sp::b_offset<C1, C2>(lane, 1, j, k0)));
-          }
+          for (int j = 0; j < C2 / 8; ++j)
+            mma_16816(acc[j], a, *reinterpret_cast<const std::uint32_t*>(w1s + sp::b_offset<C1, C2>(lane, 0, j, k0)),
+                      *reinterpret_cast<const std::uint32_t*>(w1s + sp::b_offset<C1, C2>(lane, 1, j, k0)));
         }
 #pragma unroll
     for (int j = 0; j < C2 / 8; ++j)
@@ -305,9 +292,9 @@ __global__ void __launch_bounds__(sp::kThreads, 2) conv2d_stem_pair_f16(const St
   if (contig) cp_async_wait<0>();  // nothing in flight at exit (the last tile's copy group is empty)
 }
 
-template <int C1, int C2, bool kSilu0, bool kSilu1, bool kStemMma, bool kLdsm>
+template <int C1, int C2, bool kSilu0, bool kSilu1, bool kStemMma>
 void launch_pair(const StemPairKernelParams& a, cudaStream_t stream, int max_grid) {
-  constexpr auto kKernel = conv2d_stem_pair_f16<C1, C2, kSilu0, kSilu1, kStemMma, kLdsm>;
+  constexpr auto kKernel = conv2d_stem_pair_f16<C1, C2, kSilu0, kSilu1, kStemMma>;
   constexpr int kSmem = sp::Geom<C1, C2>::kBytes;
   YOLO12_CUDA_CHECK(allow_dynamic_smem(reinterpret_cast<const void*>(kKernel), kSmem));
   const int grid = persistent_grid(kKernel, sp::kThreads, kSmem, a.tiles, max_grid);
@@ -315,20 +302,18 @@ void launch_pair(const StemPairKernelParams& a, cudaStream_t stream, int max_gri
                 a);
 }
 
-template <int C1, int C2, bool kStemMma, bool kLdsm>
+template <int C1, int C2, bool kStemMma>
 void launch_pair_silu(const StemPairKernelParams& a, bool silu0, bool silu1, cudaStream_t stream, int max_grid) {
-  if (silu0 && silu1) launch_pair<C1, C2, true, true, kStemMma, kLdsm>(a, stream, max_grid);
-  else if (silu0) launch_pair<C1, C2, true, false, kStemMma, kLdsm>(a, stream, max_grid);
-  else if (silu1) launch_pair<C1, C2, false, true, kStemMma, kLdsm>(a, stream, max_grid);
-  else launch_pair<C1, C2, false, false, kStemMma, kLdsm>(a, stream, max_grid);
+  if (silu0 && silu1) launch_pair<C1, C2, true, true, kStemMma>(a, stream, max_grid);
+  else if (silu0) launch_pair<C1, C2, true, false, kStemMma>(a, stream, max_grid);
+  else if (silu1) launch_pair<C1, C2, false, true, kStemMma>(a, stream, max_grid);
+  else launch_pair<C1, C2, false, false, kStemMma>(a, stream, max_grid);
 }
 template <int C1, int C2>
-void launch_pair_stem(const StemPairKernelParams& a, bool silu0, bool silu1, bool stem_mma, bool ldsm,
-                      cudaStream_t stream, int max_grid) {
-  if (stem_mma && ldsm) launch_pair_silu<C1, C2, true, true>(a, silu0, silu1, stream, max_grid);
-  else if (stem_mma) launch_pair_silu<C1, C2, true, false>(a, silu0, silu1, stream, max_grid);
-  else if (ldsm) launch_pair_silu<C1, C2, false, true>(a, silu0, silu1, stream, max_grid);
-  else launch_pair_silu<C1, C2, false, false>(a, silu0, silu1, stream, max_grid);
+void launch_pair_stem(const StemPairKernelParams& a, bool silu0, bool silu1, bool stem_mma, cudaStream_t stream,
+                      int max_grid) {
+  if (stem_mma) launch_pair_silu<C1, C2, true>(a, silu0, silu1, stream, max_grid);
+  else launch_pair_silu<C1, C2, false>(a, silu0, silu1, stream, max_grid);
 }
 
 bool k3_s2_p1(const ConvShape& s) {
@@ -380,10 +365,9 @@ void launch_conv2d_stem_pair_f16(const ConvParams<__half>& stem, const ConvParam
   a.tiles_y = ceil_div(next.ho, sp::kTH);
   a.tiles = 1LL * a.tiles_x * a.tiles_y * next.batch;
   if (a.tiles <= 0) return;
-  const bool silu0 = stem.silu(), silu1 = next.silu(), stem_mma = conv_variants().f16_stem_pair_mma,
-             ldsm = conv_variants().f16_stem_pair_ldsm;
-  if (stem.c_out == 16) launch_pair_stem<16, 32>(a, silu0, silu1, stem_mma, ldsm, stream, max_grid);
-  else launch_pair_stem<32, 64>(a, silu0, silu1, stem_mma, ldsm, stream, max_grid);
+  const bool silu0 = stem.silu(), silu1 = next.silu(), stem_mma = conv_variants().f16_stem_pair_mma;
+  if (stem.c_out == 16) launch_pair_stem<16, 32>(a, silu0, silu1, stem_mma, stream, max_grid);
+  else launch_pair_stem<32, 64>(a, silu0, silu1, stem_mma, stream, max_grid);
 }
 
 }  // namespace yolo12::cuda::conv_detail

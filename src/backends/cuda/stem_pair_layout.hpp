@@ -18,12 +18,10 @@
 //   map is a GEMM on mma.sync, M = the map's pixels, K = the 27 window values in 32 columns (stem_a_offset);
 // - the next conv as a GEMM: M = the tile's 128 pixels, warp w taking output row w (16 pixels, row m = column
 //   ox - ox0), N = C2, K = 9 taps x C1 channels, column k = tap * C1 + c, tap = ky * 3 + kx, as the GEMM packing
-//   orders the weights; its weights in shared memory as (C2, kK1S) halves, rows padded by 8 (distinct banks too),
-//   read by 32-bit loads (b_offset) or, under variant f16_stem_pair_ldsm, by ldmatrix.x4 (b_pair_offset).
+//   orders the weights; its weights in shared memory as (C2, kK1S) halves, rows padded by 8 (distinct banks too).
 #pragma once
 
 #include "core/host_device.hpp"
-#include "mma_layout.hpp"
 #include "stem_mma_layout.hpp"
 
 namespace yolo12::cuda::stem_pair {
@@ -160,17 +158,6 @@ YOLO12_HOST_DEVICE inline int a_offset(int warp, int lane, int r, int ky, int kx
 template <int C1, int C2>
 YOLO12_HOST_DEVICE inline int b_offset(int lane, int r, int j, int k0) {
   return (j * 8 + lane / 4) * Geom<C1, C2>::kK1S + k0 + 2 * (lane % 4) + 8 * r;
-}
-// Or (variant f16_stem_pair_ldsm) the B fragments of n8 tiles 2 jp and 2 jp + 1 at K column k0 from one
-// ldmatrix.x4 (mma.cuh's load_b_frag_pair on the weights, rows kK1S halves apart): lane l points it at this offset
-// (halves). Registers 0, 1 are then tile 2 jp's fragment (b_offset's registers 0, 1 of tile 2 jp), 2, 3 tile
-// 2 jp + 1's: 4 loads per k16 step at C2 = 64 instead of 16.
-template <int C1, int C2>
-YOLO12_HOST_DEVICE inline int b_pair_offset(int lane, int jp, int k0) {
-  static_assert(Geom<C1, C2>::kK1S % 8 == 0, "16-byte weight rows: ldmatrix's row addresses");
-  static_assert((Geom<C1, C2>::kK1S / 8) % 2 == 1, "odd 16-byte units per row: a matrix's 8 rows in distinct banks");
-  static_assert(C2 % 16 == 0, "n8 tiles in pairs");
-  return conv_detail::b_pair_lane_offset(Geom<C1, C2>::kK1S, 16 * jp, k0, lane);
 }
 // K column of the step (ky, kx, cb).
 template <int C1, int C2>
