@@ -1764,6 +1764,59 @@ TEST_CASE("conv_tune_cached takes a cached candidate untimed, re-tunes and repla
   cudaStreamDestroy(stream);
 }
 
+TEST_CASE("copy_image_tile (the halo kernels' input tiles) copies every pixel and chunk once, zero outside the image",
+          "[conv][host][halo]") {
+  // Replays every thread of the copy on the CPU and records where each 16-byte copy lands and what it reads, against
+  // the direct index arithmetic: the tile's (pixel, chunk) items each exactly once, each from its own image pixel or
+  // null outside the image. Shapes: the halo pair's 20-wide tiles (1, 2, 4 chunks), the halo kernel's, a tile larger
+  // than the image, thread counts that are not multiples of the chunks or of the tile width, tiles at every border.
+  namespace cd = yolo12::cuda::conv_detail;
+  struct Case {
+    int h, w, ldx, rows, cols, chunks, threads, iy0, ix0;
+  };
+  const std::vector<Case> cases = {
+      {40, 40, 32, 12, 20, 4, 256, -2, -2},  {40, 40, 32, 20, 20, 4, 256, 30, 22},  {160, 160, 16, 20, 20, 2, 256, 70, 142},
+      {80, 80, 8, 12, 20, 1, 256, -2, 62},   {7, 5, 24, 12, 20, 3, 256, -2, -2},    {9, 11, 40, 10, 18, 5, 96, 3, -1},
+      {20, 20, 64, 6, 34, 8, 128, 17, 1},    {3, 3, 8, 4, 4, 1, 7, -1, -1},          {33, 17, 16, 11, 13, 2, 100, 25, 10},
+      {12, 30, 48, 9, 19, 6, 64, -4, 20}};
+  for (const Case& c : cases) {
+    INFO("h " << c.h << " w " << c.w << " ldx " << c.ldx << " tile " << c.rows << "x" << c.cols << " chunks " << c.chunks
+              << " threads " << c.threads << " origin (" << c.iy0 << ", " << c.ix0 << ")");
+    const int pix_halves = c.chunks * 8 + 8;  // padded pixels, as the kernels lay them out
+    const std::vector<__half> img(static_cast<std::size_t>(c.h) * c.w * c.ldx);
+    std::vector<__half> tile(static_cast<std::size_t>(c.rows) * c.cols * pix_halves);
+    std::map<std::ptrdiff_t, const __half*> seen;  // destination offset -> source (null: zero fill)
+    int duplicates = 0;
+    const auto record = [&](__half* dst, const __half* src) {
+      duplicates += seen.count(dst - tile.data()) > 0;
+      seen[dst - tile.data()] = src;
+    };
+    for (int tid = 0; tid < c.threads; ++tid)
+      cd::copy_image_tile(img.data(), c.h, c.w, c.ldx, c.iy0, c.ix0, c.rows, c.cols, c.chunks, tile.data(), pix_halves,
+                          tid, c.threads, record);
+    CHECK(duplicates == 0);
+    REQUIRE(seen.size() == static_cast<std::size_t>(c.rows) * c.cols * c.chunks);
+    int wrong = 0, outside = 0;
+    for (int ty = 0; ty < c.rows; ++ty)
+      for (int tx = 0; tx < c.cols; ++tx)
+        for (int ch = 0; ch < c.chunks; ++ch) {
+          const auto it = seen.find((static_cast<std::ptrdiff_t>(ty) * c.cols + tx) * pix_halves + ch * 8);
+          if (it == seen.end()) {
+            ++wrong;
+            continue;
+          }
+          const int iy = c.iy0 + ty, ix = c.ix0 + tx;
+          const bool inside = iy >= 0 && iy < c.h && ix >= 0 && ix < c.w;
+          outside += !inside;
+          const __half* want = inside ? img.data() + (static_cast<std::ptrdiff_t>(iy) * c.w + ix) * c.ldx + ch * 8 : nullptr;
+          wrong += it->second != want;
+        }
+    CHECK(wrong == 0);
+    const bool crosses = c.iy0 < 0 || c.ix0 < 0 || c.iy0 + c.rows > c.h || c.ix0 + c.cols > c.w;
+    CHECK((outside > 0) == crosses);  // the border cases do reach outside the image
+  }
+}
+
 // conv2d_halo_f16 (conv_halo.cu) launched with its plan on shapes of any size (halo_plan's any_grid), with
 // the persistent grid uncapped and capped at 1 and 3 blocks (one block walks every tile and the stages wrap).
 TEST_CASE("conv2d_halo_f16 matches the reference: k x k at stride 1, tile edges, channel counts, slices",

@@ -11,6 +11,8 @@
 //   edges, maps smaller than a tile, input, output and residual slices, SiLU off on either conv, gamma, no
 //   residual, one and two output rows per warp, a persistent grid of a few blocks (each walks many tiles), batch > 1;
 // - the pairs and views it refuses throw yolo12::Error;
+// - [host] halo_pair_rows_per_warp, the tile height the launch picks, on yolo12n's and yolo12s's pairs (also without a
+//   GPU);
 // - [model]: under the conv variant f16_halo_pair the whole model (the yolo12n and narrow yolo12l fixtures) with the
 //   pairs fused, plain and tuned, within the fp16 bound against Ultralytics, and the executor's pairs on the kernel
 //   (YOLO12_TEST_VARIANT_PARTS picks parts: model_fixtures.hpp).
@@ -302,6 +304,32 @@ TEST_CASE("conv2d_halo_pair_f16 refuses the pairs and views it does not take", "
   CHECK_THROWS_AS(cd::launch_conv2d_halo_pair_f16(run.first(), run.second(), nullptr, 3), yolo12::Error);
 }
 
+
+TEST_CASE("halo_pair_rows_per_warp: the taller tile where two or more of its blocks share an SM and fill it twice",
+          "[halo_pair][host]") {
+  // The rule on an H100's and an H200's numbers (DeviceInfo's defaults: 132 SMs, 228 KiB a multiprocessor), for the
+  // pairs of yolo12n and yolo12s at 640x640 (test_halo_pair "[.bench]", thirty-seventh session: the choices below were
+  // the faster ones at batch 32), and what decides it: blocks per SM from shared memory, tiles against block slots.
+  const yolo12::cuda::DeviceInfo dev;
+  const auto rows = [&](int batch, int size, int c_in, int c_mid, int c_out) {
+    const ConvShape a = conv3x3s1(batch, size, size, c_in, c_mid, true), b = conv3x3s1(batch, size, size, c_mid, c_out, true);
+    REQUIRE(cd::halo_pair_supports(a, b));
+    return cd::halo_pair_rows_per_warp(a, b, dev);
+  };
+  CHECK(rows(32, 160, 16, 8, 16) == 2);   // four blocks of the taller tile per SM
+  CHECK(rows(32, 80, 16, 16, 16) == 2);   // three
+  CHECK(rows(32, 80, 32, 16, 32) == 2);   // two (one row per warp until two m16 tiles per warp)
+  CHECK(rows(32, 160, 32, 16, 32) == 2);  // yolo12s's
+  CHECK(rows(32, 40, 32, 32, 32) == 1);   // one: the shorter tile keeps two blocks per SM
+  CHECK(rows(32, 80, 32, 32, 32) == 1);
+  for (const int size : {160, 80}) CHECK(rows(1, size, 16, 8, 16) == 1);  // under two waves of the taller tile
+  CHECK(rows(1, 80, 32, 16, 32) == 1);
+  CHECK(rows(8, 80, 32, 16, 32) == 1);    // 200 tiles for 264 block slots
+  yolo12::cuda::DeviceInfo small = dev;   // a GPU with fewer SMs fills with fewer tiles
+  small.sm_count = 40;
+  const ConvShape a = conv3x3s1(8, 80, 80, 32, 16, true), b = conv3x3s1(8, 80, 80, 16, 32, true);
+  CHECK(cd::halo_pair_rows_per_warp(a, b, small) == 2);
+}
 
 TEST_CASE("conv2d_halo_pair_f16 against the two convs on yolo12n's pairs (timing)", "[.bench][halo_pair]") {
   struct Kind {

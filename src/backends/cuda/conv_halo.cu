@@ -112,19 +112,12 @@ __global__ void __launch_bounds__(kHaloThreads) conv2d_halo_f16(const HaloParams
   }
   if (tid == 0) *reinterpret_cast<uint4*>(smem_raw + L.zero_off) = make_uint4(0, 0, 0, 0);
 
-  const int chunks = a.cin_pad / kChunk;  // == cin_g / 8 (vec_a)
   auto load_halo = [&](int t, int stage) {
     const HaloTile at = halo_tile(p, t);
-    __half* hs = Hs + stage * L.stage_halves;
-    const int iy0 = at.oy0 - a.pad, ix0 = at.ox0 - a.pad;
     const __half* ximg = a.x + static_cast<long long>(at.n) * a.h * a.w_in * a.ldx;  // (H, W, ldx)
-    for (int i = tid; i < L.hh * L.hw * chunks; i += kHaloThreads) {
-      const int pix = i / chunks, c = i - pix * chunks;
-      const int iy = iy0 + pix / L.hw, ix = ix0 + pix % L.hw;
-      const bool inside = iy >= 0 && iy < a.h && ix >= 0 && ix < a.w_in;
-      copy(hs + pix * L.h_row + c * kChunk,
-           inside ? ximg + (static_cast<long long>(iy) * a.w_in + ix) * a.ldx + c * kChunk : nullptr);
-    }
+    copy_image_tile(ximg, a.h, a.w_in, a.ldx, at.oy0 - a.pad, at.ox0 - a.pad, L.hh, L.hw,
+                    a.cin_pad / kChunk /* == cin_g / 8 (vec_a) */, Hs + stage * L.stage_halves, L.h_row, tid,
+                    kHaloThreads, copy);
   };
 
   float2 bias_r[NI], gamma_r[NI];  // this lane's 2 * NI channels

@@ -39,8 +39,44 @@ struct HaloPairParams {
   int tiles;                      // batch * tiles_y * tiles_x
 };
 
+// Two m16 tiles' accumulators: the first as a one-tile grid (for mma_rows_by_table's MT = 1), and tile m (0 or 1, run
+// time) by selects, so that a loop over the tiles keeps one copy of its epilogue and no accumulator leaves registers.
+template <int NI>
+__device__ __forceinline__ float (&first_of(float (&acc)[2][NI][4]))[1][NI][4] {
+  return *reinterpret_cast<float(*)[1][NI][4]>(&acc[0]);
+}
+// After a one-tile MMA into first_of(acc): the second tile a copy of the first, so that pick_tile reads no
+// indeterminate value (its selects then fold away).
+template <int NI>
+__device__ __forceinline__ void copy_first(float (&acc)[2][NI][4]) {
+#pragma unroll
+  for (int j = 0; j < NI; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[1][j][e] = acc[0][j][e];
+}
+template <int NI>
+struct TileAcc {
+  float v[NI][4];
+};
+template <int NI>
+__device__ __forceinline__ TileAcc<NI> pick_tile(const float (&acc)[2][NI][4], int m) {
+  TileAcc<NI> t;
+#pragma unroll
+  for (int j = 0; j < NI; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) t.v[j][e] = m == 0 ? acc[0][j][e] : acc[1][j][e];
+  return t;
+}
+
+// Blocks per SM the registers must allow: the narrowest pairs fit four by shared memory (yolo12n's 16->8->16 at
+// 160x160, the largest grid), 16->16->16 three; the others two. Two m16 tiles per warp would otherwise take the
+// narrowest to 72 registers, three blocks (thirty-seventh session, ptxas).
 template <int BN1, int BN2>
-__global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloPairParams p) {
+constexpr int kPairMinBlocks = BN1 + BN2 <= 24 ? 4 : BN1 + BN2 <= 32 ? 3 : 2;
+
+template <int BN1, int BN2>
+__global__ void __launch_bounds__(hp::kThreads, (kPairMinBlocks<BN1, BN2>))
+    conv2d_halo_pair_f16(const HaloPairParams p) {
   pdl_begin();  // launch.cuh: before any activation is touched
   static_assert((BN1 == 8 || BN1 % 16 == 0) && (BN2 == 8 || BN2 % 16 == 0), "B fragments: one n8 block or pairs");
   constexpr int NI1 = BN1 / 8, NI2 = BN2 / 8;
@@ -65,19 +101,11 @@ __global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloP
     tab2[j] = hp::k_group_offset(j, L.c_mid, L.k2, hp::kMapW, L.map_row);
   if (tid == 0) *reinterpret_cast<uint4*>(smem_raw + L.zero_off) = make_uint4(0, 0, 0, 0);
 
-  const int chunks = L.c_in / kChunk;
   auto load_input = [&](int t, int stage) {
     const hp::Tile at = hp::tile_at(L, a1.h, a1.w_in, t);
-    __half* is = In + stage * L.in_stage_halves;
-    const int iy0 = at.oy0 - 2, ix0 = at.ox0 - 2;
     const __half* ximg = a1.x + static_cast<long long>(at.n) * a1.h * a1.w_in * a1.ldx;  // (H, W, ldx)
-    for (int i = tid; i < L.in_h * hp::kInW * chunks; i += hp::kThreads) {
-      const int pix = i / chunks, c = i - pix * chunks;
-      const int iy = iy0 + pix / hp::kInW, ix = ix0 + pix % hp::kInW;
-      const bool inside = iy >= 0 && iy < a1.h && ix >= 0 && ix < a1.w_in;
-      copy(is + pix * L.in_row + c * kChunk,
-           inside ? ximg + (static_cast<long long>(iy) * a1.w_in + ix) * a1.ldx + c * kChunk : nullptr);
-    }
+    copy_image_tile(ximg, a1.h, a1.w_in, a1.ldx, at.oy0 - 2, at.ox0 - 2, L.in_h, hp::kInW, L.c_in / kChunk,
+                    In + stage * L.in_stage_halves, L.in_row, tid, hp::kThreads, copy);
   };
 
   float2 bias1[NI1], gamma1[NI1], bias2[NI2], gamma2[NI2];
@@ -100,18 +128,14 @@ __global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloP
     const hp::Tile at = hp::tile_at(L, a1.h, a1.w_in, t);
     const __half* in_stage = In + (it % hp::kStages) * L.in_stage_halves;
 
-    // Step 1, cv1: the map tile, m16 tiles warp, warp + 8, ... Rows past the map repeat its last pixel (not stored).
-    const int my_tiles = hp::map_tiles_of_warp(L, warp);
-    for (int i = 0; i < my_tiles; ++i) {
-      const int mt = warp + i * hp::kWarps;
-      const __half* arow = in_stage + hp::map_pixel_input_row(L, hp::map_pixel(L, mt, lane % 16));
-      float acc[1][NI1][4];
-      mma_rows_by_table<NI1>(acc, arow, tab1, zero, B1, L.b1_row, L.k16_1, lane);
-      // Accumulator elements 0-1 hold map pixel mt * 16 + lane / 4, elements 2-3 the pixel 8 further; zero where the
-      // pixel lies outside the image (cv2's padding), rounded to fp16 once as conv2d_halo_f16 stores it. Every value
-      // is finished first, straight-line, and only the stores are conditional: a test around each value had the
-      // compiler put every SiLU in its own branch region (thirty-sixth session, the SASS: 23 convergence regions per
-      // m16 tile).
+    // Step 1, cv1: the map tile, m16 tiles warp, warp + 8, ... two at a time (they share the K table's entries and the
+    // B fragments), the odd one alone. Rows past the map repeat its last pixel (not stored).
+    // Accumulator elements 0-1 hold map pixel mt * 16 + lane / 4, elements 2-3 the pixel 8 further; zero where the
+    // pixel lies outside the image (cv2's padding), rounded to fp16 once as conv2d_halo_f16 stores it. Every value is
+    // finished first, straight-line, and only the stores are conditional: a test around each value had the compiler
+    // put every SiLU in its own branch region (thirty-sixth session, the SASS: 23 convergence regions per m16 tile).
+    auto map_epilogue = [&](const TileAcc<NI1>& t, int mt) {
+      const auto& acc = t.v;
       with_epilogue(a1.silu(), [&](auto fin) {
         __half2 v[2][NI1];
 #pragma unroll
@@ -121,8 +145,8 @@ __global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloP
           const bool inside = gy >= 0 && gy < a1.ho && gx >= 0 && gx < a1.wo;
 #pragma unroll
           for (int j = 0; j < NI1; ++j) {
-            const __half2 f = __floats2half2_rn(fin(acc[0][j][2 * h], bias1[j].x, gamma1[j].x),
-                                                fin(acc[0][j][2 * h + 1], bias1[j].y, gamma1[j].y));
+            const __half2 f = __floats2half2_rn(fin(acc[j][2 * h], bias1[j].x, gamma1[j].x),
+                                                fin(acc[j][2 * h + 1], bias1[j].y, gamma1[j].y));
             v[h][j] = inside ? f : __floats2half2_rn(0.f, 0.f);
           }
         }
@@ -137,16 +161,28 @@ __global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloP
           }
         }
       });
+    };
+    auto map_row_of = [&](int mt) { return in_stage + hp::map_pixel_input_row(L, hp::map_pixel(L, mt, lane % 16)); };
+    const int my_tiles = hp::map_tiles_of_warp(L, warp);
+    for (int i = 0; i < my_tiles; i += 2) {
+      const int mt = warp + i * hp::kWarps, count = my_tiles - i < 2 ? 1 : 2;
+      float acc[2][NI1][4];
+      if (count == 2) {
+        const __half* const arows[2] = {map_row_of(mt), map_row_of(mt + hp::kWarps)};
+        mma_rows_by_table<NI1, 2>(acc, arows, tab1, zero, B1, L.b1_row, L.k16_1, lane);
+      } else {
+        mma_rows_by_table<NI1>(first_of(acc), map_row_of(mt), tab1, zero, B1, L.b1_row, L.k16_1, lane);
+        copy_first(acc);
+      }
+#pragma unroll 1
+      for (int m = 0; m < count; ++m) map_epilogue(pick_tile(acc, m), mt + m * hp::kWarps);  // one copy of the code
     }
     __syncthreads();  // the map tile is complete
 
-    // Step 2, cv2: warp w takes output rows w * wr .. of the tile, 16 pixels each.
-    for (int r = 0; r < L.wr; ++r) {
-      const int y = warp * L.wr + r;
-      const int oy = at.oy0 + y;
-      if (oy >= a2.ho) break;  // uniform over the warp; later rows are further down
-      float acc[1][NI2][4];
-      mma_rows_by_table<NI2>(acc, Map + hp::output_map_row(L, y, lane % 16), tab2, zero, B2, L.b2_row, L.k16_2, lane);
+    // Step 2, cv2: warp w takes output rows w * wr .. of the tile, 16 pixels each; two rows at a time where both lie
+    // inside the image (wr 2), sharing the K table's entries and the B fragments.
+    auto out_epilogue = [&](const TileAcc<NI2>& t, int oy) {
+      const auto& acc = t.v;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int ox = at.ox0 + h * 8, count = a2.wo - ox < 8 ? a2.wo - ox : 8;
@@ -155,8 +191,8 @@ __global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloP
         with_epilogue(a2.silu(), [&](auto fin) {
 #pragma unroll
           for (int j = 0; j < NI2; ++j) {
-            v[j][0] = fin(acc[0][j][2 * h], bias2[j].x, gamma2[j].x);
-            v[j][1] = fin(acc[0][j][2 * h + 1], bias2[j].y, gamma2[j].y);
+            v[j][0] = fin(acc[j][2 * h], bias2[j].x, gamma2[j].x);
+            v[j][1] = fin(acc[j][2 * h + 1], bias2[j].y, gamma2[j].y);
           }
         });
         narrow_stage<NI2>(Cs, L.c_row, lane, v);
@@ -165,6 +201,25 @@ __global__ void __launch_bounds__(hp::kThreads) conv2d_halo_pair_f16(const HaloP
         narrow_store_staged<BN2>(a2, Cs, L.c_row, m0, lane, m0 + count);
         __syncwarp();  // the staging rows are rewritten by the next pass
       }
+    };
+    for (int r = 0; r < L.wr;) {
+      const int y = warp * L.wr + r;
+      const int oy = at.oy0 + y;
+      if (oy >= a2.ho) break;  // uniform over the warp; later rows are further down
+      const int count = r + 1 < L.wr && oy + 1 < a2.ho ? 2 : 1;
+      float acc[2][NI2][4];
+      if (count == 2) {
+        const __half* const arows[2] = {Map + hp::output_map_row(L, y, lane % 16),
+                                        Map + hp::output_map_row(L, y + 1, lane % 16)};
+        mma_rows_by_table<NI2, 2>(acc, arows, tab2, zero, B2, L.b2_row, L.k16_2, lane);
+      } else {
+        mma_rows_by_table<NI2>(first_of(acc), Map + hp::output_map_row(L, y, lane % 16), tab2, zero, B2, L.b2_row,
+                               L.k16_2, lane);
+        copy_first(acc);
+      }
+#pragma unroll 1
+      for (int m = 0; m < count; ++m) out_epilogue(pick_tile(acc, m), oy + m);
+      r += count;
     }
     __syncthreads();  // every warp is done with the map and with this input stage
   }
@@ -219,15 +274,18 @@ bool halo_pair_views_ok(const ConvParams<__half>& first, const ConvParams<__half
          second.ldy >= second.c_out && (!second.residual || second.ldr >= second.c_out);
 }
 
-// Fitted to the twenty-fourth session's H100 timings (test_halo_pair "[.bench]", yolo12n's pairs): at batch 32 the
-// taller tile won where three blocks of it share an SM (16->8->16 at 160x160: 0.105 against 0.119 ms), tied at three
-// (16->16->16 at 80x80) and lost at two or one (32->16->32 at 80x80: 0.069 against 0.062; 32->32->32 at 40x40: 0.049
-// against 0.034); at batch 1 (grids under two waves) the shorter tile won on every pair.
+// The taller tile (two rows per warp) where its grid fills every block slot at least twice: at batch 32 it won where
+// two or more of its blocks share an SM, lost where one does (thirty-seventh session, H100, test_halo_pair "[.bench]"
+// with two m16 tiles per warp, the rule's choice against the other: 16->8->16 at 160x160, four blocks, 0.097 against
+// 0.114 ms; 16->16->16 at 80x80, three blocks, 0.036-0.037 against 0.039-0.041; 32->16->32 at 80x80, two blocks,
+// 0.053 against 0.058; 32->32->32 at 40x40, one block, 0.037 against 0.029-0.030). Before two tiles per warp
+// (twenty-fourth session) two blocks lost (32->16->32: 0.069 against 0.062), so the rule asked for three. At batch 1
+// (grids under two waves) the shorter tile won on every pair.
 int halo_pair_rows_per_warp(const ConvShape& first, const ConvShape& second, const DeviceInfo& dev) {
   const hp::Layout two = hp::layout(first.c_in, first.c_out, second.c_out, 2);
-  const long long third_sm =
-      static_cast<long long>(dev.smem_per_sm) / 3 - static_cast<long long>(dev.smem_reserved_per_block);
-  return two.bytes <= third_sm && pair_tiles(second, 2) >= 2LL * dev.sm_count ? 2 : 1;
+  const long long blocks = static_cast<long long>(dev.smem_per_sm) /
+                           (static_cast<long long>(two.bytes) + static_cast<long long>(dev.smem_reserved_per_block));
+  return blocks >= 2 && pair_tiles(second, 2) >= 2LL * blocks * dev.sm_count ? 2 : 1;
 }
 
 void launch_conv2d_halo_pair_f16(const ConvParams<__half>& first, const ConvParams<__half>& second, cudaStream_t stream,

@@ -27,7 +27,8 @@ bool halo_pair_supports(const ConvShape& first, const ConvShape& second);
 // (conv_pack_weights), 16-byte aligned. first.y and second.x are not read: the map stays on chip.
 bool halo_pair_views_ok(const ConvParams<__half>& first, const ConvParams<__half>& second);
 // Output rows per warp (halo_pair_layout.hpp: tiles of 8 * wr x 16 pixels) for the pair at this batch: 2 where its
-// shared memory lets three blocks share an SM and the tiles fill the GPU twice over, else 1 (fitted on an H100).
+// shared memory lets two or more blocks share an SM and the tiles fill those block slots twice over, else 1 (fitted on
+// an H100).
 int halo_pair_rows_per_warp(const ConvShape& first, const ConvShape& second, const DeviceInfo& dev);
 // Computes second(first(first.x)) (+ second's residual) into second.y, each conv with its bias, SiLU and gamma. Throws
 // yolo12::Error where the pair or its views are not taken. No allocation, no synchronisation (capturable).

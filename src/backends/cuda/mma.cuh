@@ -118,20 +118,24 @@ __device__ __forceinline__ void load_b_frag(std::uint32_t (&bf)[2], const __half
   ldmatrix_x2(bf, tile + b_single_lane_offset(row_halves, n0, k0, lane));
 }
 
-// One m16 tile x all NI n8 blocks over K columns [0, k16) from shared tiles, the A rows addressed through a K table
-// (conv2d_halo_f16, conv2d_halo_pair_f16): lane l's row starts at `arow` (its row l % 16), and 8-column group j of K is
-// at arow + tab[j], or the 8 zero halves `zero` where tab[j] < 0. B stored [n][k], rows b_row halves apart. acc is
-// zeroed first; fp32 sums in K order.
-template <int NI>
-__device__ __forceinline__ void mma_rows_by_table(float (&acc)[1][NI][4], const __half* arow, const int* tab,
-                                                  const __half* zero, const __half* bs, int b_row, int k16, int lane) {
+// MT m16 tiles x all NI n8 blocks over K columns [0, k16) from shared tiles, the A rows addressed through a K table
+// (conv2d_halo_f16, conv2d_halo_pair_f16): lane l's row of m16 tile i starts at arow[i] (its row l % 16), and 8-column
+// group j of K is at arow[i] + tab[j], or the 8 zero halves `zero` where tab[j] < 0. The tiles share each K step's
+// table entry and B fragments (two tiles per warp: one table load and one set of B loads per two tiles' MMAs). B
+// stored [n][k], rows b_row halves apart. acc is zeroed first; fp32 sums in K order, so each tile's sums are the
+// same whatever MT is.
+template <int NI, int MT>
+__device__ __forceinline__ void mma_rows_by_table(float (&acc)[MT][NI][4], const __half* const (&arow)[MT],
+                                                  const int* tab, const __half* zero, const __half* bs, int b_row,
+                                                  int k16, int lane) {
   static_assert(NI == 1 || NI % 2 == 0, "B fragments are read one n8 block (NI 1) or two at a time");
   zero_accumulators(acc);
 #pragma unroll 2
   for (int ks = 0; ks < k16; ks += 16) {
-    std::uint32_t af[1][4], bf[NI][2];
+    std::uint32_t af[MT][4], bf[NI][2];
     const int off = tab[ks / 8 + lane / 16];  // lanes 16-31 address the K step's second 8 columns
-    ldmatrix_x4(af[0], off >= 0 ? arow + off : zero);
+#pragma unroll
+    for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], off >= 0 ? arow[i] + off : zero);
     if constexpr (NI == 1) {
       load_b_frag(bf[0], bs, b_row, 0, ks, lane);
     } else {
@@ -140,6 +144,13 @@ __device__ __forceinline__ void mma_rows_by_table(float (&acc)[1][NI][4], const 
     }
     mma_grid(acc, af, bf);
   }
+}
+// One m16 tile (MT = 1).
+template <int NI>
+__device__ __forceinline__ void mma_rows_by_table(float (&acc)[1][NI][4], const __half* arow, const int* tab,
+                                                  const __half* zero, const __half* bs, int b_row, int k16, int lane) {
+  const __half* const rows[1] = {arow};
+  mma_rows_by_table<NI, 1>(acc, rows, tab, zero, bs, b_row, k16, lane);
 }
 
 }  // namespace yolo12::cuda::conv_detail
