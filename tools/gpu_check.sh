@@ -548,7 +548,7 @@ if [ "$mode" = perf ]; then
   for sc in ${scales//,/ }; do
     y12=$models/yolo12${sc}_peer.y12
     [ -f "$y12" ] || { note "yolo12-bench yolo12$sc: skipped (no $(basename "$y12"))"; continue; }
-    for pv in ${PERF_BENCH_VARIANTS:-default serial:YOLO12_CUDA_STREAMS=1 pdl:YOLO12_CUDA_PDL=1}; do
+    for pv in ${PERF_BENCH_VARIANTS:-default serial:YOLO12_CUDA_STREAMS=1 nopdl:YOLO12_CUDA_PDL=0}; do
       variant_env "$pv"
       "${envv[@]}" timeout 90 "$build/yolo12-bench" "$y12" --batch 1,32 --precision fp16 --iters 100 \
         --json "$out/bench_yolo12${sc}_$name.json" > "$out/bench_yolo12${sc}_$name.log" 2>&1 || note "yolo12-bench yolo12$sc ($name) FAILED"

@@ -1,19 +1,23 @@
 // src/backends/cuda/launch.cuh - the network kernels' launch, with programmatic dependent launch (PDL).
 //
 // With PDL (compute capability 9.0 and up) a kernel may be launched while the kernel before it in
-// its stream is still running: its blocks take the SM slots that the earlier kernel's last wave
-// leaves free and wait at pdl_begin() until that kernel has finished and its writes are visible. That
-// hides the launch gap and the tail of every kernel in a chain of small ones (batch 1). In a CUDA
-// graph captured from such launches the edges become programmatic edges.
+// its stream is still running down: its blocks are scheduled as soon as every block of the earlier
+// kernel has exited, before that kernel's end is processed, and wait at pdl_begin() until the earlier
+// kernel has finished and its writes are visible. That hides most of the launch gap between the
+// kernels of a chain of small ones (batch 1). In a CUDA graph captured from such launches the edges
+// become programmatic edges.
 //
 // The rule that keeps this correct: a kernel launched by launch_kernel() calls pdl_begin() before
-// it reads or writes any activation. pdl_begin() lets the next kernel launch (once every block of
-// this one has started) and then waits for the previous one. Where a kernel is not launched with the
-// attribute (PDL off, an older GPU) both instructions do nothing.
+// it reads or writes any activation. pdl_begin() only waits; no kernel signals its dependents early
+// (griddepcontrol.launch_dependents), so they launch when its last block exits.
 //
-// Off by default: on the H200 (2026-12-01, tools/gpu_check.sh perf) it was 0.3-2.4 % slower in seven
-// of eight cases (yolo12n and yolo12s, batch 1 and 32, one and four streams; docs/benchmarks-gpu.md,
-// "Fifth session"). YOLO12_CUDA_PDL=1 turns it on, where the device supports it.
+// On by default since the thirty-seventh session; YOLO12_CUDA_PDL=0 turns it off. History: with the
+// signal at the top of every kernel (each kernel let the next launch as soon as its own blocks had
+// started) the next kernel's blocks took SM slots to wait in, and PDL was slower: on the H200 0.3-2.4 %
+// in seven of eight cases (fifth session), and yolo12n at batch 1 0.500 -> 0.578 ms (twelfth
+// session). Without the signal (H100, thirty-seventh session, docs/benchmarks-gpu.md): yolo12n
+// 0.440 -> 0.422 ms at batch 1 and 2.360 -> 2.346 at batch 32, m and l -2.2 to -2.4 % at batch 1,
+// s -0.8 %, every scale faster at batch 32 by 0.2-0.6 %.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,7 +32,6 @@ namespace yolo12::cuda {
 
 __device__ __forceinline__ void pdl_begin() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
@@ -44,9 +47,9 @@ struct PdlOff {
 };
 
 inline bool pdl_enabled() {
-  static const bool env_on = [] {
+  static const bool env_on = [] {  // on unless YOLO12_CUDA_PDL=0
     const char* env = std::getenv("YOLO12_CUDA_PDL");
-    return env && std::strcmp(env, "1") == 0;
+    return !(env && std::strcmp(env, "0") == 0);
   }();
   return env_on && pdl_off_depth == 0 && device_info().cc_major >= 9;
 }
