@@ -10,8 +10,10 @@
 // the same functions). Both steps are conv2d_halo_f16's: ldmatrix A rows through a K table from a tile with its
 // halo, all of B resident, mma.sync m16n8k16 with fp32 sums in K order, so each value is the one that kernel computes
 // (cv1's map rounded to fp16 once, as it would be stored); the final epilogue (bias, SiLU, gamma, residual, 16-byte
-// stores) is conv2d_narrow_f16's. The grid is persistent; the next tile's input is copied by cp.async during this
-// one (two stages).
+// stores) is conv2d_narrow_f16's. A warp runs its m16 tiles two at a time where it has two (one K table entry and one
+// set of B fragments per k16 step for both; thirty-seventh session: the kernel is bound by its instructions, not its
+// bytes). The grid is persistent; the next tile's input is copied by cp.async (copy_image_tile) during this one (two
+// stages).
 #include "conv_halo_pair.cuh"
 
 #include <cstdint>
