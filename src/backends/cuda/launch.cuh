@@ -8,8 +8,9 @@
 // become programmatic edges.
 //
 // The rule that keeps this correct: a kernel launched by launch_kernel() calls pdl_begin() before
-// it reads or writes any activation. pdl_begin() only waits; no kernel signals its dependents early
-// (griddepcontrol.launch_dependents), so they launch when its last block exits.
+// it reads or writes any activation (tests/python/test_pdl_begin.py checks the sources for it). pdl_begin() only
+// waits; no kernel signals its dependents early (griddepcontrol.launch_dependents), so they launch when its last
+// block exits.
 //
 // On by default since the thirty-seventh session; YOLO12_CUDA_PDL=0 turns it off. History: with the
 // signal at the top of every kernel (each kernel let the next launch as soon as its own blocks had
