@@ -310,8 +310,8 @@ TEST_CASE("halo_pair_rows_per_warp: the taller tile where two or more of its blo
   // The rule on an H100's and an H200's numbers (DeviceInfo's defaults: 132 SMs, 228 KiB a multiprocessor), for the
   // pairs of yolo12n and yolo12s at 640x640 (test_halo_pair "[.bench]", thirty-seventh session: the choices below were
   // the faster ones at batch 32), and what decides it: blocks per SM from shared memory, tiles against block slots.
-  const yolo12::cuda::DeviceInfo dev;
-  const auto rows = [&](int batch, int size, int c_in, int c_mid, int c_out) {
+  const auto rows = [](int batch, int size, int c_in, int c_mid, int c_out,
+                       const yolo12::cuda::DeviceInfo& dev = yolo12::cuda::DeviceInfo{}) {
     const ConvShape a = conv3x3s1(batch, size, size, c_in, c_mid, true), b = conv3x3s1(batch, size, size, c_mid, c_out, true);
     REQUIRE(cd::halo_pair_supports(a, b));
     return cd::halo_pair_rows_per_warp(a, b, dev);
@@ -325,10 +325,9 @@ TEST_CASE("halo_pair_rows_per_warp: the taller tile where two or more of its blo
   for (const int size : {160, 80}) CHECK(rows(1, size, 16, 8, 16) == 1);  // under two waves of the taller tile
   CHECK(rows(1, 80, 32, 16, 32) == 1);
   CHECK(rows(8, 80, 32, 16, 32) == 1);    // 200 tiles for 264 block slots
-  yolo12::cuda::DeviceInfo small = dev;   // a GPU with fewer SMs fills with fewer tiles
+  yolo12::cuda::DeviceInfo small;  // a GPU with fewer SMs fills with fewer tiles
   small.sm_count = 40;
-  const ConvShape a = conv3x3s1(8, 80, 80, 32, 16, true), b = conv3x3s1(8, 80, 80, 16, 32, true);
-  CHECK(cd::halo_pair_rows_per_warp(a, b, small) == 2);
+  CHECK(rows(8, 80, 32, 16, 32, small) == 2);
 }
 
 TEST_CASE("conv2d_halo_pair_f16 against the two convs on yolo12n's pairs (timing)", "[.bench][halo_pair]") {

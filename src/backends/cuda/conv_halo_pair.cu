@@ -41,20 +41,15 @@ struct HaloPairParams {
   int tiles;                      // batch * tiles_y * tiles_x
 };
 
-// Two m16 tiles' accumulators: the first as a one-tile grid (for mma_rows_by_table's MT = 1), and tile m (0 or 1, run
-// time) by selects, so that a loop over the tiles keeps one copy of its epilogue and no accumulator leaves registers.
+// Two m16 tiles' accumulators, and tile m (0 or 1, run time) of them by selects, so that a loop over the tiles keeps
+// one copy of its epilogue and no accumulator leaves registers. Where a warp has one tile, both slots hold it
+// (fill_both), so that pick_tile reads no indeterminate value (its selects then fold away).
 template <int NI>
-__device__ __forceinline__ float (&first_of(float (&acc)[2][NI][4]))[1][NI][4] {
-  return *reinterpret_cast<float(*)[1][NI][4]>(&acc[0]);
-}
-// After a one-tile MMA into first_of(acc): the second tile a copy of the first, so that pick_tile reads no
-// indeterminate value (its selects then fold away).
-template <int NI>
-__device__ __forceinline__ void copy_first(float (&acc)[2][NI][4]) {
+__device__ __forceinline__ void fill_both(float (&acc)[2][NI][4], const float (&one)[1][NI][4]) {
 #pragma unroll
   for (int j = 0; j < NI; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc[1][j][e] = acc[0][j][e];
+    for (int e = 0; e < 4; ++e) acc[0][j][e] = acc[1][j][e] = one[0][j][e];
 }
 template <int NI>
 struct TileAcc {
@@ -173,8 +168,9 @@ __global__ void __launch_bounds__(hp::kThreads, (kPairMinBlocks<BN1, BN2>))
         const __half* const arows[2] = {map_row_of(mt), map_row_of(mt + hp::kWarps)};
         mma_rows_by_table<NI1, 2>(acc, arows, tab1, zero, B1, L.b1_row, L.k16_1, lane);
       } else {
-        mma_rows_by_table<NI1>(first_of(acc), map_row_of(mt), tab1, zero, B1, L.b1_row, L.k16_1, lane);
-        copy_first(acc);
+        float one[1][NI1][4];
+        mma_rows_by_table<NI1>(one, map_row_of(mt), tab1, zero, B1, L.b1_row, L.k16_1, lane);
+        fill_both(acc, one);
       }
 #pragma unroll 1
       for (int m = 0; m < count; ++m) map_epilogue(pick_tile(acc, m), mt + m * hp::kWarps);  // one copy of the code
@@ -215,9 +211,9 @@ __global__ void __launch_bounds__(hp::kThreads, (kPairMinBlocks<BN1, BN2>))
                                         Map + hp::output_map_row(L, y + 1, lane % 16)};
         mma_rows_by_table<NI2, 2>(acc, arows, tab2, zero, B2, L.b2_row, L.k16_2, lane);
       } else {
-        mma_rows_by_table<NI2>(first_of(acc), Map + hp::output_map_row(L, y, lane % 16), tab2, zero, B2, L.b2_row,
-                               L.k16_2, lane);
-        copy_first(acc);
+        float one[1][NI2][4];
+        mma_rows_by_table<NI2>(one, Map + hp::output_map_row(L, y, lane % 16), tab2, zero, B2, L.b2_row, L.k16_2, lane);
+        fill_both(acc, one);
       }
 #pragma unroll 1
       for (int m = 0; m < count; ++m) out_epilogue(pick_tile(acc, m), oy + m);
