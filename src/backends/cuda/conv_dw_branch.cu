@@ -3,7 +3,7 @@
 //
 // A block of 8 warps walks 8 x 16-pixel output tiles (a persistent grid); the three 1x1 links' weights stay resident
 // in shared memory for all its tiles. Per tile (dw_branch_layout.hpp has the maps and the regions they share):
-//   0. the input tile with a halo of 2 by cp.async (zero outside the image: link 0's padding);
+//   0. the input tile with a halo of 2 by cp.async (copy_image_tile; zero outside the image: link 0's padding);
 //   1. link 0, depthwise 3x3, over the 10 x 18 map (a halo of 1) from shared memory, on the tensor cores: per tap one
 //      m16n8k16 with a diagonal B (dw3x3_mma), fp32 sums of the 9 taps in order; units of 16 pixels x 16 channels;
 //   2. link 1, 1x1, on mma.sync m16n8k16 (ldmatrix A from the map, B from the resident weights; units of one m16
@@ -22,6 +22,7 @@
 
 #include "common.cuh"
 #include "conv_detail.cuh"
+#include "conv_narrow.cuh"
 #include "dw_branch_layout.hpp"
 #include "launch.cuh"
 #include "mma.cuh"
@@ -193,16 +194,9 @@ __global__ void __launch_bounds__(db::kThreads) conv2d_dw_branch_f16(const DwBra
     const db::Tile at = db::tile_at(p.h, p.w_img, t);
     // Step 0: the input tile (region A is free: the previous tile ended with a barrier after its last read).
     {
-      const int iy0 = at.oy0 - 2, ix0 = at.ox0 - 2;
       const __half* ximg = p.x + static_cast<long long>(at.n) * p.h * p.w_img * p.ldx;  // (h, w, ldx)
-      for (int i = tid; i < db::kInH * db::kInW * g0; i += db::kThreads) {
-        const int pix = i / g0, c = i - pix * g0;
-        const int iy = iy0 + pix / db::kInW, ix = ix0 + pix % db::kInW;
-        const bool inside = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w_img;
-        cp_async_16(A + pix * L.r0 + c * kChunk,
-                    inside ? ximg + (static_cast<long long>(iy) * p.w_img + ix) * p.ldx + c * kChunk : p.x,
-                    inside ? 16 : 0);
-      }
+      copy_image_tile(ximg, p.h, p.w_img, p.ldx, at.oy0 - 2, at.ox0 - 2, db::kInH, db::kInW, g0, A, L.r0, tid,
+                      db::kThreads, CpAsyncZfill16<false>{p.x});
       cp_async_commit();
       cp_async_wait<0>();
       __syncthreads();
