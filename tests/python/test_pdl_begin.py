@@ -66,6 +66,17 @@ def uses_outside_definition(sources, kernel):
     return uses
 
 
+def touches_memory_before_wait(body):
+    """Whether a kernel body indexes a params pointer field (p.x[...]) or calls a load (cp_async, load_nc, __ldg)
+    before its pdl_begin(); a body without pdl_begin() is not judged here. Textual and loose: before the wait a kernel
+    may declare shared memory, compute indices and read the params struct's scalars."""
+    i = body.find("pdl_begin()")
+    if i < 0:
+        return False
+    before = body[:i]
+    return bool(re.search(r"\bp\.\w+\s*\[", before) or re.search(r"cp_async|load_nc|ldg|__ldg", before))
+
+
 def triple_chevron(after):
     """Whether the text after a kernel's name is a <<<...>>> launch, with or without template arguments."""
     rest = after.lstrip()
@@ -105,16 +116,10 @@ class PdlBeginTest(unittest.TestCase):
             self.assertEqual(other, [], "%s has no pdl_begin() but is used otherwise than by <<<>>>" % kernel)
 
     def test_pdl_begin_comes_before_any_params_access_to_memory(self):
-        # Before pdl_begin() a kernel may only declare and compute; the first global memory access through the params
-        # (p.x[...], *p.y, a cp.async from p.) must come after it. Checked loosely: no '[' indexing of a params
-        # pointer field and no cp_async / load call in the text before the call.
+        # Before pdl_begin() a kernel may only declare and compute; its first global memory access through the params
+        # must come after it (touches_memory_before_wait).
         for kernel, (_, _, body) in self.kernels.items():
-            i = body.find("pdl_begin()")
-            if i < 0:
-                continue
-            before = body[:i]
-            self.assertNotRegex(before, r"\bp\.\w+\s*\[", kernel)
-            self.assertNotRegex(before, r"cp_async|load_nc|ldg|__ldg", kernel)
+            self.assertFalse(touches_memory_before_wait(body), kernel)
 
     def test_a_kernel_that_skipped_the_rule_would_fail(self):
         # The check itself, on a made-up source: a kernel without pdl_begin() handed to launch_kernel is caught.
@@ -130,6 +135,11 @@ class PdlBeginTest(unittest.TestCase):
             }""")}
         found = kernels(sources)
         self.assertEqual(sorted(found), ["bad", "good", "plain"])
+        self.assertFalse(touches_memory_before_wait(found["good"][2]))
+        # A kernel that reads its input, or starts a copy, before it waits is caught.
+        self.assertTrue(touches_memory_before_wait(" float v = p.x[tid]; pdl_begin(); p.y[tid] = v; "))
+        self.assertTrue(touches_memory_before_wait(" cp_async_16(s, p.x + i, 16); pdl_begin(); "))
+        self.assertFalse(touches_memory_before_wait(" const int n = p.n * p.ldx; pdl_begin(); p.y[n] = 0; "))
         for kernel, ok in (("bad", False), ("plain", True)):
             uses = uses_outside_definition(sources, kernel)
             self.assertEqual(all(triple_chevron(after) for _, after in uses), ok, kernel)
