@@ -39,6 +39,9 @@ constexpr int kOutPixels = kTH * kTW;            // 128
 constexpr int kMaxChannels = 128;                // c0, c1, c2: multiples of 16, at most this
 constexpr int kMaxClasses = 128;                 // c3
 constexpr int kNChunk = 32;                      // output channels per warp pass of a 1x1 link
+constexpr int kDwTiles = 2;                      // m16 tiles per depthwise unit (sharing the taps' B registers)
+constexpr int kDwRows = kDwTiles * 16;           // A rows per depthwise unit
+static_assert(kMapRows % kDwRows == 0 && kOutPixels % kDwRows == 0, "the depthwise links' rows come in whole units");
 
 YOLO12_HOST_DEVICE inline int rup(int a, int b) { return (a + b - 1) / b * b; }
 // Halves per pixel (or weight row) of c channels, c a multiple of 8: an odd number of 16-byte units, so that the 8
