@@ -6,7 +6,8 @@
 //   0. the input tile with a halo of 2 by cp.async (copy_image_tile; zero outside the image: link 0's padding);
 //   1. link 0, depthwise 3x3, over the 10 x 18 map (a halo of 1) from shared memory, on the tensor cores: per tap and
 //      8 channels one m16n8k8 with a diagonal B (dw3x3_mma), fp32 sums of the 9 taps in order; units of two m16
-//      tiles x 16 channels, the two tiles sharing the taps' B registers;
+//      tiles x 16 channels sharing the taps' B registers, a last round of few units split into single tiles (dw_link,
+//      dw_units; the walk is dw_branch_layout.hpp's dw_walk);
 //   2. link 1, 1x1, on mma.sync m16n8k16 (ldmatrix A from the map, B from the resident weights; units of one m16
 //      tile x 32 or 16 channels over the warps), zero outside the image (link 2's padding);
 //   3. link 2, depthwise 3x3, over the 8 x 16 tile, as step 1;
@@ -20,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "common.cuh"
 #include "conv_detail.cuh"
@@ -108,6 +110,22 @@ __device__ __forceinline__ void dw3x3_mma(float (&acc)[MT][2][4], const __half* 
     }
 }
 
+// One warp's depthwise units of a link over `tile_pairs` pairs of m16 tiles x `cchunks` 16-channel chunks, as
+// dw_walk (dw_branch_layout.hpp) deals them: unit(std::integral_constant<int, MT>, first m16 tile, first channel)
+// for each pair (MT 2) and each single tile of a split last round (MT 1).
+template <typename Unit>
+__device__ __forceinline__ void dw_units(int tile_pairs, int cchunks, int warp, Unit&& unit) {
+  const db::DwWalk walk = db::dw_walk(tile_pairs * cchunks);
+  for (int u = warp; u < walk.pair_units; u += db::kWarps) {
+    const int mp = u / cchunks;
+    unit(std::integral_constant<int, db::kDwTiles>{}, mp * db::kDwTiles, (u - mp * cchunks) * 16);
+  }
+  if (warp < walk.single_tiles) {
+    const int u = walk.pair_units + warp / db::kDwTiles, mp = u / cchunks;
+    unit(std::integral_constant<int, 1>{}, mp * db::kDwTiles + warp % db::kDwTiles, (u - mp * cchunks) * 16);
+  }
+}
+
 // One warp's MMAs of a 1x1 link: rows [row0, row0 + 16) of A (a tile of rows a_row halves apart) times channels
 // [n0, n0 + 8 * NI) of B (stored [n][k], rows b_row apart) over K columns [0, k). acc zeroed first.
 template <int NI>
@@ -152,6 +170,31 @@ __device__ __forceinline__ void store_tile(const float (&acc)[NI][4], __half* ds
       for (int j = 0; j < NI; ++j)
         *reinterpret_cast<__half2*>(dst + (row0 + r) * row + n0 + j * 8 + (lane % 4) * 2) = v[h][j];
   }
+}
+
+// store_tile's keep where every row is kept.
+struct KeepAll {
+  __device__ bool operator()(int) const { return true; }
+};
+
+// A depthwise 3x3 link into dst (`rows` A rows of `pix` halves, c channels, the same row length as its input):
+// the warps' units as dw_units deals them, each one's taps loaded once for its m16 tiles. tap00(q) is the first half
+// of the input pixel under tap (0, 0) of output row q (taps (ky, kx) at (ky * row_w + kx) * pix halves from it).
+template <bool kSilu, typename Tap00>
+__device__ __forceinline__ void dw_link(int rows, int c, const __half* wdw, int pix, int row_w, __half* dst,
+                                        const float* bias, int warp, int lane, Tap00&& tap00) {
+  dw_units(rows / db::kDwRows, c / 16, warp, [&](auto mt_c, int mt0, int cc16) {
+    constexpr int MT = decltype(mt_c)::value;
+    DwTaps taps;
+    load_dw_taps(taps, wdw, c, cc16, lane);
+    const __half* arow[MT];
+#pragma unroll
+    for (int i = 0; i < MT; ++i) arow[i] = tap00((mt0 + i) * 16 + lane % 16) + cc16 + (lane / 16) * 8;
+    float acc[MT][2][4];
+    dw3x3_mma(acc, arow, pix, row_w, taps);
+#pragma unroll
+    for (int i = 0; i < MT; ++i) store_tile<2, kSilu>(acc[i], dst, pix, (mt0 + i) * 16, rows, cc16, bias, lane, KeepAll{});
+  });
 }
 
 // The units of a 1x1 link over the grid of (m16 tile of A, chunk of n output channels: 32, the last 16 where n is not
@@ -206,7 +249,7 @@ __global__ void __launch_bounds__(db::kThreads, 2) conv2d_dw_branch_f16(const Dw
   }
 
   const int g0 = L.c0 / kChunk;
-  const auto all = [](int) { return true; };
+  const KeepAll all;
   for (int t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     const db::Tile at = db::tile_at(p.h, p.w_img, t);
     // Step 0: the input tile (region A is free: the previous tile ended with a barrier after its last read).
@@ -218,28 +261,14 @@ __global__ void __launch_bounds__(db::kThreads, 2) conv2d_dw_branch_f16(const Dw
       cp_async_wait<0>();
       __syncthreads();
     }
-    // Step 1: link 0 over the map's 192 A rows (rows past 180 repeat pixel 179) into D1, units of two m16 tiles
-    // (32 rows) x 16 channels over the warps.
+    // Step 1: link 0 over the map's 192 A rows (rows past 180 repeat pixel 179) into D1; map pixel q's tap (0, 0) is
+    // In pixel (q / 18, q % 18).
     with_silu(p.silu[0], [&](auto s) {
-      constexpr bool kS = decltype(s)::value;
-      const int cchunks = L.c0 / 16;
-      for (int u = warp; u < db::kMapRows / db::kDwRows * cchunks; u += db::kWarps) {
-        const int mp = u / cchunks, cc16 = (u - mp * cchunks) * 16;
-        DwTaps taps;
-        load_dw_taps(taps, DW1, L.c0, cc16, lane);
-        const __half* arow[db::kDwTiles];
-#pragma unroll
-        for (int i = 0; i < db::kDwTiles; ++i) {
-          const int q = mp * db::kDwRows + i * 16 + lane % 16, qq = q < db::kMapPixels ? q : db::kMapPixels - 1;
-          arow[i] = A + ((qq / db::kMapW) * db::kInW + qq % db::kMapW) * L.r0 + cc16 + (lane / 16) * 8;
-        }
-        float acc[db::kDwTiles][2][4];
-        dw3x3_mma(acc, arow, L.r0, db::kInW, taps);
-#pragma unroll
-        for (int i = 0; i < db::kDwTiles; ++i)
-          store_tile<2, kS>(acc[i], D, L.r0, mp * db::kDwRows + i * 16, db::kMapRows, cc16, bias + db::bias_at(L, 0),
-                            lane, all);
-      }
+      dw_link<decltype(s)::value>(db::kMapRows, L.c0, DW1, L.r0, db::kInW, D, bias + db::bias_at(L, 0), warp, lane,
+                                  [&](int q) {
+                                    const int qq = q < db::kMapPixels ? q : db::kMapPixels - 1;
+                                    return A + ((qq / db::kMapW) * db::kInW + qq % db::kMapW) * L.r0;
+                                  });
     });
     __syncthreads();  // D1 complete; In read for the last time
     // Step 2: link 1, D1 (192, r0) x W1 -> P1 (180, r1) in region A, zero outside the image.
@@ -254,27 +283,11 @@ __global__ void __launch_bounds__(db::kThreads, 2) conv2d_dw_branch_f16(const Dw
       });
     }
     __syncthreads();  // P1 complete; D1 read for the last time
-    // Step 3: link 2 over the 8 x 16 tile from P1 into D2 (region D), units of two output rows x 16 channels.
+    // Step 3: link 2 over the 8 x 16 tile from P1 into D2 (region D); output pixel q's tap (0, 0) is P1 pixel
+    // (q / 16, q % 16).
     with_silu(p.silu[2], [&](auto s) {
-      constexpr bool kS = decltype(s)::value;
-      const int cchunks = L.c1 / 16;
-      for (int u = warp; u < db::kOutPixels / db::kDwRows * cchunks; u += db::kWarps) {
-        const int mp = u / cchunks, cc16 = (u - mp * cchunks) * 16;
-        DwTaps taps;
-        load_dw_taps(taps, DW2, L.c1, cc16, lane);
-        const __half* arow[db::kDwTiles];
-#pragma unroll
-        for (int i = 0; i < db::kDwTiles; ++i) {
-          const int q = mp * db::kDwRows + i * 16 + lane % 16;
-          arow[i] = A + ((q / db::kTW) * db::kMapW + q % db::kTW) * L.r1 + cc16 + (lane / 16) * 8;
-        }
-        float acc[db::kDwTiles][2][4];
-        dw3x3_mma(acc, arow, L.r1, db::kMapW, taps);
-#pragma unroll
-        for (int i = 0; i < db::kDwTiles; ++i)
-          store_tile<2, kS>(acc[i], D, L.r1, mp * db::kDwRows + i * 16, db::kOutPixels, cc16,
-                            bias + db::bias_at(L, 2), lane, all);
-      }
+      dw_link<decltype(s)::value>(db::kOutPixels, L.c1, DW2, L.r1, db::kMapW, D, bias + db::bias_at(L, 2), warp, lane,
+                                  [&](int q) { return A + ((q / db::kTW) * db::kMapW + q % db::kTW) * L.r1; });
     });
     __syncthreads();  // D2 complete; P1 read for the last time
     // Step 4: link 3, D2 (128, r1) x W2 -> P2 (128, r2) in region A; warp w its own m16 tile (output row w).

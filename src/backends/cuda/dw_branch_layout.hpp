@@ -88,6 +88,20 @@ YOLO12_HOST_DEVICE inline int bias_at(const Layout& l, int link) {
   return at[link];
 }
 
+// The depthwise links' walk over the warps (steps 1 and 3): `units` units of two m16 tiles x 16 channels, unit u
+// taken by warp u % kWarps. Where the last round has at most kWarps / 2 units, those run as 2 * left single m16
+// tiles instead, one per warp (single tile i: unit pair_units + i / 2, its tile i % 2), so that no warp takes a
+// pair more than the others while half the warps wait (yolo12n's P3, step 3: 20 units = 2 rounds and 4 left).
+// Unit u is (tile pair u / cchunks, chunk u % cchunks).
+struct DwWalk {
+  int pair_units = 0;    // units [0, pair_units) as pairs
+  int single_tiles = 0;  // then this many single tiles, warp w < single_tiles the w-th
+};
+YOLO12_HOST_DEVICE inline DwWalk dw_walk(int units) {
+  const int full = units / kWarps * kWarps, left = units - full;
+  return left * kDwTiles <= kWarps ? DwWalk{full, kDwTiles * left} : DwWalk{units, 0};
+}
+
 // The channel counts the kernel takes (before the shared-memory check).
 YOLO12_HOST_DEVICE inline bool channels_ok(int c0, int c1, int c2, int c3) {
   const auto mid = [](int c) { return c > 0 && c % 16 == 0 && c <= kMaxChannels; };
