@@ -358,12 +358,8 @@ bool dw_branch_supports(const ConvShape (&l)[kDwBranchLinks]) {
 }
 
 bool dw_branch_preferred(const ConvShape (&l)[kDwBranchLinks]) {
-  const DeviceInfo& dev = device_info();
-  const long long bytes = db::layout(l[0].c_in, l[1].c_out, l[3].c_out, l[4].c_out).bytes;
-  const bool two_per_sm = 2 * (bytes + static_cast<long long>(dev.smem_reserved_per_block)) <=
-                          static_cast<long long>(dev.smem_per_sm);
   const long long tiles = 1LL * l[0].batch * db::tiles_y(l[0].h) * db::tiles_x(l[0].w_in);
-  return two_per_sm && tiles >= 4LL * dev.sm_count;
+  return tiles >= 4LL * device_info().sm_count;
 }
 
 bool dw_branch_views_ok(const ConvParams<__half> (&l)[kDwBranchLinks]) {
