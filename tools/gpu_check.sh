@@ -142,7 +142,12 @@ fi
 # EXTRA_CMAKE_ARGS: more -D options, split on spaces (e.g. -DCMAKE_DISABLE_FIND_PACKAGE_spdlog=ON).
 # shellcheck disable=SC2206
 cmake_args+=(${EXTRA_CMAKE_ARGS:-})
-[ "$mode" != cli ] && { timeout 120 cmake -S "$root" -B "$build" "${cmake_args[@]}" > "$out/configure.log" 2>&1 || note "configure FAILED (see configure.log)"; }
+# OURS_BENCH (bench and ours modes): a yolo12-bench built elsewhere (e.g. a CI build unpacked from the carry) for the `ours`
+# rows; nothing is configured or built, so the call is the peer and that binary only.
+ours_bench=${OURS_BENCH:-$build/yolo12-bench}
+prebuilt_ours=0
+{ [ "$mode" = bench ] || [ "$mode" = ours ]; } && [ -n "${OURS_BENCH:-}" ] && prebuilt_ours=1
+[ "$mode" != cli ] && [ $prebuilt_ours = 0 ] && { timeout 120 cmake -S "$root" -B "$build" "${cmake_args[@]}" > "$out/configure.log" 2>&1 || note "configure FAILED (see configure.log)"; }
 gpu_tests=()
 for f in tests/gpu/test_*.cpp tests/gpu/test_*.cu tests/ops/test_*.cu; do [ -f "$f" ] && gpu_tests+=("$(basename "${f%.*}")"); done
 targets=(yolo12)
@@ -198,10 +203,12 @@ if { [ "$mode" = bench ] || [ "$mode" = peer ]; } && [ "${PEER_WARM_JOBS:-4}" !=
   warm_pid=$!
 fi
 build_rc=0
-[ "$mode" != peer ] && [ "$mode" != cli ] && { timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; build_rc=$?; }
+[ "$mode" != peer ] && [ "$mode" != cli ] && [ $prebuilt_ours = 0 ] && { timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; build_rc=$?; }
 if [ $build_rc -ne 0 ]; then
   # Build what does build: one target at a time, so one broken test does not hide the others.
   for t in "${targets[@]}"; do timeout 300 cmake --build "$build" -j"$jobs" --target "$t" >> "$out/build.log" 2>&1 || note "build of $t FAILED"; done
+elif [ $prebuilt_ours = 1 ]; then
+  note "no build: ours from OURS_BENCH=$OURS_BENCH"
 elif [ "$mode" != peer ] && [ "$mode" != cli ]; then
   note "build ok (${#targets[@]} targets)"
 fi
@@ -684,7 +691,7 @@ ours_step() {
     export_model "$pt" "$y12"
     [ -f "$y12" ] || continue
     j=$out/bench_$(basename "${pt%.*}").json
-    timeout 240 "$build/yolo12-bench" "$y12" --batch "${PEER_BATCHES:-1,32}" --precision "${OURS_PRECISIONS:-fp16,fp32}" --iters 100 --json "$j" \
+    timeout 240 "$ours_bench" "$y12" --batch "${PEER_BATCHES:-1,32}" --precision "${OURS_PRECISIONS:-fp16,fp32}" --iters 100 --json "$j" \
       >> "$out/bench.log" 2>&1 && ours+=("$j") || note "yolo12-bench $(basename "$y12") FAILED"
   done
   cat "$out/bench.log"

@@ -109,3 +109,43 @@ TEST_CASE("dw_branch tiles: every output pixel once; the depthwise taps inside t
       }
   CHECK(static_cast<int>(read.size()) == db::kMapPixels);
 }
+
+TEST_CASE("dw_branch depthwise walk: every (m16 tile, chunk) once, pairs in whole rounds, a split round one tile a warp",
+          "[dw_branch][layout]") {
+  for (const int tile_pairs : {db::kMapRows / db::kDwRows, db::kOutPixels / db::kDwRows})
+    for (int cchunks = 1; cchunks <= db::kMaxChannels / 16; ++cchunks) {
+      INFO(tile_pairs << " tile pairs x " << cchunks << " chunks");
+      const int units = tile_pairs * cchunks;
+      const db::DwWalk walk = db::dw_walk(units);
+      CHECK(walk.single_tiles <= db::kWarps);
+      CHECK(walk.single_tiles % db::kDwTiles == 0);
+      CHECK(walk.pair_units * db::kDwTiles + walk.single_tiles == units * db::kDwTiles);
+      // Replay the kernel's dw_units: warp w takes pair units w, w + kWarps, ... below pair_units, then single tile w.
+      std::vector<int> seen(static_cast<std::size_t>(units) * db::kDwTiles, 0);  // (tile, chunk)
+      std::vector<int> tiles_of_warp(db::kWarps, 0);
+      const auto take = [&](int warp, int tile, int chunk) {
+        REQUIRE(tile < tile_pairs * db::kDwTiles);
+        ++seen[static_cast<std::size_t>(tile) * cchunks + chunk];
+        ++tiles_of_warp[warp];
+      };
+      for (int w = 0; w < db::kWarps; ++w) {
+        for (int u = w; u < walk.pair_units; u += db::kWarps)
+          for (int i = 0; i < db::kDwTiles; ++i) take(w, (u / cchunks) * db::kDwTiles + i, u % cchunks);
+        if (w < walk.single_tiles) {
+          const int u = walk.pair_units + w / db::kDwTiles;
+          take(w, (u / cchunks) * db::kDwTiles + w % db::kDwTiles, u % cchunks);
+        }
+      }
+      for (int s : seen) REQUIRE(s == 1);
+      // No warp takes more tiles than pairs dealt round-robin would give it, and a split round leaves no warp idle
+      // while another runs a pair.
+      const int rounds = (units + db::kWarps - 1) / db::kWarps;
+      int most = 0, least = 1 << 30;
+      for (int t : tiles_of_warp) {
+        most = t > most ? t : most;
+        least = t < least ? t : least;
+      }
+      CHECK(most <= rounds * db::kDwTiles);
+      if (walk.single_tiles > 0) CHECK(most - least <= 1);
+    }
+}

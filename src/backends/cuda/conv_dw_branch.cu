@@ -4,8 +4,10 @@
 // A block of 8 warps walks 8 x 16-pixel output tiles (a persistent grid); the three 1x1 links' weights stay resident
 // in shared memory for all its tiles. Per tile (dw_branch_layout.hpp has the maps and the regions they share):
 //   0. the input tile with a halo of 2 by cp.async (copy_image_tile; zero outside the image: link 0's padding);
-//   1. link 0, depthwise 3x3, over the 10 x 18 map (a halo of 1) from shared memory, on the tensor cores: per tap one
-//      m16n8k16 with a diagonal B (dw3x3_mma), fp32 sums of the 9 taps in order; units of 16 pixels x 16 channels;
+//   1. link 0, depthwise 3x3, over the 10 x 18 map (a halo of 1) from shared memory, on the tensor cores: per tap and
+//      8 channels one m16n8k8 with a diagonal B (dw3x3_mma), fp32 sums of the 9 taps in order; units of two m16
+//      tiles x 16 channels sharing the taps' B registers, a last round of few units split into single tiles (dw_link,
+//      dw_units; the walk is dw_branch_layout.hpp's dw_walk);
 //   2. link 1, 1x1, on mma.sync m16n8k16 (ldmatrix A from the map, B from the resident weights; units of one m16
 //      tile x 32 or 16 channels over the warps), zero outside the image (link 2's padding);
 //   3. link 2, depthwise 3x3, over the 8 x 16 tile, as step 1;
@@ -19,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "common.cuh"
 #include "conv_detail.cuh"
@@ -62,33 +65,65 @@ __device__ void load_matrix(__half* dst, int row, const __half* src, int k_pad, 
   }
 }
 
-// A depthwise 3x3 unit on the tensor cores: 16 pixels x 16 channels [cc16, cc16 + 16). Lane l's A row starts at
-// `arow` (its pixel's tap (0, 0), channels cc16 + (l / 16) * 8: ldmatrix's row address for row l % 16), taps (ky, kx)
-// at (ky * row_w + kx) * pix halves from it. Per tap one m16n8k16 per 8 channels whose B is diagonal (output channel n
-// reads input channel n only, so the 15 other products are exact zeros): in mma.cuh's fragment layout, lane (g, c)
-// holds w[tap][n] of n = g (the first n8 block, in b0) and n = 8 + g (the second, in b1) where g / 2 == c, in the half
-// g % 2, and zeros elsewhere. fp32 sums over the taps in order; acc zeroed first.
-__device__ __forceinline__ void dw3x3_mma(float (&acc)[1][2][4], const __half* arow, int pix, int row_w,
-                                          const __half* wdw, int c, int cc16, int lane) {
-  zero_accumulators(acc);
+// The B registers of a depthwise 3x3's 9 taps for the 16 channels [cc16, cc16 + 16), on m16n8k8 (mma.cuh): per
+// tap one register per 8 channels. The diagonal B of a tap (output channel n reads input channel n only) has one
+// non-zero per column: in mma_1688's b0 = B[n=g][k=2c..2c+1], lane (g, c) holds w[tap][cc16 + g] (b[tap][0], the
+// first 8 channels) or w[tap][cc16 + 8 + g] (b[tap][1]) where g / 2 == c, in the half g % 2, and zero elsewhere.
+// A 16-channel m16n8k16 per 8 channels multiplied a K half of zeros; an m16n8k8 over that block's own 8 input
+// channels does half the tensor work with one register of B.
+struct DwTaps {
+  std::uint32_t b[9][2];
+};
+__device__ __forceinline__ void load_dw_taps(DwTaps& t, const __half* wdw, int c, int cc16, int lane) {
   const int g = lane / 4;
   const bool mine = (g >> 1) == lane % 4;
   const int shift = (g & 1) * 16;
   const unsigned short* w16 = reinterpret_cast<const unsigned short*>(wdw) + cc16 + g;  // (9, c): w[tap][cc16 + g]
 #pragma unroll
+  for (int tap = 0; tap < 9; ++tap) {
+    t.b[tap][0] = mine ? static_cast<std::uint32_t>(w16[tap * c]) << shift : 0u;
+    t.b[tap][1] = mine ? static_cast<std::uint32_t>(w16[tap * c + 8]) << shift : 0u;
+  }
+}
+
+// MT depthwise 3x3 units of 16 pixels x the 16 channels of `taps`, sharing the taps' registers. Lane l's A row of
+// unit i starts at arow[i] (its pixel's tap (0, 0), channels cc16 + (l / 16) * 8: ldmatrix's row address for row
+// l % 16), taps (ky, kx) at (ky * row_w + kx) * pix halves from it; the x4 fragment's a[0], a[1] (channels 0-7) and
+// a[2], a[3] (8-15) feed one m16n8k8 each. One non-zero product per MMA, fp32 sums over the taps in order (as with
+// the k16 form); acc zeroed first.
+template <int MT>
+__device__ __forceinline__ void dw3x3_mma(float (&acc)[MT][2][4], const __half* const (&arow)[MT], int pix,
+                                          int row_w, const DwTaps& taps) {
+  zero_accumulators(acc);
+#pragma unroll
   for (int ky = 0; ky < 3; ++ky)
 #pragma unroll
     for (int kx = 0; kx < 3; ++kx) {
       const int tap = ky * 3 + kx;
-      std::uint32_t af[1][4], bf[2][2];
-      ldmatrix_x4(af[0], arow + (ky * row_w + kx) * pix);
-      const std::uint32_t lo = w16[tap * c], hi = w16[tap * c + 8];
-      bf[0][0] = mine ? lo << shift : 0u;
-      bf[0][1] = 0u;
-      bf[1][0] = 0u;
-      bf[1][1] = mine ? hi << shift : 0u;
-      mma_grid(acc, af, bf);
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        std::uint32_t af[4];
+        ldmatrix_x4(af, arow[i] + (ky * row_w + kx) * pix);
+        mma_1688(acc[i][0], af[0], af[1], taps.b[tap][0]);
+        mma_1688(acc[i][1], af[2], af[3], taps.b[tap][1]);
+      }
     }
+}
+
+// One warp's depthwise units of a link over `tile_pairs` pairs of m16 tiles x `cchunks` 16-channel chunks, as
+// dw_walk (dw_branch_layout.hpp) deals them: unit(std::integral_constant<int, MT>, first m16 tile, first channel)
+// for each pair (MT 2) and each single tile of a split last round (MT 1).
+template <typename Unit>
+__device__ __forceinline__ void dw_units(int tile_pairs, int cchunks, int warp, Unit&& unit) {
+  const db::DwWalk walk = db::dw_walk(tile_pairs * cchunks);
+  for (int u = warp; u < walk.pair_units; u += db::kWarps) {
+    const int mp = u / cchunks;
+    unit(std::integral_constant<int, db::kDwTiles>{}, mp * db::kDwTiles, (u - mp * cchunks) * 16);
+  }
+  if (warp < walk.single_tiles) {
+    const int u = walk.pair_units + warp / db::kDwTiles, mp = u / cchunks;
+    unit(std::integral_constant<int, 1>{}, mp * db::kDwTiles + warp % db::kDwTiles, (u - mp * cchunks) * 16);
+  }
 }
 
 // One warp's MMAs of a 1x1 link: rows [row0, row0 + 16) of A (a tile of rows a_row halves apart) times channels
@@ -113,7 +148,7 @@ __device__ __forceinline__ void warp_gemm(float (&acc)[1][NI][4], const __half* 
 // Every value is finished first, straight-line, and only the stores are conditional (a test around each value had
 // the compiler put each SiLU in its own branch region; thirty-sixth session, from the SASS).
 template <int NI, bool kSilu, typename Keep>
-__device__ __forceinline__ void store_tile(const float (&acc)[1][NI][4], __half* dst, int row, int row0, int rows,
+__device__ __forceinline__ void store_tile(const float (&acc)[NI][4], __half* dst, int row, int row0, int rows,
                                            int n0, const float* bias, int lane, Keep&& keep) {
   __half2 v[2][NI];
 #pragma unroll
@@ -122,8 +157,8 @@ __device__ __forceinline__ void store_tile(const float (&acc)[1][NI][4], __half*
 #pragma unroll
     for (int j = 0; j < NI; ++j) {
       const int n = n0 + j * 8 + (lane % 4) * 2;
-      const __half2 f = __floats2half2_rn(epilogue_with<kSilu>(acc[0][j][2 * h], bias[n], 1.f),
-                                          epilogue_with<kSilu>(acc[0][j][2 * h + 1], bias[n + 1], 1.f));
+      const __half2 f = __floats2half2_rn(epilogue_with<kSilu>(acc[j][2 * h], bias[n], 1.f),
+                                          epilogue_with<kSilu>(acc[j][2 * h + 1], bias[n + 1], 1.f));
       v[h][j] = k ? f : __floats2half2_rn(0.f, 0.f);
     }
   }
@@ -135,6 +170,31 @@ __device__ __forceinline__ void store_tile(const float (&acc)[1][NI][4], __half*
       for (int j = 0; j < NI; ++j)
         *reinterpret_cast<__half2*>(dst + (row0 + r) * row + n0 + j * 8 + (lane % 4) * 2) = v[h][j];
   }
+}
+
+// store_tile's keep where every row is kept.
+struct KeepAll {
+  __device__ bool operator()(int) const { return true; }
+};
+
+// A depthwise 3x3 link into dst (`rows` A rows of `pix` halves, c channels, the same row length as its input):
+// the warps' units as dw_units deals them, each one's taps loaded once for its m16 tiles. tap00(q) is the first half
+// of the input pixel under tap (0, 0) of output row q (taps (ky, kx) at (ky * row_w + kx) * pix halves from it).
+template <bool kSilu, typename Tap00>
+__device__ __forceinline__ void dw_link(int rows, int c, const __half* wdw, int pix, int row_w, __half* dst,
+                                        const float* bias, int warp, int lane, Tap00&& tap00) {
+  dw_units(rows / db::kDwRows, c / 16, warp, [&](auto mt_c, int mt0, int cc16) {
+    constexpr int MT = decltype(mt_c)::value;
+    DwTaps taps;
+    load_dw_taps(taps, wdw, c, cc16, lane);
+    const __half* arow[MT];
+#pragma unroll
+    for (int i = 0; i < MT; ++i) arow[i] = tap00((mt0 + i) * 16 + lane % 16) + cc16 + (lane / 16) * 8;
+    float acc[MT][2][4];
+    dw3x3_mma(acc, arow, pix, row_w, taps);
+#pragma unroll
+    for (int i = 0; i < MT; ++i) store_tile<2, kSilu>(acc[i], dst, pix, (mt0 + i) * 16, rows, cc16, bias, lane, KeepAll{});
+  });
 }
 
 // The units of a 1x1 link over the grid of (m16 tile of A, chunk of n output channels: 32, the last 16 where n is not
@@ -151,16 +211,16 @@ __device__ __forceinline__ void link_1x1(const __half* a, int a_row, const __hal
     if (n - n0 >= db::kNChunk) {
       float acc[1][4][4];
       warp_gemm<4>(acc, a, a_row, mt * 16, b, b_row, n0, k, lane);
-      store_tile<4, kSilu>(acc, dst, row, mt * 16, rows, n0, bias, lane, keep);
+      store_tile<4, kSilu>(acc[0], dst, row, mt * 16, rows, n0, bias, lane, keep);
     } else {  // 16 channels (n is a multiple of 16)
       float acc[1][2][4];
       warp_gemm<2>(acc, a, a_row, mt * 16, b, b_row, n0, k, lane);
-      store_tile<2, kSilu>(acc, dst, row, mt * 16, rows, n0, bias, lane, keep);
+      store_tile<2, kSilu>(acc[0], dst, row, mt * 16, rows, n0, bias, lane, keep);
     }
   }
 }
 
-__global__ void __launch_bounds__(db::kThreads) conv2d_dw_branch_f16(const DwBranchParams p) {
+__global__ void __launch_bounds__(db::kThreads, 2) conv2d_dw_branch_f16(const DwBranchParams p) {
   pdl_begin();  // launch.cuh: before any activation is touched
   const db::Layout& L = p.layout;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -189,7 +249,7 @@ __global__ void __launch_bounds__(db::kThreads) conv2d_dw_branch_f16(const DwBra
   }
 
   const int g0 = L.c0 / kChunk;
-  const auto all = [](int) { return true; };
+  const KeepAll all;
   for (int t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     const db::Tile at = db::tile_at(p.h, p.w_img, t);
     // Step 0: the input tile (region A is free: the previous tile ended with a barrier after its last read).
@@ -201,19 +261,14 @@ __global__ void __launch_bounds__(db::kThreads) conv2d_dw_branch_f16(const DwBra
       cp_async_wait<0>();
       __syncthreads();
     }
-    // Step 1: link 0 over the map's 192 A rows (rows past 180 repeat pixel 179) into D1, units of 16 rows x 16
-    // channels over the warps.
+    // Step 1: link 0 over the map's 192 A rows (rows past 180 repeat pixel 179) into D1; map pixel q's tap (0, 0) is
+    // In pixel (q / 18, q % 18).
     with_silu(p.silu[0], [&](auto s) {
-      constexpr bool kS = decltype(s)::value;
-      const int cchunks = L.c0 / 16;
-      for (int u = warp; u < db::kMapRows / 16 * cchunks; u += db::kWarps) {
-        const int mt = u / cchunks, cc16 = (u - mt * cchunks) * 16;
-        const int q = mt * 16 + lane % 16, qq = q < db::kMapPixels ? q : db::kMapPixels - 1;
-        const __half* arow = A + ((qq / db::kMapW) * db::kInW + qq % db::kMapW) * L.r0 + cc16 + (lane / 16) * 8;
-        float acc[1][2][4];
-        dw3x3_mma(acc, arow, L.r0, db::kInW, DW1, L.c0, cc16, lane);
-        store_tile<2, kS>(acc, D, L.r0, mt * 16, db::kMapRows, cc16, bias + db::bias_at(L, 0), lane, all);
-      }
+      dw_link<decltype(s)::value>(db::kMapRows, L.c0, DW1, L.r0, db::kInW, D, bias + db::bias_at(L, 0), warp, lane,
+                                  [&](int q) {
+                                    const int qq = q < db::kMapPixels ? q : db::kMapPixels - 1;
+                                    return A + ((qq / db::kMapW) * db::kInW + qq % db::kMapW) * L.r0;
+                                  });
     });
     __syncthreads();  // D1 complete; In read for the last time
     // Step 2: link 1, D1 (192, r0) x W1 -> P1 (180, r1) in region A, zero outside the image.
@@ -228,18 +283,11 @@ __global__ void __launch_bounds__(db::kThreads) conv2d_dw_branch_f16(const DwBra
       });
     }
     __syncthreads();  // P1 complete; D1 read for the last time
-    // Step 3: link 2 over the 8 x 16 tile from P1 into D2 (region D), units of one output row x 16 channels.
+    // Step 3: link 2 over the 8 x 16 tile from P1 into D2 (region D); output pixel q's tap (0, 0) is P1 pixel
+    // (q / 16, q % 16).
     with_silu(p.silu[2], [&](auto s) {
-      constexpr bool kS = decltype(s)::value;
-      const int cchunks = L.c1 / 16;
-      for (int u = warp; u < db::kOutPixels / 16 * cchunks; u += db::kWarps) {
-        const int mt = u / cchunks, cc16 = (u - mt * cchunks) * 16;
-        const int q = mt * 16 + lane % 16;
-        const __half* arow = A + ((q / db::kTW) * db::kMapW + q % db::kTW) * L.r1 + cc16 + (lane / 16) * 8;
-        float acc[1][2][4];
-        dw3x3_mma(acc, arow, L.r1, db::kMapW, DW2, L.c1, cc16, lane);
-        store_tile<2, kS>(acc, D, L.r1, mt * 16, db::kOutPixels, cc16, bias + db::bias_at(L, 2), lane, all);
-      }
+      dw_link<decltype(s)::value>(db::kOutPixels, L.c1, DW2, L.r1, db::kMapW, D, bias + db::bias_at(L, 2), warp, lane,
+                                  [&](int q) { return A + ((q / db::kTW) * db::kMapW + q % db::kTW) * L.r1; });
     });
     __syncthreads();  // D2 complete; P1 read for the last time
     // Step 4: link 3, D2 (128, r1) x W2 -> P2 (128, r2) in region A; warp w its own m16 tile (output row w).
@@ -310,12 +358,8 @@ bool dw_branch_supports(const ConvShape (&l)[kDwBranchLinks]) {
 }
 
 bool dw_branch_preferred(const ConvShape (&l)[kDwBranchLinks]) {
-  const DeviceInfo& dev = device_info();
-  const long long bytes = db::layout(l[0].c_in, l[1].c_out, l[3].c_out, l[4].c_out).bytes;
-  const bool two_per_sm = 2 * (bytes + static_cast<long long>(dev.smem_reserved_per_block)) <=
-                          static_cast<long long>(dev.smem_per_sm);
   const long long tiles = 1LL * l[0].batch * db::tiles_y(l[0].h) * db::tiles_x(l[0].w_in);
-  return two_per_sm && tiles >= 4LL * dev.sm_count;
+  return tiles >= 4LL * device_info().sm_count;
 }
 
 bool dw_branch_views_ok(const ConvParams<__half> (&l)[kDwBranchLinks]) {

@@ -39,6 +39,9 @@ constexpr int kOutPixels = kTH * kTW;            // 128
 constexpr int kMaxChannels = 128;                // c0, c1, c2: multiples of 16, at most this
 constexpr int kMaxClasses = 128;                 // c3
 constexpr int kNChunk = 32;                      // output channels per warp pass of a 1x1 link
+constexpr int kDwTiles = 2;                      // m16 tiles per depthwise unit (sharing the taps' B registers)
+constexpr int kDwRows = kDwTiles * 16;           // A rows per depthwise unit
+static_assert(kMapRows % kDwRows == 0 && kOutPixels % kDwRows == 0, "the depthwise links' rows come in whole units");
 
 YOLO12_HOST_DEVICE inline int rup(int a, int b) { return (a + b - 1) / b * b; }
 // Halves per pixel (or weight row) of c channels, c a multiple of 8: an odd number of 16-byte units, so that the 8
@@ -83,6 +86,20 @@ YOLO12_HOST_DEVICE inline Layout layout(int c0, int c1, int c2, int c3) {
 YOLO12_HOST_DEVICE inline int bias_at(const Layout& l, int link) {
   const int at[5] = {0, l.c0, l.c0 + l.c1, l.c0 + 2 * l.c1, l.c0 + 2 * l.c1 + l.c2};
   return at[link];
+}
+
+// The depthwise links' walk over the warps (steps 1 and 3): `units` units of two m16 tiles x 16 channels, unit u
+// taken by warp u % kWarps. Where the last round has at most kWarps / 2 units, those run as 2 * left single m16
+// tiles instead, one per warp (single tile i: unit pair_units + i / 2, its tile i % 2), so that no warp takes a
+// pair more than the others while half the warps wait (yolo12n's P3, step 3: 20 units = 2 rounds and 4 left).
+// Unit u is (tile pair u / cchunks, chunk u % cchunks).
+struct DwWalk {
+  int pair_units = 0;    // units [0, pair_units) as pairs
+  int single_tiles = 0;  // then this many single tiles, warp w < single_tiles the w-th
+};
+YOLO12_HOST_DEVICE inline DwWalk dw_walk(int units) {
+  const int full = units / kWarps * kWarps, left = units - full;
+  return left * kDwTiles <= kWarps ? DwWalk{full, kDwTiles * left} : DwWalk{units, 0};
 }
 
 // The channel counts the kernel takes (before the shared-memory check).

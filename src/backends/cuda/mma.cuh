@@ -1,6 +1,6 @@
 // src/backends/cuda/mma.cuh - the PTX wrappers the tensor-core conv kernels share: cp.async (16-byte global ->
 // shared copies, zero-filled when src_bytes is 0), ldmatrix (8x8 b16 tiles from shared memory into the
-// mma fragment layout) and mma.sync m16n8k16 (fp16 in, fp32 accumulate). sm_80 and later.
+// mma fragment layout) and mma.sync m16n8k16 and m16n8k8 (fp16 in, fp32 accumulate). sm_80 and later.
 //
 // Fragment layout of mma.sync m16n8k16 .row.col (thread t of the warp, g = t / 4, c = t % 4):
 //   A (16 x 16, row-major):  a[0] = A[g][2c..2c+1], a[1] = A[g+8][2c..], a[2] = A[g][2c+8..], a[3] = A[g+8][2c+8..]
@@ -73,6 +73,16 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a
       "{%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// mma.sync m16n8k8 (fp16 in, fp32 accumulate): d += A (16 x 8) * B (8 x 8). Fragments, as for m16n8k16 above with
+// K 8: a0 = A[g][2c..2c+1], a1 = A[g+8][2c..2c+1] (so the ldmatrix.x4 A fragment of a 16 x 16 tile is two of them,
+// K columns 0-7 in its a[0], a[1] and 8-15 in a[2], a[3]); b0 = B[n=g][k=2c..2c+1].
+__device__ __forceinline__ void mma_1688(float (&d)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t b0) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(b0));
 }
 
 // The accumulators of a warp's MI x NI grid of m16n8 tiles.
