@@ -283,9 +283,9 @@ TEST_CASE("conv2d_dw_branch_f16 refuses the branches and views it does not take"
 }
 
 // The rule without tuning (host arithmetic on the device's facts; without a GPU, DeviceInfo's defaults, an H200's):
-// yolo12n's P3 branch (two blocks per SM) at batch 32, not at batch 1 or 8; the one-block layouts (yolo12n's P4,
-// yolo12s's P3) never. Also run where no GPU is (test_dw_branch_host, CI).
-TEST_CASE("dw_branch_preferred: the kernel for yolo12n's P3 branch on large batches only", "[dw_branch][host]") {
+// yolo12n's P3 branch at batch 16 and 32, not at batch 1 or 8; yolo12s's P3 (one block per SM) at batch 32; yolo12n's
+// P4 (480 tiles at batch 32) never. Also run where no GPU is (test_dw_branch_host, CI).
+TEST_CASE("dw_branch_preferred: the kernel for the P3 branches on large batches only", "[dw_branch][host]") {
   ConvShape s[kLinks];
   const auto preferred = [&](int batch, int size, int c0, int c1) {
     s[0] = link_shape(batch, size, size, c0, c0, true, true);

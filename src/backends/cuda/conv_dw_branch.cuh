@@ -34,11 +34,13 @@ bool dw_branch_supports(const ConvShape (&links)[kDwBranchLinks]);
 // view (16-byte stores where c3, ldy and y allow them). The other links' x and y are not touched.
 bool dw_branch_views_ok(const ConvParams<__half> (&links)[kDwBranchLinks]);
 // Whether the executor runs the branch on this kernel at these shapes' batch rather than as its five convs (without
-// tuning, which times both): where two blocks of its layout share an SM and the tiles fill those blocks at least twice.
-// Fitted to the thirtieth session's H100 timings (test_dw_branch "[.bench]"): yolo12n's P3 branch (64 -> 80 -> 80,
-// 106 KB, two blocks per SM) at batch 32, 0.162 ms against the five convs' 0.257; at batch 1 (50 tiles) even; the
-// one-block layouts lost at both batches (yolo12n's P4, 128 in: 0.100 against 0.087 ms at batch 32; yolo12s's P3,
-// 128 -> 128: 0.396 against 0.345).
+// tuning, which times both): where the tiles are at least four per SM. Fitted to the thirty-ninth session's H100
+// timings (test_dw_branch "[.bench]", the depthwise links on m16n8k8): yolo12n's P3 branch (64 -> 80 -> 80, 106 KB,
+// two blocks per SM) at batch 32 (1,600 tiles), 0.129 ms against the five convs' 0.251; yolo12s's P3 (128 -> 128,
+// 216 KB, one block per SM) at batch 32, 0.286 against 0.339, and in the network 4.643 -> 4.596 ms. At batch 1 (50
+// tiles) the five convs win (yolo12s's P3 0.031 against 0.025 ms). yolo12n's P4 at batch 32 (480 tiles, under four per
+// SM) stays on the five convs: alone the kernel wins (0.074 against 0.082 ms), but in the network fusing it cost
+// yolo12n 0.7 % (the five convs overlap the other branches' kernels better).
 bool dw_branch_preferred(const ConvShape (&links)[kDwBranchLinks]);
 // Computes link 4(link 3(... link 0(links[0].x))) into links[4].y, each link with its bias and SiLU (as its conv
 // does; every map rounded to fp16 once, as it would be stored). Throws yolo12::Error where the branch or its views
