@@ -102,11 +102,7 @@ Schedule schedule_ops(const Graph& g, const ArenaLayout& layout, int max_streams
       if (known[static_cast<std::size_t>(st)] >= tail[static_cast<std::size_t>(st)]) pick = st;
     // 3. A new stream; 4. the stream whose last op is oldest.
     if (pick < 0 && used < max_streams) pick = used++;
-    if (pick < 0) {
-      pick = 0;
-      for (int st = 1; st < used; ++st)
-        if (tail[static_cast<std::size_t>(st)] < tail[static_cast<std::size_t>(pick)]) pick = st;
-    }
+    if (pick < 0) pick = static_cast<int>(std::min_element(tail.begin(), tail.begin() + used) - tail.begin());
     const auto up = static_cast<std::size_t>(pick);
     std::vector<int> clock = tail[up] >= 0 ? s.clock[static_cast<std::size_t>(tail[up])] : std::vector<int>(S, -1);
     for (int d : deps) {  // newest first, so an older one is often implied by a newer one's clock

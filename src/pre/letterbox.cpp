@@ -53,7 +53,7 @@ class BilinearRowResizer {
   // channel (e.g. {2, 1, 0} turns BGR into RGB).
   BilinearRowResizer(const std::uint8_t* src, int src_w, int src_h, std::size_t pitch, int src_cn,
                      std::vector<int> channels, int dst_w, int dst_h)
-      : src_(src), src_w_(src_w), src_h_(src_h), pitch_(pitch), src_cn_(src_cn),
+      : src_(src), pitch_(pitch), src_cn_(src_cn),
         channels_(std::move(channels)), dst_w_(dst_w), identity_(src_w == dst_w && src_h == dst_h),
         taps_x_(make_taps(src_w, dst_w, true)), taps_y_(make_taps(src_h, dst_h, false)) {
     const std::size_t row_len = static_cast<std::size_t>(dst_w) * channels_.size();
@@ -109,7 +109,6 @@ class BilinearRowResizer {
   }
 
   const std::uint8_t* src_;
-  int src_w_, src_h_;
   std::size_t pitch_;
   int src_cn_;
   std::vector<int> channels_;
