@@ -110,7 +110,7 @@ TEST_CASE("dw_branch tiles: every output pixel once; the depthwise taps inside t
   CHECK(static_cast<int>(read.size()) == db::kMapPixels);
 }
 
-TEST_CASE("dw_branch depthwise walk: every (m16 tile, chunk) once, pairs in whole rounds, a split round one tile a warp",
+TEST_CASE("dw_branch depthwise walk: every (m16 tile, chunk) once; a split last round, one tile a warp",
           "[dw_branch][layout]") {
   for (const int tile_pairs : {db::kMapRows / db::kDwRows, db::kOutPixels / db::kDwRows})
     for (int cchunks = 1; cchunks <= db::kMaxChannels / 16; ++cchunks) {

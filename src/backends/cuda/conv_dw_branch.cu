@@ -86,11 +86,11 @@ __device__ __forceinline__ void load_dw_taps(DwTaps& t, const __half* wdw, int c
   }
 }
 
-// MT depthwise 3x3 units of 16 pixels x the 16 channels of `taps`, sharing the taps' registers. Lane l's A row of
-// unit i starts at arow[i] (its pixel's tap (0, 0), channels cc16 + (l / 16) * 8: ldmatrix's row address for row
-// l % 16), taps (ky, kx) at (ky * row_w + kx) * pix halves from it; the x4 fragment's a[0], a[1] (channels 0-7) and
-// a[2], a[3] (8-15) feed one m16n8k8 each. One non-zero product per MMA, fp32 sums over the taps in order (as with
-// the k16 form); acc zeroed first.
+// A depthwise 3x3 over MT m16 tiles (16 pixels each) x the 16 channels of `taps`, the tiles sharing the taps'
+// registers. Lane l's A row of tile i starts at arow[i] (its pixel's tap (0, 0), channels cc16 + (l / 16) * 8:
+// ldmatrix's row address for row l % 16), taps (ky, kx) at (ky * row_w + kx) * pix halves from it; the x4 fragment's
+// a[0], a[1] (channels 0-7) and a[2], a[3] (8-15) feed one m16n8k8 each. One non-zero product per MMA, fp32 sums over
+// the taps in order (as with the k16 form); acc zeroed first.
 template <int MT>
 __device__ __forceinline__ void dw3x3_mma(float (&acc)[MT][2][4], const __half* const (&arow)[MT], int pix,
                                           int row_w, const DwTaps& taps) {
@@ -193,7 +193,8 @@ __device__ __forceinline__ void dw_link(int rows, int c, const __half* wdw, int 
     float acc[MT][2][4];
     dw3x3_mma(acc, arow, pix, row_w, taps);
 #pragma unroll
-    for (int i = 0; i < MT; ++i) store_tile<2, kSilu>(acc[i], dst, pix, (mt0 + i) * 16, rows, cc16, bias, lane, KeepAll{});
+    for (int i = 0; i < MT; ++i)
+      store_tile<2, kSilu>(acc[i], dst, pix, (mt0 + i) * 16, rows, cc16, bias, lane, KeepAll{});
   });
 }
 
