@@ -79,7 +79,7 @@ TEST_CASE("dw_branch tiles: every output pixel once; the depthwise taps inside t
   for (const auto& [batch, h, w] : std::vector<std::tuple<int, int, int>>{{1, 80, 80}, {2, 37, 53}, {3, 5, 7},
                                                                          {1, 1, 1}, {1, 8, 16}, {2, 9, 17}}) {
     INFO(batch << "x" << h << "x" << w);
-    const int tiles = batch * db::tiles_y(h) * db::tiles_x(w);
+    const int tiles = static_cast<int>(db::tile_count(batch, h, w));
     std::vector<int> seen(static_cast<std::size_t>(batch) * h * w, 0);
     for (int t = 0; t < tiles; ++t) {
       const db::Tile at = db::tile_at(h, w, t);
@@ -120,20 +120,23 @@ TEST_CASE("dw_branch depthwise walk: every (m16 tile, chunk) once; a split last 
       CHECK(walk.single_tiles <= db::kWarps);
       CHECK(walk.single_tiles % db::kDwTiles == 0);
       CHECK(walk.pair_units * db::kDwTiles + walk.single_tiles == units * db::kDwTiles);
-      // Replay the kernel's dw_units: warp w takes pair units w, w + kWarps, ... below pair_units, then single tile w.
+      // Replay the kernel's dw_units: warp w takes pair units w, w + kWarps, ... below pair_units (dw_pair), then
+      // single tile w (dw_single).
       std::vector<int> seen(static_cast<std::size_t>(units) * db::kDwTiles, 0);  // (tile, chunk)
       std::vector<int> tiles_of_warp(db::kWarps, 0);
       const auto take = [&](int warp, int tile, int chunk) {
-        REQUIRE(tile < tile_pairs * db::kDwTiles);
+        REQUIRE((tile >= 0 && tile < tile_pairs * db::kDwTiles && chunk >= 0 && chunk < cchunks));
         ++seen[static_cast<std::size_t>(tile) * cchunks + chunk];
         ++tiles_of_warp[warp];
       };
       for (int w = 0; w < db::kWarps; ++w) {
-        for (int u = w; u < walk.pair_units; u += db::kWarps)
-          for (int i = 0; i < db::kDwTiles; ++i) take(w, (u / cchunks) * db::kDwTiles + i, u % cchunks);
+        for (int u = w; u < walk.pair_units; u += db::kWarps) {
+          const db::DwUnit d = db::dw_pair(u, cchunks);
+          for (int i = 0; i < db::kDwTiles; ++i) take(w, d.tile + i, d.chunk);
+        }
         if (w < walk.single_tiles) {
-          const int u = walk.pair_units + w / db::kDwTiles;
-          take(w, (u / cchunks) * db::kDwTiles + w % db::kDwTiles, u % cchunks);
+          const db::DwUnit d = db::dw_single(walk, w, cchunks);
+          take(w, d.tile, d.chunk);
         }
       }
       for (int s : seen) REQUIRE(s == 1);

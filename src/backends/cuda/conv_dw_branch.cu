@@ -117,12 +117,12 @@ template <typename Unit>
 __device__ __forceinline__ void dw_units(int tile_pairs, int cchunks, int warp, Unit&& unit) {
   const db::DwWalk walk = db::dw_walk(tile_pairs * cchunks);
   for (int u = warp; u < walk.pair_units; u += db::kWarps) {
-    const int mp = u / cchunks;
-    unit(std::integral_constant<int, db::kDwTiles>{}, mp * db::kDwTiles, (u - mp * cchunks) * 16);
+    const db::DwUnit d = db::dw_pair(u, cchunks);
+    unit(std::integral_constant<int, db::kDwTiles>{}, d.tile, d.chunk * 16);
   }
   if (warp < walk.single_tiles) {
-    const int u = walk.pair_units + warp / db::kDwTiles, mp = u / cchunks;
-    unit(std::integral_constant<int, 1>{}, mp * db::kDwTiles + warp % db::kDwTiles, (u - mp * cchunks) * 16);
+    const db::DwUnit d = db::dw_single(walk, warp, cchunks);
+    unit(std::integral_constant<int, 1>{}, d.tile, d.chunk * 16);
   }
 }
 
@@ -359,8 +359,7 @@ bool dw_branch_supports(const ConvShape (&l)[kDwBranchLinks]) {
 }
 
 bool dw_branch_preferred(const ConvShape (&l)[kDwBranchLinks]) {
-  const long long tiles = 1LL * l[0].batch * db::tiles_y(l[0].h) * db::tiles_x(l[0].w_in);
-  return tiles >= 4LL * device_info().sm_count;
+  return db::tile_count(l[0].batch, l[0].h, l[0].w_in) >= 4LL * device_info().sm_count;
 }
 
 bool dw_branch_views_ok(const ConvParams<__half> (&l)[kDwBranchLinks]) {
@@ -394,7 +393,7 @@ void launch_conv2d_dw_branch_f16(const ConvParams<__half> (&l)[kDwBranchLinks], 
   p.h = l[0].h;
   p.w_img = l[0].w_in;
   p.layout = db::layout(l[0].c_in, l[1].c_out, l[3].c_out, l[4].c_out);
-  const long long tiles = 1LL * p.batch * db::tiles_y(p.h) * db::tiles_x(p.w_img);
+  const long long tiles = db::tile_count(p.batch, p.h, p.w_img);
   if (tiles <= 0) return;
   if (tiles > 0x7fffffffLL) throw Error("conv2d_dw_branch_f16: too many tiles");
   p.tiles = static_cast<int>(tiles);

@@ -92,7 +92,7 @@ YOLO12_HOST_DEVICE inline int bias_at(const Layout& l, int link) {
 // taken by warp u % kWarps. Where the last round has at most kWarps / 2 units, those run as 2 * left single m16
 // tiles instead, one per warp (single tile i: unit pair_units + i / 2, its tile i % 2), so that no warp takes a
 // pair more than the others while half the warps wait (yolo12n's P3, step 3: 20 units = 2 rounds and 4 left).
-// Unit u is (tile pair u / cchunks, chunk u % cchunks).
+// Unit u is (tile pair u / cchunks, chunk u % cchunks): dw_pair, dw_single.
 struct DwWalk {
   int pair_units = 0;    // units [0, pair_units) as pairs
   int single_tiles = 0;  // then this many single tiles, warp w < single_tiles the w-th
@@ -100,6 +100,20 @@ struct DwWalk {
 YOLO12_HOST_DEVICE inline DwWalk dw_walk(int units) {
   const int full = units / kWarps * kWarps, left = units - full;
   return left * kDwTiles <= kWarps ? DwWalk{full, kDwTiles * left} : DwWalk{units, 0};
+}
+// What a depthwise unit covers: m16 tiles from `tile`, the 16 channels of chunk `chunk`.
+struct DwUnit {
+  int tile = 0, chunk = 0;
+};
+// Pair unit u of a link with cchunks chunks: tiles [tile, tile + kDwTiles).
+YOLO12_HOST_DEVICE inline DwUnit dw_pair(int u, int cchunks) {
+  const int pair = u / cchunks;
+  return {pair * kDwTiles, u - pair * cchunks};
+}
+// Single tile i (the i-th warp's) of a split last round: tile i % kDwTiles of pair unit pair_units + i / kDwTiles.
+YOLO12_HOST_DEVICE inline DwUnit dw_single(const DwWalk& walk, int i, int cchunks) {
+  const DwUnit pair = dw_pair(walk.pair_units + i / kDwTiles, cchunks);
+  return {pair.tile + i % kDwTiles, pair.chunk};
 }
 
 // The channel counts the kernel takes (before the shared-memory check).
@@ -114,6 +128,9 @@ struct Tile {
 };
 YOLO12_HOST_DEVICE inline int tiles_x(int w) { return (w + kTW - 1) / kTW; }
 YOLO12_HOST_DEVICE inline int tiles_y(int h) { return (h + kTH - 1) / kTH; }
+YOLO12_HOST_DEVICE inline long long tile_count(int batch, int h, int w) {
+  return 1LL * batch * tiles_y(h) * tiles_x(w);
+}
 YOLO12_HOST_DEVICE inline Tile tile_at(int h, int w, int t) {
   const int tx = tiles_x(w), per_image = tx * tiles_y(h);
   const int n = t / per_image, r = t - n * per_image;
