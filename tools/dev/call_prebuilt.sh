@@ -6,6 +6,10 @@
 #                                           (e.g. the one `bash .ci/run` leaves in a clean clone: sm_90a, the CUDA
 #                                           runtime static, no spdlog) into .carry/prebuilt (yolo12-bench xz-compressed:
 #                                           54 MB stripped, 10 MB packed, so it fits the 64 MiB a call carries)
+#   tools/dev/call_prebuilt.sh bundle BUILD [TEST...]  here: yolo12-bench and the named GPU tests of a CUDA build
+#                                           folder, stripped, in one archive .carry/prebuilt/ab.tar.xz (they share
+#                                           most of their code: seven tests and the bench pack to 12.8 MB), for `test`
+#                                           and `bench` there
 #   tools/dev/call_prebuilt.sh run          there (carry .carry/prebuilt): test_preprocess's GPU cases, its packing
 #                                           bench on that machine's cores, and yolo12-bench on the yolo12n fixture
 #                                           end to end on 3840x2160 frames with YOLO12_STAGING_HALVES on and off, then
@@ -122,6 +126,19 @@ case "${1:-}" in
     mkdir -p "$dir"
     strip -o "$dir/test_preprocess" "$build/tests/test_preprocess" || exit 1
     for b in yolo12-bench yolo12-multi-bench; do strip -o "$dir/$b" "$build/$b" && xz -f -6 "$dir/$b" || exit 1; done
+    ls -la "$dir"
+    ;;
+  bundle)
+    # yolo12-bench and the GPU tests named (e.g. test_conv test_model_gpu) of a CUDA build folder, stripped, in one
+    # archive $dir/ab.tar.xz, which unpack() reads: they share most of their code, so one xz stream holds them in
+    # little more than one (fortieth session: yolo12-bench and seven GPU tests, 441 MB stripped, 12.8 MB packed).
+    build=${2:?usage: $0 bundle BUILD [TEST...]}
+    shift 2
+    tmp=$(mktemp -d) && mkdir -p "$dir" || exit 1
+    strip -o "$tmp/yolo12-bench" "$build/yolo12-bench" || exit 1
+    for t in "$@"; do strip -o "$tmp/$t" "$build/tests/$t" || exit 1; done
+    (cd "$tmp" && tar -cf - -- *) | xz -T2 --lzma2=preset=6,dict=512MiB > "$dir/ab.tar.xz" || exit 1
+    rm -rf "$tmp"
     ls -la "$dir"
     ;;
   run)

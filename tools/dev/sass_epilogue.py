@@ -10,6 +10,10 @@ CUOBJDUMP to its path. With --build the script compiles src/backends/cuda/{conv_
 conv_halo_wgmma, conv_halo, conv_gemm_tma}.cu itself (nvcc from PATH, -O3 -arch=sm_90a, as the library's build) into
 OUTDIR and reads those.
 
+With --values, for every kernel the basic blocks that hold 8 or more MUFU instead (an epilogue that finishes that many
+values: a SiLU is one MUFU since the twenty-eighth session), the smallest six: instructions, and of them MUFU / FADD /
+FMUL / FFMA. The fortieth session's table of epilogue costs (docs/kernels-conv.md) is this.
+
 With --loops, for every kernel each loop instead (a backward branch and the instructions from its target, inner
 loops included): its size, its branches (BRA), convergence regions (BSSY: the compiler's bracket around a divergent
 branch), MMAs (HMMA) and its most frequent opcodes. The thirty-sixth session read the fused kernels' epilogues this
@@ -114,6 +118,24 @@ def report(path, kernel_re):
         print(f"{short(name)[:78]:78s} instr {count:6d}  MUFU {mufu:4d}  MUFU per block (count x blocks): {spread}")
 
 
+def report_values(path, kernel_re, least=8, most=6):
+    """Per kernel, its basic blocks of at least `least` MUFU (an epilogue finishing that many values), the `most`
+    smallest: instructions, and of them MUFU / FADD / FMUL / FFMA (the fortieth session's table, docs/kernels-conv.md)."""
+    with open(path) as f:
+        sass = f.read()
+    print(f"== {os.path.basename(path)}")
+    for name, instrs, text in kernels(sass):
+        if kernel_re and not re.search(kernel_re, name):
+            continue
+        found = set()
+        for b in blocks(instrs, text):
+            ops = collections.Counter(opcode(o) for o in b)
+            if ops["MUFU"] >= least:
+                found.add((len(b), ops["MUFU"], ops["FADD"], ops["FMUL"], ops["FFMA"]))
+        rows = "; ".join(f"{n} ({m} / {a} / {u} / {f})" for n, m, a, u, f in sorted(found)[:most])
+        print(f"{short(name)[:78]:78s} {rows or '-'}")
+
+
 def build(outdir):
     os.makedirs(outdir, exist_ok=True)
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -139,12 +161,14 @@ def main():
     ap.add_argument("--kernel", default="")
     ap.add_argument("--build", metavar="OUTDIR")
     ap.add_argument("--loops", action="store_true", help="each loop's size and opcode mix instead of the MUFU blocks")
+    ap.add_argument("--values", action="store_true",
+                    help="the blocks of 8 or more MUFU: size and MUFU / FADD / FMUL / FFMA (an epilogue's cost)")
     args = ap.parse_args()
     paths = build(args.build) if args.build else args.files
     if not paths:
         ap.error("give .sass files or --build OUTDIR")
     for p in paths:
-        (report_loops if args.loops else report)(p, args.kernel)
+        (report_loops if args.loops else report_values if args.values else report)(p, args.kernel)
 
 
 if __name__ == "__main__":
