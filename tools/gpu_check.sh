@@ -213,10 +213,10 @@ elif [ "$mode" != peer ] && [ "$mode" != cli ]; then
   note "build ok (${#targets[@]} targets)"
 fi
 grep -E "error" "$out/build.log" 2>/dev/null | head -20
-# WHILE_WARM (bench and peer modes, with OURS_BENCH where nothing is built): a command run while the peer's warm step
-# compiles, before ours or the peer times anything, e.g. the GPU tests of a carried build (tools/dev/call_prebuilt.sh
-# test NAME). The warm step leaves the GPU mostly idle for its 200-240 s; only its compiles' speed is shared.
-if [ -n "${WHILE_WARM:-}" ] && [ -n "$warm_pid" ]; then
+# WHILE_WARM: a command run after the build and before ours or the peer times anything, e.g. the GPU tests of a
+# carried build (tools/dev/call_prebuilt.sh test NAME). In bench and peer modes it runs while the peer's warm step
+# compiles, which leaves the GPU mostly idle for its 200-240 s (only the compiles' speed is shared).
+if [ -n "${WHILE_WARM:-}" ]; then
   bash -c "$WHILE_WARM" > "$out/while_warm.log" 2>&1
   note "while warm: rc=$? ($out/while_warm.log)"
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tools/dev/sass_epilogue.py on a made-up cuobjdump listing: basic blocks split at branch targets and after branches,
-and the MUFU instructions counted per block; the loops (backward branches) and their opcodes."""
+and the MUFU instructions counted per block; the loops (backward branches) and their opcodes; the blocks of many MUFU
+with their arithmetic (--values)."""
 import os
 import sys
 import unittest
@@ -65,6 +66,18 @@ class SassEpilogue(unittest.TestCase):
         self.assertEqual(ops["MUFU"], 4)
         self.assertEqual(ops["BRA"], 2)  # '@P0 BRA' counts as BRA
         self.assertEqual(ops["ISETP"], 1)
+
+    def test_value_blocks(self):
+        # The blocks of at least `least` MUFU with their size and arithmetic: straight's one block of 4 (and its EXIT);
+        # branchy's blocks of 2 only where least is 2; an FFMA counted in its block, an FADD only in its own.
+        got = dict(sass_epilogue.value_blocks(LISTING, least=4))
+        self.assertEqual(got, {"_Z7branchyPf": [], "_Z8straightPf": [(5, 4, 0, 0, 0)]})
+        listing = LISTING.replace("MUFU.RCP R4, R4 ;", "FFMA R4, R4, R5, R4 ;").replace("MOV R1, c[0x0][0x28] ;",
+                                                                                        "FADD R1, R2, R3 ;")
+        got = dict(sass_epilogue.value_blocks(listing, least=2))
+        # branchy: its first block (FADD, ISETP, @P0 BRA) has no MUFU, its last (EX2, FFMA, EXIT) one; EX2, RCP counts.
+        self.assertEqual(got["_Z7branchyPf"], [(2, 2, 0, 0, 0)])
+        self.assertEqual(got["_Z8straightPf"], [(5, 3, 0, 0, 1)])
 
     def test_kernel_filter(self):
         names = [name for name, _, _, _ in sass_epilogue.mufu_blocks(LISTING, "straight")]

@@ -135,6 +135,7 @@ case "${1:-}" in
     build=${2:?usage: $0 bundle BUILD [TEST...]}
     shift 2
     tmp=$(mktemp -d) && mkdir -p "$dir" || exit 1
+    for n in yolo12-bench "$@"; do rm -f "$dir/$n.xz"; done  # unpack() prefers NAME.xz: none left from `pack`
     strip -o "$tmp/yolo12-bench" "$build/yolo12-bench" || exit 1
     for t in "$@"; do strip -o "$tmp/$t" "$build/tests/$t" || exit 1; done
     (cd "$tmp" && tar -cf - -- *) | xz -T2 --lzma2=preset=6,dict=512MiB > "$dir/ab.tar.xz" || exit 1

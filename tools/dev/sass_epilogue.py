@@ -118,12 +118,9 @@ def report(path, kernel_re):
         print(f"{short(name)[:78]:78s} instr {count:6d}  MUFU {mufu:4d}  MUFU per block (count x blocks): {spread}")
 
 
-def report_values(path, kernel_re, least=8, most=6):
-    """Per kernel, its basic blocks of at least `least` MUFU (an epilogue finishing that many values), the `most`
-    smallest: instructions, and of them MUFU / FADD / FMUL / FFMA (the fortieth session's table, docs/kernels-conv.md)."""
-    with open(path) as f:
-        sass = f.read()
-    print(f"== {os.path.basename(path)}")
+def value_blocks(sass, kernel_re="", least=8):
+    """Per kernel: (mangled name, sorted set of (instructions, MUFU, FADD, FMUL, FFMA)) of its basic blocks of at
+    least `least` MUFU (an epilogue finishing that many values)."""
     for name, instrs, text in kernels(sass):
         if kernel_re and not re.search(kernel_re, name):
             continue
@@ -132,7 +129,17 @@ def report_values(path, kernel_re, least=8, most=6):
             ops = collections.Counter(opcode(o) for o in b)
             if ops["MUFU"] >= least:
                 found.add((len(b), ops["MUFU"], ops["FADD"], ops["FMUL"], ops["FFMA"]))
-        rows = "; ".join(f"{n} ({m} / {a} / {u} / {f})" for n, m, a, u, f in sorted(found)[:most])
+        yield name, sorted(found)
+
+
+def report_values(path, kernel_re, most=6):
+    """value_blocks of a listing, the `most` smallest of each kernel (the fortieth session's table in
+    docs/kernels-conv.md)."""
+    with open(path) as f:
+        sass = f.read()
+    print(f"== {os.path.basename(path)}")
+    for name, found in value_blocks(sass, kernel_re):
+        rows = "; ".join(f"{n} ({m} / {a} / {u} / {f})" for n, m, a, u, f in found[:most])
         print(f"{short(name)[:78]:78s} {rows or '-'}")
 
 
